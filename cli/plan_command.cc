@@ -1,0 +1,55 @@
+#include "cli/plan_command.h"
+
+#include <optional>
+#include <ostream>
+
+#include "cli/plan_file.h"
+#include "cli/plan_print.h"
+#include "forecast/plan_engine.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+
+int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.path);
+  if (!plan.ok()) {
+    err << "flightplan plan: " << plan.status().message() << "\n";
+    return 2;
+  }
+  forecast::PlanSpec spec = PlanFromProto(*plan);
+
+  std::optional<forecast::DeadlineFleet> fleet;
+  if (!options.deadline.empty()) {
+    absl::StatusOr<absl::Time> deadline = ParseTimestamp(options.deadline);
+    if (!deadline.ok()) {
+      err << "flightplan plan: --deadline: " << deadline.status().message() << "\n";
+      return 2;
+    }
+    spec.deadline = *deadline;
+    fleet = forecast::FindFleetForDeadline(spec, *deadline);
+  }
+  const forecast::PlanReport report = forecast::ComputePlan(spec);
+
+  if (options.json) {
+    v1::PlanReport proto = ReportToProto(report);
+    if (fleet) *proto.mutable_deadline_fleet() = DeadlineFleetToProto(*fleet);
+    google::protobuf::util::JsonPrintOptions print;
+    print.add_whitespace = true;
+    print.always_print_primitive_fields = true;
+    print.preserve_proto_field_names = true;
+    std::string json;
+    const auto st = google::protobuf::util::MessageToJsonString(proto, &json, print);
+    if (!st.ok()) {
+      err << "flightplan plan: cannot print JSON: " << st.message() << "\n";
+      return 2;
+    }
+    out << json;
+  } else {
+    out << FormatPlanReport(spec, report, fleet ? &*fleet : nullptr);
+  }
+  const bool no_fleet = fleet && !fleet->met;
+  return report.HasError() || no_fleet ? 1 : 0;
+}
+
+}  // namespace flightplan

@@ -1,0 +1,283 @@
+#include "cli/plan_file.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/reflection.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "proto/plan_convert.h"
+#include "yaml-cpp/yaml.h"
+
+namespace flightplan {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+class Filler {
+ public:
+  explicit Filler(std::string source) : source_(std::move(source)) {}
+
+  absl::Status Fill(const YAML::Node& node, Message& msg, const std::string& path) {
+    if (node.IsNull()) return absl::OkStatus();
+    if (!node.IsMap()) {
+      return Err(node, path.empty() ? "the plan" : path,
+                 absl::StrCat("expected a mapping of keys, got ", Kind(node)));
+    }
+    const Descriptor* desc = msg.GetDescriptor();
+    const Reflection* refl = msg.GetReflection();
+    std::set<int> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node& key_node = it->first;
+      const YAML::Node& value = it->second;
+      if (!key_node.IsScalar()) return Err(key_node, path, "keys must be plain names");
+      const std::string key = key_node.Scalar();
+      const FieldDescriptor* field = desc->FindFieldByName(key);
+      if (field == nullptr) field = desc->FindFieldByCamelcaseName(key);
+      const std::string field_path = path.empty() ? key : absl::StrCat(path, ".", key);
+      if (field == nullptr) {
+        std::vector<std::string> known;
+        for (int i = 0; i < desc->field_count(); ++i) known.push_back(desc->field(i)->name());
+        return Err(key_node, field_path,
+                   absl::StrCat("unknown key '", key, "'",
+                                path.empty() ? "" : absl::StrCat(" in ", path), " (known: ",
+                                absl::StrJoin(known, ", "), ")"));
+      }
+      if (!seen.insert(field->number()).second) {
+        return Err(key_node, field_path, "duplicate key");
+      }
+      if (value.IsNull()) continue;  // `key:` or `key: ~` leaves the field unset
+      if (field->is_repeated()) return Err(value, field_path, "lists are not accepted here");
+      absl::Status st = SetField(value, msg, *refl, *field, field_path);
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status SetField(const YAML::Node& value, Message& msg, const Reflection& refl,
+                        const FieldDescriptor& field, const std::string& path) {
+    if (field.type() == FieldDescriptor::TYPE_MESSAGE) {
+      Message* sub = refl.MutableMessage(&msg, &field);
+      if (field.message_type()->full_name() == "google.protobuf.Timestamp") {
+        if (!value.IsScalar()) return Err(value, path, "expected a timestamp");
+        absl::StatusOr<absl::Time> t = ParseTimestamp(value.Scalar());
+        if (!t.ok()) return Err(value, path, std::string(t.status().message()));
+        static_cast<google::protobuf::Timestamp&>(*sub) = TimeToProto(*t);
+        return absl::OkStatus();
+      }
+      return Fill(value, *sub, path);
+    }
+    if (!value.IsScalar()) {
+      return Err(value, path, absl::StrCat("expected a single value, got ", Kind(value)));
+    }
+    const std::string text = std::string(absl::StripAsciiWhitespace(value.Scalar()));
+    switch (field.cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING:
+        refl.SetString(&msg, &field, value.Scalar());
+        return absl::OkStatus();
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        const std::string b = absl::AsciiStrToLower(text);
+        if (b == "true" || b == "yes" || b == "on") {
+          refl.SetBool(&msg, &field, true);
+        } else if (b == "false" || b == "no" || b == "off") {
+          refl.SetBool(&msg, &field, false);
+        } else {
+          return Err(value, path, absl::StrCat("expected true or false, got '", text, "'"));
+        }
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+      case FieldDescriptor::CPPTYPE_FLOAT: {
+        double v = 0;
+        if (!ParseNumber(text, v)) {
+          return Err(value, path, absl::StrCat("expected a number, got '", text, "'"));
+        }
+        if (field.cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+          refl.SetDouble(&msg, &field, v);
+        } else {
+          refl.SetFloat(&msg, &field, static_cast<float>(v));
+        }
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_INT32:
+      case FieldDescriptor::CPPTYPE_INT64:
+      case FieldDescriptor::CPPTYPE_UINT32:
+      case FieldDescriptor::CPPTYPE_UINT64:
+        return SetInteger(value, text, msg, refl, field, path);
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        const auto* ev = field.enum_type()->FindValueByName(text);
+        if (ev == nullptr) return Err(value, path, absl::StrCat("unknown value '", text, "'"));
+        refl.SetEnum(&msg, &field, ev);
+        return absl::OkStatus();
+      }
+      default:
+        return Err(value, path, "unsupported field type");
+    }
+  }
+
+  absl::Status SetInteger(const YAML::Node& value, const std::string& text, Message& msg,
+                          const Reflection& refl, const FieldDescriptor& field,
+                          const std::string& path) {
+    // Exact integers first (no rounding above 2^53), then e-notation such as 10e12.
+    bool negative = !text.empty() && text[0] == '-';
+    uint64_t magnitude = 0;
+    const char* begin = text.data() + (negative ? 1 : 0);
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(begin, end, magnitude);
+    if (ec != std::errc() || ptr != end || begin == end) {
+      double v = 0;
+      if (!ParseNumber(text, v) || v != std::floor(v)) {
+        return Err(value, path, absl::StrCat("expected a whole number, got '", text, "'"));
+      }
+      negative = v < 0;
+      if (std::fabs(v) >= 18446744073709551616.0) {
+        return Err(value, path, absl::StrCat("value ", text, " is out of range"));
+      }
+      magnitude = static_cast<uint64_t>(std::fabs(v));
+    }
+    const bool is_unsigned = field.cpp_type() == FieldDescriptor::CPPTYPE_UINT32 ||
+                             field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64;
+    if (negative && is_unsigned && magnitude != 0) {
+      return Err(value, path, absl::StrCat("expected a non-negative whole number, got '", text, "'"));
+    }
+    uint64_t max = 0;
+    switch (field.cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: max = std::numeric_limits<int32_t>::max(); break;
+      case FieldDescriptor::CPPTYPE_INT64: max = std::numeric_limits<int64_t>::max(); break;
+      case FieldDescriptor::CPPTYPE_UINT32: max = std::numeric_limits<uint32_t>::max(); break;
+      default: max = std::numeric_limits<uint64_t>::max(); break;
+    }
+    if (magnitude > max) {
+      return Err(value, path, absl::StrCat("value ", text, " is out of range (max ", max, ")"));
+    }
+    const int64_t signed_value =
+        negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    switch (field.cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+        refl.SetInt32(&msg, &field, static_cast<int32_t>(signed_value));
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        refl.SetInt64(&msg, &field, signed_value);
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        refl.SetUInt32(&msg, &field, static_cast<uint32_t>(magnitude));
+        break;
+      default:
+        refl.SetUInt64(&msg, &field, magnitude);
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  static bool ParseNumber(const std::string& text, double& out) {
+    if (text.empty()) return false;
+    // Digits, sign, point and exponent only: no hex, "inf" or "nan".
+    for (char c : text) {
+      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' ||
+            c == '+' || c == '-' || c == '_')) {
+        return false;
+      }
+    }
+    std::string clean;
+    for (char c : text) {
+      if (c != '_') clean.push_back(c);  // YAML 1.1 allows 10_000
+    }
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(clean.c_str(), &end);
+    if (end != clean.c_str() + clean.size() || errno == ERANGE || !std::isfinite(v)) return false;
+    out = v;
+    return true;
+  }
+
+  static std::string Kind(const YAML::Node& n) {
+    if (n.IsMap()) return "a mapping";
+    if (n.IsSequence()) return "a list";
+    if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
+    return "nothing";
+  }
+
+  absl::Status Err(const YAML::Node& node, const std::string& path, const std::string& what) const {
+    const YAML::Mark mark = node.Mark();
+    const std::string where =
+        mark.is_null() ? std::string(source_) : absl::StrCat(source_, ":", mark.line + 1);
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", path.empty() ? "" : absl::StrCat(path, ": "), what));
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
+  const std::string s(absl::StripAsciiWhitespace(std::string(text)));
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return t;
+  if (absl::ParseTime("%Y-%m-%d", s, absl::UTCTimeZone(), &t, &err)) return t;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "expected an RFC 3339 time such as 2027-03-01T00:00:00Z or a date such as 2027-03-01, "
+      "got '", s, "'"));
+}
+
+absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view source_view) {
+  // Debian's abseil is built with its own string_view, so StrCat takes std::string here.
+  const std::string source(source_view);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": syntax error: ", e.msg));
+  }
+  if (!root.IsDefined() || root.IsNull()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the plan is empty"));
+  }
+  v1::Plan plan;
+  try {
+    absl::Status st = Filler(source).Fill(root, plan, "");
+    if (!st.ok()) return st;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ": ", e.msg));
+  }
+  return plan;
+}
+
+absl::StatusOr<v1::Plan> LoadPlanFile(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return ParsePlan(text, "<stdin>");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string why = absl::StrCat(path, ": cannot read: ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(why);
+    if (err == EACCES) return absl::PermissionDeniedError(why);
+    return absl::InvalidArgumentError(why);
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(path, ": read error"));
+  return ParsePlan(buf.str(), path);
+}
+
+}  // namespace flightplan

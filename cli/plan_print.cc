@@ -1,0 +1,157 @@
+#include "cli/plan_print.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/units.h"
+
+namespace flightplan {
+namespace {
+
+using namespace units;  // NOLINT: this file is all formatting
+
+class Out {
+ public:
+  void Section(const std::string& title) { absl::StrAppend(&text_, "\n", title, "\n"); }
+  void Row(const std::string& label, const std::string& value) {
+    absl::StrAppend(&text_, absl::StrFormat("  %-24s %s\n", label, value));
+  }
+  void Line(const std::string& line) { absl::StrAppend(&text_, line, "\n"); }
+  std::string Take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
+
+void ScheduleRows(Out& o, const forecast::PlanReport::Schedule& s) {
+  const double total = s.total_seconds;
+  auto row = [&](const std::string& label, double seconds) {
+    o.Line(absl::StrFormat("  %-24s %8s days %7s", label, Days(seconds),
+                           total > 0 ? Percent(seconds / total) : "-"));
+  };
+  row("active compute", s.active_compute_seconds);
+  row("checkpoint overhead", s.checkpoint_seconds);
+  row("failure budget", s.failure_budget_seconds);
+  row("availability", s.availability_seconds);
+  row("contingency", s.contingency_seconds);
+  o.Line(absl::StrFormat("  %-24s %8s days", "total", Days(total)));
+  o.Row("start -> finish", absl::StrCat(Date(s.start_time), " -> ", Date(s.finish_time)));
+}
+
+}  // namespace
+
+std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanReport& r,
+                             const forecast::DeadlineFleet* fleet) {
+  Out o;
+  o.Line(absl::StrCat("plan ", r.name.empty() ? "(unnamed)" : r.name, ": ", Sci(p.model.params),
+                      " params, ", Sci(static_cast<double>(p.data.tokens)), " tokens on ",
+                      Count(r.fleet.gpus), " x ", p.hardware.gpu.empty() ? "GPU" : p.hardware.gpu));
+
+  o.Section("Findings");
+  if (r.findings.empty()) o.Line("  none: the plan is consistent");
+  for (const forecast::Finding& f : r.findings) {
+    o.Line(absl::StrFormat("  %-7s %s: %s",
+                           f.severity == forecast::Severity::kError ? "ERROR" : "WARNING", f.code,
+                           f.message));
+  }
+
+  const auto& b = r.batch;
+  const auto& c = r.compute;
+  o.Section("Compute");
+  o.Row("FLOPs per token",
+        c.attention_flops_per_token > 0
+            ? absl::StrCat(Sci(c.flops_per_token), " (6N ",
+                           Sci(c.flops_per_token - c.attention_flops_per_token), " + attention ",
+                           Sci(c.attention_flops_per_token), ")")
+            : absl::StrCat(Sci(c.flops_per_token), " (6N; no shape, no attention term)"));
+  o.Row("total FLOPs", absl::StrCat(Sci(c.total_flops), " (",
+                                    Count(c.total_flops / 1e15 / 86400), " PF-days)"));
+  o.Row("cluster, achieved", absl::StrCat(Si(c.cluster_flops_per_second, "FLOP/s"), " at ",
+                                          Percent(p.mfu), " MFU"));
+  o.Row("throughput", absl::StrCat(Si(c.tokens_per_second, "tokens/s"), " (",
+                                   Count(c.tokens_per_second / std::max(1u, r.fleet.gpus)),
+                                   " per GPU)"));
+  o.Row("active GPU-hours", Count(c.active_gpu_hours));
+
+  o.Section("Fleet and layout");
+  o.Row("GPUs", absl::StrCat(Count(r.fleet.gpus), " on ", Count(r.fleet.nodes), " nodes",
+                             r.fleet.spare_nodes ? absl::StrCat(" (+", r.fleet.spare_nodes, " spare)")
+                                                 : ""));
+  o.Row("layout", absl::StrCat("tp ", p.layout.tp.value_or(1), " x pp ", p.layout.pp.value_or(1),
+                               " x dp ", b.sequences_per_step / (uint64_t{p.layout.micro_batch.value_or(1)} * p.layout.grad_accum.value_or(1)), " x cp ", p.layout.cp.value_or(1),
+                               ", ep ", p.layout.ep.value_or(1), ", ZeRO-", p.layout.zero_stage));
+  o.Row("batch", absl::StrCat(Count(static_cast<double>(b.sequences_per_step)), " sequences, ",
+                              Si(static_cast<double>(b.tokens_per_step), "tokens"), " per step"));
+  o.Row("steps", absl::StrCat(Count(static_cast<double>(b.steps)), " (last step ",
+                              Count(static_cast<double>(b.last_step_tokens)), " tokens)"));
+  o.Row("state per GPU",
+        r.memory.hbm_bytes > 0
+            ? absl::StrCat(Si(r.memory.state_bytes_per_gpu, "B"), " of ",
+                           Si(r.memory.hbm_bytes, "B"), " HBM: ",
+                           r.memory.fits ? "fits" : "DOES NOT FIT")
+            : absl::StrCat(Si(r.memory.state_bytes_per_gpu, "B"), " (hbm_bytes not given)"));
+
+  const auto& k = r.checkpoint;
+  o.Section("Checkpoints");
+  o.Row("size", absl::StrCat(Si(k.size_bytes, "B"), ", write ", Duration(k.write_seconds),
+                             ", read ", Duration(k.read_seconds), ", blocks ",
+                             Duration(k.blocking_seconds)));
+  o.Row("interval", absl::StrCat(Duration(k.interval_seconds), " (Young ",
+                                 Duration(k.young_interval_seconds), ", Daly ",
+                                 Duration(k.daly_interval_seconds), ")"));
+  o.Row("saves", absl::StrCat(Count(static_cast<double>(k.count)), ", blocking ",
+                              Duration(k.overhead_seconds), " in all"));
+
+  const auto& f = r.failures;
+  o.Section("Failures");
+  o.Row("job MTBF", absl::StrCat(Duration(f.job_mtbf_seconds), " (node ",
+                                 Duration(f.node_mtbf_seconds), " over ", Count(r.fleet.nodes),
+                                 " nodes)"));
+  o.Row("interruptions", absl::StrFormat("%.1f expected, %d budgeted (P%.0f)",
+                                         f.expected_interruptions, f.budget_interruptions,
+                                         p.failures.budget_quantile.value_or(0.9) * 100));
+  o.Row("loss per interruption", Duration(f.loss_per_interruption_seconds));
+  o.Row("loss", absl::StrCat(Duration(f.expected_loss_seconds), " expected, ",
+                             Duration(f.budget_seconds), " budgeted"));
+
+  const auto& s = r.schedule;
+  o.Section("Schedule");
+  ScheduleRows(o, s);
+  if (s.deadline) {
+    o.Row("deadline", absl::StrCat(Date(*s.deadline), ", slack ",
+                                   Days(s.deadline_slack_seconds), " days"));
+  }
+  o.Row("expected goodput", Percent(s.expected_goodput));
+
+  const auto& w = r.power;
+  o.Section("Power");
+  o.Row("IT load", absl::StrCat(Si(w.it_watts, "W"), " = GPUs ", Si(w.gpu_watts, "W"),
+                                " + nodes ", Si(w.node_other_watts, "W"), " + cluster ",
+                                Si(w.cluster_other_watts, "W")));
+  o.Row("facility", absl::StrCat(Si(w.facility_watts, "W"), " at PUE ",
+                                 absl::StrFormat("%.2f", p.fleet.pue.value_or(1.2))));
+  o.Row("energy", absl::StrCat(Count(w.energy_mwh), " MWh over the schedule"));
+
+  o.Section("Data");
+  o.Row("epochs", absl::StrFormat("%.2f over the unique tokens", r.data.epochs));
+  o.Row("storage", Si(r.data.storage_bytes, "B"));
+
+  if (fleet != nullptr) {
+    o.Section(absl::StrCat("Fleet for the deadline ", Date(fleet->deadline)));
+    if (fleet->met) {
+      o.Row("smallest fleet", absl::StrCat(Count(fleet->gpus), " GPUs on ", Count(fleet->nodes),
+                                           " nodes (dp ", fleet->dp, ", ",
+                                           Si(static_cast<double>(fleet->tokens_per_step), "tokens"),
+                                           " per step)"));
+      ScheduleRows(o, fleet->schedule);
+    } else {
+      o.Line("  NO FLEET MEETS THIS DEADLINE");
+    }
+    o.Line(absl::StrCat("  ", fleet->explanation));
+  }
+  return o.Take();
+}
+
+}  // namespace flightplan

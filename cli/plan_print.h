@@ -1,0 +1,18 @@
+// The human-readable plan report: one screen, findings first, humane units.
+#ifndef FLIGHTPLAN_CLI_PLAN_PRINT_H_
+#define FLIGHTPLAN_CLI_PLAN_PRINT_H_
+
+#include <string>
+
+#include "forecast/plan.h"
+
+namespace flightplan {
+
+// `fleet` may be null (no --deadline).
+[[nodiscard]] std::string FormatPlanReport(const forecast::PlanSpec& plan,
+                                           const forecast::PlanReport& report,
+                                           const forecast::DeadlineFleet* fleet);
+
+}  // namespace flightplan
+
+#endif  // FLIGHTPLAN_CLI_PLAN_PRINT_H_

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package that flightplan's build, tests and quickstart need.
+# Idempotent: packages already present are skipped, and apt is not touched at all when
+# nothing is missing. Needs root (or sudo) only when something has to be installed.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  # the rest of the C++ stack
+  prometheus-cpp-dev libsqlite3-dev sqlite3 libabsl-dev libyaml-cpp-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # end-to-end tests: a real Prometheus and promtool
+  prometheus
+  # the training-side Python client and its tests (Debian's /usr/bin/python3)
+  python3 python3-grpcio python3-protobuf python3-pytest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,143 @@
+// The plan of a run (its assumptions) and the report the plan engine computes from it.
+//
+// Plain value types mirroring proto/flightplan/v1/plan.proto, so that forecast/ needs no
+// protobuf; proto/plan_convert.h maps between the two. Optional inputs are std::optional:
+// the engine, not the parser, owns the defaults. Fields and units: see plan.proto.
+#ifndef FLIGHTPLAN_FORECAST_PLAN_H_
+#define FLIGHTPLAN_FORECAST_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace flightplan::forecast {
+
+struct PlanSpec {
+  std::string name;
+  std::optional<absl::Time> start_time;
+  std::optional<absl::Time> deadline;
+
+  struct Model {
+    double params = 0;
+    std::optional<double> active_params;
+    std::optional<double> expert_params;
+    uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0;
+  } model;
+  struct Data {
+    uint64_t tokens = 0;
+    std::optional<uint64_t> dataset_tokens;
+    std::string token_dtype;  // "" = uint32
+    std::optional<double> bytes_per_token;
+  } data;
+  struct Hardware {
+    std::string gpu;
+    double peak_flops = 0, hbm_bytes = 0, gpu_watts = 0;
+    std::optional<uint32_t> gpus_per_node;
+    double node_other_watts = 0, cluster_other_watts_per_node = 0;
+  } hardware;
+  struct Fleet {
+    uint32_t gpus = 0, spare_nodes = 0;
+    std::optional<double> pue;
+  } fleet;
+  struct Layout {
+    std::optional<uint32_t> tp, pp, dp, cp, ep, micro_batch, grad_accum;
+    uint32_t zero_stage = 0;
+    std::optional<uint64_t> global_batch_tokens;
+  } layout;
+  double mfu = 0;
+  struct State {
+    std::optional<double> weight_bytes, grad_bytes, optimizer_bytes;
+  } state;
+  struct Checkpoint {
+    double interval_seconds = 0, write_bytes_per_second = 0;
+    std::optional<double> read_bytes_per_second;
+    bool async = false;
+    std::optional<double> snapshot_bytes_per_second;
+    std::string storage_domain;  // "" = remote
+    std::optional<uint32_t> replicas;
+  } checkpoint;
+  struct Failures {
+    std::optional<double> node_mtbf_hours, failures_per_1000_node_days, detect_seconds,
+        restart_seconds;
+    std::string failure_domain;  // "" = node
+    std::optional<double> budget_quantile;
+  } failures;
+  struct Availability {
+    std::optional<double> maintenance_fraction, maintenance_hours;
+  } availability;
+  std::optional<double> contingency_fraction;
+};
+
+enum class Severity { kWarning, kError };
+
+struct Finding {
+  Severity severity = Severity::kError;
+  std::string code;     // stable, e.g. "TOKEN_DTYPE_OVERFLOW"
+  std::string message;  // a sentence naming the numbers involved
+};
+
+struct PlanReport {
+  std::string name;
+  std::vector<Finding> findings;
+  struct Batch {
+    uint64_t sequences_per_step = 0, tokens_per_step = 0, steps = 0, last_step_tokens = 0;
+  } batch;
+  struct Compute {
+    double flops_per_token = 0, attention_flops_per_token = 0, total_flops = 0,
+           cluster_flops_per_second = 0, tokens_per_second = 0, active_gpu_hours = 0;
+  } compute;
+  struct Memory {
+    double state_bytes_per_gpu = 0, hbm_bytes = 0;
+    bool fits = true;
+  } memory;
+  struct Checkpoint {
+    double size_bytes = 0, write_seconds = 0, read_seconds = 0, blocking_seconds = 0,
+           young_interval_seconds = 0, daly_interval_seconds = 0, interval_seconds = 0;
+    uint64_t count = 0;
+    double overhead_seconds = 0;
+  } checkpoint;
+  struct Failures {
+    double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0,
+           loss_per_interruption_seconds = 0, expected_loss_seconds = 0, budget_seconds = 0;
+    uint64_t budget_interruptions = 0;
+  } failures;
+  struct Schedule {
+    double active_compute_seconds = 0, checkpoint_seconds = 0, failure_budget_seconds = 0,
+           availability_seconds = 0, contingency_seconds = 0, total_seconds = 0;
+    absl::Time start_time = absl::UnixEpoch();
+    absl::Time finish_time = absl::UnixEpoch();
+    std::optional<absl::Time> deadline;
+    double deadline_slack_seconds = 0;
+    double expected_goodput = 0;
+  } schedule;
+  struct Power {
+    double gpu_watts = 0, node_other_watts = 0, cluster_other_watts = 0, other_it_watts = 0,
+           it_watts = 0, facility_watts = 0, energy_mwh = 0;
+  } power;
+  struct Data {
+    double epochs = 0, storage_bytes = 0;
+  } data;
+  struct Fleet {
+    uint32_t gpus = 0, nodes = 0, spare_nodes = 0;
+  } fleet;
+
+  [[nodiscard]] bool HasError() const;
+  [[nodiscard]] const Finding* Find(const std::string& code) const;
+};
+
+// The smallest fleet that meets a deadline (see FindFleetForDeadline).
+struct DeadlineFleet {
+  absl::Time deadline = absl::UnixEpoch();
+  bool met = false;
+  uint32_t gpus = 0, nodes = 0, dp = 0;
+  uint64_t tokens_per_step = 0;
+  PlanReport::Schedule schedule;  // of the fleet found (the fastest one when none meets it)
+  std::string explanation;
+};
+
+}  // namespace flightplan::forecast
+
+#endif  // FLIGHTPLAN_FORECAST_PLAN_H_

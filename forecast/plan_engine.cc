@@ -1,0 +1,607 @@
+#include "forecast/plan_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "forecast/formulas.h"
+
+namespace flightplan::forecast {
+
+bool PlanReport::HasError() const {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const Finding& f) { return f.severity == Severity::kError; });
+}
+
+const Finding* PlanReport::Find(const std::string& code) const {
+  for (const Finding& f : findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// Defaults of optional plan fields (documented in plan.proto).
+constexpr uint32_t kDefaultGpusPerNode = 8;
+constexpr double kDefaultPue = 1.2;  // BLOOM's Jean Zay reported 1.2 (REFERENCE.md, power)
+constexpr double kDefaultDetectSeconds = 120;
+// Meta reports 5-20 minutes of restart overhead in large clusters (Kokolis et al. 2024).
+constexpr double kDefaultRestartSeconds = 600;
+constexpr double kDefaultBudgetQuantile = 0.9;
+constexpr double kDefaultContingency = 0.05;
+// Device-to-host copy per GPU for an async snapshot: PCIe Gen4 x16 carries ~25 GB/s in
+// practice (32 GB/s raw per direction, PCI-SIG 4.0 spec); Gen5 doubles it. Conservative.
+constexpr double kDefaultSnapshotBytesPerSecond = 25e9;
+// Above this MFU a plan is optimistic: the best published large runs reach 46-55%
+// (PaLM 46.2%, Chowdhery et al. 2022; MegaScale 55.2%, Jiang et al. 2024).
+constexpr double kOptimisticMfu = 0.65;
+// Below this share of HBM left for activations a plan is tight.
+constexpr double kActivationHeadroom = 0.2;
+
+// Dense BF16 peaks (REFERENCE.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
+// datasheets). A plan quoting twice these used the sparse figure.
+const std::map<std::string, double>& KnownDensePeaks() {
+  static const auto* peaks = new std::map<std::string, double>{
+      {"A100", 312e12},     {"A100-SXM", 312e12}, {"A100-80GB", 312e12}, {"H100", 989e12},
+      {"H100-SXM", 989e12}, {"H200", 989e12},     {"H200-SXM", 989e12},  {"B200", 2250e12},
+      {"MI300X", 1307e12},
+  };
+  return *peaks;
+}
+
+// Numbers in messages: integers as integers below 1e7, the rest in e-notation without '+'.
+std::string Num(double v) {
+  if (std::fabs(v) < 1e7 && v == std::floor(v)) return absl::StrFormat("%.0f", v);
+  std::string s = absl::StrFormat("%.4g", v);
+  if (auto p = s.find("e+"); p != std::string::npos) s.erase(p + 1, 1);
+  return s;
+}
+
+double Div(double a, double b) { return b == 0 ? 0 : a / b; }
+
+int DomainRank(const std::string& d) {
+  if (d == "gpu") return 0;
+  if (d == "node") return 1;
+  if (d == "rack") return 2;
+  if (d == "cluster") return 3;
+  if (d == "remote") return 4;
+  return -1;
+}
+
+class Engine {
+ public:
+  explicit Engine(const PlanSpec& p) : p_(p) { r_.name = p.name; }
+
+  PlanReport Run() {
+    Resolve();
+    Fleet();
+    Batch();
+    Shape();
+    Compute();
+    Memory();
+    CheckpointAndFailures();
+    Schedule();
+    Power();
+    Data();
+    // Errors first, then warnings; stable within each.
+    std::stable_sort(r_.findings.begin(), r_.findings.end(), [](const Finding& a, const Finding& b) {
+      return a.severity == Severity::kError && b.severity != Severity::kError;
+    });
+    return std::move(r_);
+  }
+
+ private:
+  void Error(std::string code, std::string message) {
+    r_.findings.push_back({Severity::kError, std::move(code), std::move(message)});
+  }
+  void Warn(std::string code, std::string message) {
+    r_.findings.push_back({Severity::kWarning, std::move(code), std::move(message)});
+  }
+  void Invalid(const std::string& field, double value, const std::string& rule) {
+    Error("INVALID_VALUE", absl::StrCat(field, " ", Num(value), " is invalid: ", rule, "."));
+  }
+  void Missing(const std::string& field, const std::string& why) {
+    Error("MISSING_FIELD", absl::StrCat(field, " is required: ", why, "."));
+  }
+
+  // Applies defaults and checks each input on its own.
+  void Resolve() {
+    const auto& m = p_.model;
+    if (m.params <= 0) Invalid("model.params", m.params, "must be > 0");
+    active_ = m.active_params.value_or(m.params);
+    if (active_ <= 0 || active_ > m.params)
+      Invalid("model.active_params", active_, "must be > 0 and at most model.params");
+    if (p_.data.tokens == 0) Missing("data.tokens", "the training target in tokens");
+    if (p_.hardware.peak_flops <= 0)
+      Invalid("hardware.peak_flops", p_.hardware.peak_flops, "must be > 0 (dense BF16 FLOP/s)");
+    if (p_.mfu <= 0 || p_.mfu > 1) Invalid("efficiency.mfu", p_.mfu, "must be in (0, 1]");
+    if (p_.fleet.gpus == 0) Missing("fleet.gpus", "the GPUs the job runs on");
+    gpus_per_node_ = p_.hardware.gpus_per_node.value_or(kDefaultGpusPerNode);
+    if (gpus_per_node_ == 0) Invalid("hardware.gpus_per_node", 0, "must be > 0");
+    pue_ = p_.fleet.pue.value_or(kDefaultPue);
+    if (pue_ < 1) Invalid("fleet.pue", pue_, "must be >= 1");
+    if (!p_.start_time) Missing("start_time", "the schedule's finish counts from it");
+
+    const auto& l = p_.layout;
+    tp_ = l.tp.value_or(1);
+    pp_ = l.pp.value_or(1);
+    cp_ = l.cp.value_or(1);
+    ep_ = l.ep.value_or(1);
+    mb_ = l.micro_batch.value_or(1);
+    ga_ = l.grad_accum.value_or(1);
+    for (auto [name, v] : {std::pair{"layout.tp", tp_}, {"layout.pp", pp_}, {"layout.cp", cp_},
+                           {"layout.ep", ep_}, {"layout.micro_batch", mb_},
+                           {"layout.grad_accum", ga_}}) {
+      if (v == 0) Invalid(name, 0, "must be >= 1");
+    }
+    const uint64_t model_parallel = uint64_t{tp_} * pp_ * cp_;
+    if (l.dp) {
+      dp_ = *l.dp;
+      if (dp_ == 0) Invalid("layout.dp", 0, "must be >= 1");
+    } else if (model_parallel > 0 && p_.fleet.gpus % model_parallel == 0) {
+      dp_ = static_cast<uint32_t>(p_.fleet.gpus / model_parallel);
+    }
+    if (l.zero_stage > 3) Invalid("layout.zero_stage", l.zero_stage, "must be 0, 1, 2 or 3");
+
+    bytes_.weight = p_.state.weight_bytes.value_or(2);
+    bytes_.grad = p_.state.grad_bytes.value_or(4);
+    bytes_.optimizer = p_.state.optimizer_bytes.value_or(12);
+
+    dtype_ = p_.data.token_dtype.empty() ? "uint32" : p_.data.token_dtype;
+    if (dtype_ == "uint16") {
+      dtype_bytes_ = 2;
+    } else if (dtype_ == "uint32") {
+      dtype_bytes_ = 4;
+    } else {
+      Error("INVALID_VALUE", absl::StrCat("data.token_dtype '", dtype_,
+                                          "' is invalid: must be uint16 or uint32."));
+      dtype_bytes_ = 4;
+    }
+    bytes_per_token_ = p_.data.bytes_per_token.value_or(dtype_bytes_);
+    dataset_tokens_ = static_cast<double>(p_.data.dataset_tokens.value_or(p_.data.tokens));
+
+    const auto& c = p_.checkpoint;
+    if (c.write_bytes_per_second <= 0)
+      Invalid("checkpoint.write_bytes_per_second", c.write_bytes_per_second, "must be > 0");
+    read_bps_ = c.read_bytes_per_second.value_or(c.write_bytes_per_second);
+    if (read_bps_ <= 0) Invalid("checkpoint.read_bytes_per_second", read_bps_, "must be > 0");
+    snapshot_bps_ = c.snapshot_bytes_per_second.value_or(kDefaultSnapshotBytesPerSecond);
+    if (snapshot_bps_ <= 0)
+      Invalid("checkpoint.snapshot_bytes_per_second", snapshot_bps_, "must be > 0");
+    if (c.interval_seconds < 0)
+      Invalid("checkpoint.interval_seconds", c.interval_seconds, "must be >= 0 (0 = choose)");
+    storage_domain_ = c.storage_domain.empty() ? "remote" : c.storage_domain;
+    if (DomainRank(storage_domain_) < 1) {
+      Error("INVALID_VALUE", absl::StrCat("checkpoint.storage_domain '", storage_domain_,
+                                          "' is invalid: must be node, rack, cluster or remote."));
+    }
+    replicas_ = c.replicas.value_or(1);
+    if (replicas_ == 0) Invalid("checkpoint.replicas", 0, "must be >= 1");
+
+    const auto& f = p_.failures;
+    if (f.node_mtbf_hours && f.failures_per_1000_node_days) {
+      Error("CONFLICTING_FIELDS",
+            "failures.node_mtbf_hours and failures.failures_per_1000_node_days are both set; "
+            "give one.");
+    }
+    if (f.node_mtbf_hours) {
+      if (*f.node_mtbf_hours <= 0) Invalid("failures.node_mtbf_hours", *f.node_mtbf_hours, "must be > 0");
+      node_mtbf_ = *f.node_mtbf_hours * 3600.0;
+    } else if (f.failures_per_1000_node_days) {
+      const double rate = *f.failures_per_1000_node_days;
+      if (rate <= 0) Invalid("failures.failures_per_1000_node_days", rate, "must be > 0");
+      node_mtbf_ = rate > 0 ? NodeMtbfFromRateSeconds(rate) : 0;
+    } else {
+      Missing("failures.node_mtbf_hours (or failures.failures_per_1000_node_days)",
+              "the failure budget and checkpoint interval follow from it");
+    }
+    detect_ = f.detect_seconds.value_or(kDefaultDetectSeconds);
+    restart_ = f.restart_seconds.value_or(kDefaultRestartSeconds);
+    if (detect_ < 0) Invalid("failures.detect_seconds", detect_, "must be >= 0");
+    if (restart_ < 0) Invalid("failures.restart_seconds", restart_, "must be >= 0");
+    failure_domain_ = f.failure_domain.empty() ? "node" : f.failure_domain;
+    if (DomainRank(failure_domain_) < 0 || DomainRank(failure_domain_) > 2) {
+      Error("INVALID_VALUE", absl::StrCat("failures.failure_domain '", failure_domain_,
+                                          "' is invalid: must be gpu, node or rack."));
+    }
+    quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
+    if (quantile_ <= 0 || quantile_ >= 1)
+      Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
+
+    const auto& a = p_.availability;
+    if (a.maintenance_fraction && a.maintenance_hours) {
+      Error("CONFLICTING_FIELDS",
+            "availability.maintenance_fraction and availability.maintenance_hours are both "
+            "set; give one.");
+    }
+    maintenance_fraction_ = a.maintenance_fraction.value_or(0);
+    maintenance_hours_ = a.maintenance_hours.value_or(0);
+    if (maintenance_fraction_ < 0 || maintenance_fraction_ >= 1)
+      Invalid("availability.maintenance_fraction", maintenance_fraction_, "must be in [0, 1)");
+    if (maintenance_hours_ < 0)
+      Invalid("availability.maintenance_hours", maintenance_hours_, "must be >= 0");
+    contingency_ = p_.contingency_fraction.value_or(kDefaultContingency);
+    if (contingency_ < 0 || contingency_ >= 1)
+      Invalid("contingency_fraction", contingency_, "must be in [0, 1)");
+  }
+
+  void Fleet() {
+    const uint32_t gpus = p_.fleet.gpus;
+    r_.fleet.gpus = gpus;
+    r_.fleet.spare_nodes = p_.fleet.spare_nodes;
+    if (gpus_per_node_ == 0) return;
+    r_.fleet.nodes = (gpus + gpus_per_node_ - 1) / gpus_per_node_;
+    if (gpus % gpus_per_node_ != 0) {
+      Error("PARTIAL_NODE", absl::StrCat("fleet.gpus ", gpus, " is not a whole number of ",
+                                         gpus_per_node_, "-GPU nodes (", Num(Div(gpus, gpus_per_node_)),
+                                         " nodes)."));
+    }
+    const uint64_t product = uint64_t{tp_} * pp_ * dp_ * cp_;
+    if (product != gpus) {
+      Error("LAYOUT_GPU_MISMATCH",
+            absl::StrCat("layout tp ", tp_, " x pp ", pp_, " x dp ", dp_, " x cp ", cp_, " = ",
+                         product, " GPUs, but fleet.gpus is ", gpus, "."));
+    }
+    if (ep_ > 0 && dp_ % ep_ != 0) {
+      Error("EP_NOT_DIVIDING_DP", absl::StrCat("layout.ep ", ep_, " does not divide layout.dp ",
+                                               dp_, ": experts are spread inside dp."));
+    }
+  }
+
+  void Batch() {
+    auto& b = r_.batch;
+    b.sequences_per_step = uint64_t{mb_} * ga_ * dp_;
+    const uint32_t seq_len = p_.model.seq_len;
+    const auto& stated = p_.layout.global_batch_tokens;
+    if (seq_len > 0) {
+      b.tokens_per_step = b.sequences_per_step * seq_len;
+      if (stated && *stated != b.tokens_per_step) {
+        Error("BATCH_MISMATCH",
+              absl::StrCat("micro_batch ", mb_, " x grad_accum ", ga_, " x dp ", dp_,
+                           " x seq_len ", seq_len, " = ", b.tokens_per_step,
+                           " tokens per step, but layout.global_batch_tokens is ", *stated, "."));
+      }
+    } else if (stated) {
+      b.tokens_per_step = *stated;
+    } else {
+      Missing("model.seq_len (or layout.global_batch_tokens)",
+              "the batch arithmetic needs the tokens per sequence");
+    }
+    if (cp_ > 1 && seq_len > 0 && seq_len % (2 * cp_) != 0) {
+      Error("SEQ_LEN_NOT_DIVISIBLE_BY_CP",
+            absl::StrCat("model.seq_len ", seq_len, " does not split into 2 x cp = ", 2 * cp_,
+                         " equal chunks for context parallelism."));
+    }
+    const StepCount steps = CountSteps(p_.data.tokens, b.tokens_per_step);
+    b.steps = steps.steps;
+    b.last_step_tokens = steps.last_step_tokens;
+  }
+
+  void Shape() {
+    const auto& m = p_.model;
+    const uint32_t kv_heads = m.kv_heads ? m.kv_heads : m.heads;
+    if (tp_ > 0 && m.heads > 0 && m.heads % tp_ != 0) {
+      Error("HEADS_NOT_DIVISIBLE_BY_TP", absl::StrCat("model.heads ", m.heads,
+                                                      " is not divisible by layout.tp ", tp_, "."));
+    }
+    if (tp_ > 0 && kv_heads > 0 && kv_heads % tp_ != 0) {
+      Error("KV_HEADS_NOT_DIVISIBLE_BY_TP",
+            absl::StrCat("model.kv_heads ", kv_heads, " is not divisible by layout.tp ", tp_, "."));
+    }
+    if (pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
+      Warn("LAYERS_NOT_DIVISIBLE_BY_PP",
+           absl::StrCat("model.layers ", m.layers, " do not split evenly over layout.pp ", pp_,
+                        " stages (", Num(std::ceil(Div(m.layers, pp_))),
+                        " on the largest); the slowest stage sets the pace."));
+    }
+    if (m.hidden > 0 && m.heads > 0 && m.hidden % m.heads != 0) {
+      Error("HIDDEN_NOT_DIVISIBLE_BY_HEADS", absl::StrCat("model.hidden ", m.hidden,
+                                                          " is not divisible by model.heads ",
+                                                          m.heads, "."));
+    }
+    const uint64_t ids = uint64_t{1} << (8 * dtype_bytes_);
+    if (m.vocab_size > 0 && m.vocab_size > ids) {
+      Error("TOKEN_DTYPE_OVERFLOW", absl::StrCat("vocab_size ", m.vocab_size,
+                                                 " does not fit token_dtype ", dtype_, " (max ",
+                                                 ids, " ids)."));
+    }
+    if (bytes_per_token_ < dtype_bytes_) {
+      Error("BYTES_PER_TOKEN_TOO_SMALL",
+            absl::StrCat("data.bytes_per_token ", Num(bytes_per_token_), " is smaller than ",
+                         dtype_, "'s ", dtype_bytes_, " bytes."));
+    }
+  }
+
+  void Compute() {
+    auto& c = r_.compute;
+    const auto& m = p_.model;
+    c.attention_flops_per_token =
+        (m.layers && m.hidden && m.seq_len) ? AttentionFlopsPerToken(m.layers, m.hidden, m.seq_len)
+                                            : 0;
+    c.flops_per_token = DenseFlopsPerToken(active_) + c.attention_flops_per_token;
+    const double tokens = static_cast<double>(p_.data.tokens);
+    c.total_flops = c.flops_per_token * tokens;
+    const double gpus = p_.fleet.gpus;
+    c.cluster_flops_per_second = gpus * p_.hardware.peak_flops * p_.mfu;
+    c.tokens_per_second = Div(c.cluster_flops_per_second, c.flops_per_token);
+    active_seconds_ = Div(tokens, c.tokens_per_second);
+    c.active_gpu_hours = gpus * active_seconds_ / 3600.0;
+
+    if (p_.mfu > kOptimisticMfu && p_.mfu <= 1) {
+      Warn("MFU_OPTIMISTIC", absl::StrCat("efficiency.mfu ", Num(p_.mfu),
+                                          " is above what published large runs reach (46-55%)."));
+    }
+    const auto known = KnownDensePeaks().find(p_.hardware.gpu);
+    if (known != KnownDensePeaks().end() && p_.hardware.peak_flops > 1.5 * known->second) {
+      Warn("PEAK_FLOPS_SPARSE",
+           absl::StrCat("hardware.peak_flops ", Num(p_.hardware.peak_flops), " for ",
+                        p_.hardware.gpu, " looks like the sparse figure; dense BF16 is ",
+                        Num(known->second), "."));
+    }
+  }
+
+  void Memory() {
+    auto& mem = r_.memory;
+    const double model_parallel = static_cast<double>(tp_) * pp_;
+    if (model_parallel == 0 || dp_ == 0) return;
+    const double params = p_.model.params;
+    double expert = 0;
+    if (ep_ > 1) expert = p_.model.expert_params.value_or(std::max(0.0, params - active_));
+    const double dense = params - expert;
+    const int stage = static_cast<int>(p_.layout.zero_stage);
+    mem.state_bytes_per_gpu = ZeroStateBytes(dense / model_parallel, dp_, stage, bytes_);
+    if (expert > 0) {
+      // Each expert shard lives on one of ep ranks; dp / ep replicas hold the same shard.
+      mem.state_bytes_per_gpu +=
+          ZeroStateBytes(expert / (model_parallel * ep_), Div(dp_, ep_), stage, bytes_);
+    }
+    mem.hbm_bytes = p_.hardware.hbm_bytes;
+    mem.fits = mem.hbm_bytes <= 0 || mem.state_bytes_per_gpu <= mem.hbm_bytes;
+    if (!mem.fits) {
+      Error("STATE_EXCEEDS_HBM",
+            absl::StrCat("training state ", Num(mem.state_bytes_per_gpu / 1e9),
+                         " GB per GPU (ZeRO stage ", stage, ", tp ", tp_, ", pp ", pp_, ", dp ",
+                         dp_, ") exceeds hardware.hbm_bytes ", Num(mem.hbm_bytes / 1e9), " GB."));
+    } else if (mem.hbm_bytes > 0 &&
+               mem.state_bytes_per_gpu > (1 - kActivationHeadroom) * mem.hbm_bytes) {
+      Warn("STATE_NEAR_HBM",
+           absl::StrCat("training state ", Num(mem.state_bytes_per_gpu / 1e9), " GB per GPU leaves ",
+                        "less than ", Num(kActivationHeadroom * 100), "% of ",
+                        Num(mem.hbm_bytes / 1e9), " GB HBM for activations."));
+    }
+  }
+
+  void CheckpointAndFailures() {
+    auto& ck = r_.checkpoint;
+    auto& fr = r_.failures;
+    const auto& c = p_.checkpoint;
+    ck.size_bytes = p_.model.params * (bytes_.weight + bytes_.optimizer);
+    ck.write_seconds = Div(ck.size_bytes * replicas_, c.write_bytes_per_second);
+    ck.read_seconds = Div(ck.size_bytes, read_bps_);
+    ck.blocking_seconds =
+        c.async ? Div(ck.size_bytes, static_cast<double>(p_.fleet.gpus) * snapshot_bps_) : ck.write_seconds;
+
+    fr.node_mtbf_seconds = node_mtbf_;
+    fr.job_mtbf_seconds = JobMtbfSeconds(node_mtbf_, r_.fleet.nodes);
+    const double mtbf = fr.job_mtbf_seconds;
+    if (mtbf > 0) {
+      ck.young_interval_seconds = YoungIntervalSeconds(ck.blocking_seconds, mtbf);
+      ck.daly_interval_seconds = DalyIntervalSeconds(ck.blocking_seconds, mtbf);
+    }
+    if (c.interval_seconds > 0) {
+      ck.interval_seconds = c.interval_seconds;
+      if (ck.interval_seconds < ck.write_seconds) {
+        Error("CHECKPOINT_INTERVAL_TOO_SHORT",
+              absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds),
+                           " is shorter than the ", Num(std::round(ck.write_seconds)),
+                           " s a checkpoint takes to write."));
+      } else if (ck.daly_interval_seconds > 0 &&
+                 (ck.interval_seconds > 2 * ck.daly_interval_seconds ||
+                  ck.interval_seconds < 0.5 * ck.daly_interval_seconds)) {
+        Warn("CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL",
+             absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds),
+                          " is far from Daly's optimum of ",
+                          Num(std::round(ck.daly_interval_seconds)), " s for a job MTBF of ",
+                          Num(std::round(mtbf)), " s."));
+      }
+    } else {
+      // An async save must finish writing before the next one starts.
+      ck.interval_seconds = std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds : 0.0);
+    }
+    ck.count = ck.interval_seconds > 0
+                   ? static_cast<uint64_t>(std::ceil(active_seconds_ / ck.interval_seconds))
+                   : 0;
+    ck.overhead_seconds = static_cast<double>(ck.count) * ck.blocking_seconds;
+
+    const int storage = DomainRank(storage_domain_);
+    const int failure = DomainRank(failure_domain_);
+    if (storage >= 1 && failure >= 0 && storage <= failure && replicas_ < 2) {
+      Error("CHECKPOINT_IN_FAILURE_DOMAIN",
+            absl::StrCat("checkpoint.storage_domain ", storage_domain_,
+                         " is inside failures.failure_domain ", failure_domain_, " with ",
+                         replicas_, " replica: one ", failure_domain_,
+                         " failure takes the checkpoint with it (use 2+ replicas or remote storage)."));
+    }
+
+    // Failures strike while the job runs: compute, saves, and the work redone after each
+    // interruption (half an interval on average). With n = running / M and
+    // running = A + C + n x tau/2, n = (A + C) / (M - tau/2).
+    const double half = ck.interval_seconds / 2;
+    const double running = active_seconds_ + ck.overhead_seconds;
+    if (mtbf > 0) {
+      if (mtbf > half) {
+        fr.expected_interruptions = running / (mtbf - half);
+      } else {
+        fr.expected_interruptions = running / mtbf;
+        Error("JOB_MTBF_TOO_SHORT",
+              absl::StrCat("job MTBF ", Num(std::round(mtbf)), " s (", r_.fleet.nodes,
+                           " nodes) is under half the checkpoint interval of ",
+                           Num(std::round(ck.interval_seconds)), " s: the run cannot progress."));
+      }
+    }
+    fr.loss_per_interruption_seconds = detect_ + restart_ + ck.read_seconds + half;
+    fr.expected_loss_seconds = fr.expected_interruptions * fr.loss_per_interruption_seconds;
+    if (quantile_ > 0 && quantile_ < 1) {
+      fr.budget_interruptions = PoissonQuantile(fr.expected_interruptions, quantile_);
+    }
+    fr.budget_seconds =
+        static_cast<double>(fr.budget_interruptions) * fr.loss_per_interruption_seconds;
+  }
+
+  // Calendar share lost to maintenance on top of `busy` seconds of everything else.
+  double Maintenance(double busy) const {
+    if (maintenance_hours_ > 0) return maintenance_hours_ * 3600.0;
+    if (maintenance_fraction_ <= 0 || maintenance_fraction_ >= 1) return 0;
+    return busy * maintenance_fraction_ / (1 - maintenance_fraction_);
+  }
+
+  void Schedule() {
+    auto& s = r_.schedule;
+    s.active_compute_seconds = active_seconds_;
+    s.checkpoint_seconds = r_.checkpoint.overhead_seconds;
+    s.failure_budget_seconds = r_.failures.budget_seconds;
+    const double busy = s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds;
+    s.availability_seconds = Maintenance(busy);
+    if (contingency_ >= 0 && contingency_ < 1)
+      s.contingency_seconds = contingency_ * (busy + s.availability_seconds);
+    s.total_seconds = busy + s.availability_seconds + s.contingency_seconds;
+    s.start_time = p_.start_time.value_or(absl::UnixEpoch());
+    s.finish_time = s.start_time + absl::Seconds(s.total_seconds);
+    s.deadline = p_.deadline;
+    if (p_.deadline) {
+      s.deadline_slack_seconds = absl::ToDoubleSeconds(*p_.deadline - s.finish_time);
+      if (s.deadline_slack_seconds < 0) {
+        Error("DEADLINE_MISSED",
+              absl::StrCat("the schedule finishes ",
+                           absl::FormatTime("%Y-%m-%d %H:%M UTC", s.finish_time, absl::UTCTimeZone()),
+                           ", ", Num(std::round(-s.deadline_slack_seconds / 86400 * 10) / 10),
+                           " days after the deadline ",
+                           absl::FormatTime("%Y-%m-%d %H:%M UTC", *p_.deadline, absl::UTCTimeZone()),
+                           " (flightplan plan --deadline finds the fleet that meets it)."));
+      }
+    }
+    const double expected_busy =
+        s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
+    s.expected_goodput = Div(s.active_compute_seconds, expected_busy + Maintenance(expected_busy));
+  }
+
+  void Power() {
+    auto& w = r_.power;
+    const double nodes = r_.fleet.nodes;
+    w.gpu_watts = static_cast<double>(p_.fleet.gpus) * p_.hardware.gpu_watts;
+    w.node_other_watts = nodes * p_.hardware.node_other_watts;
+    w.cluster_other_watts = nodes * p_.hardware.cluster_other_watts_per_node;
+    w.other_it_watts = w.node_other_watts + w.cluster_other_watts;
+    w.it_watts = w.gpu_watts + w.other_it_watts;
+    w.facility_watts = w.it_watts * pue_;
+    w.energy_mwh = w.facility_watts * r_.schedule.total_seconds / 3.6e9;
+    if (p_.hardware.gpu_watts <= 0) {
+      Warn("POWER_UNKNOWN", "hardware.gpu_watts is 0: no power or energy estimate.");
+    } else if (w.other_it_watts <= 0) {
+      Warn("POWER_GPU_ONLY",
+           absl::StrCat("power counts only the GPUs (", Num(w.gpu_watts / 1e6),
+                        " MW): hardware.node_other_watts and cluster_other_watts_per_node are 0, "
+                        "but CPUs, NICs, fans and switches draw ~45% of a DGX H100's 10.2 kW."));
+    }
+  }
+
+  void Data() {
+    auto& d = r_.data;
+    const double tokens = static_cast<double>(p_.data.tokens);
+    d.epochs = Div(tokens, dataset_tokens_);
+    d.storage_bytes = dataset_tokens_ * bytes_per_token_;
+    if (p_.data.dataset_tokens && *p_.data.dataset_tokens == 0) {
+      Invalid("data.dataset_tokens", 0, "must be > 0");
+    } else if (d.epochs > 1) {
+      Warn("DATASET_TOO_SMALL",
+           absl::StrCat("data.tokens ", Num(tokens), " need ", Num(std::round(d.epochs * 100) / 100),
+                        " epochs over data.dataset_tokens ", Num(dataset_tokens_), "."));
+    }
+  }
+
+  const PlanSpec& p_;
+  PlanReport r_;
+
+  double active_ = 0;
+  uint32_t gpus_per_node_ = kDefaultGpusPerNode;
+  double pue_ = kDefaultPue;
+  uint32_t tp_ = 1, pp_ = 1, dp_ = 0, cp_ = 1, ep_ = 1, mb_ = 1, ga_ = 1;
+  StateBytesPerParam bytes_;
+  std::string dtype_;
+  uint32_t dtype_bytes_ = 4;
+  double bytes_per_token_ = 4, dataset_tokens_ = 0;
+  double read_bps_ = 0, snapshot_bps_ = 0;
+  std::string storage_domain_, failure_domain_;
+  uint32_t replicas_ = 1;
+  double node_mtbf_ = 0, detect_ = 0, restart_ = 0, quantile_ = kDefaultBudgetQuantile;
+  double maintenance_fraction_ = 0, maintenance_hours_ = 0, contingency_ = kDefaultContingency;
+  double active_seconds_ = 0;
+};
+
+}  // namespace
+
+PlanReport ComputePlan(const PlanSpec& plan) { return Engine(plan).Run(); }
+
+DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, uint32_t max_gpus) {
+  DeadlineFleet out;
+  out.deadline = deadline;
+  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) *
+                           plan.layout.cp.value_or(1);
+  const uint32_t per_node = plan.hardware.gpus_per_node.value_or(kDefaultGpusPerNode);
+  if (replica == 0 || per_node == 0) {
+    out.explanation = "the layout or gpus_per_node is 0, so no fleet can be formed.";
+    return out;
+  }
+  if (plan.start_time && deadline <= *plan.start_time) {
+    out.explanation = "the deadline is not after the start_time; no fleet can meet it.";
+    return out;
+  }
+  PlanSpec trial = plan;
+  trial.deadline = deadline;
+  double best = -1;
+  for (uint64_t dp = 1; dp * replica <= max_gpus; ++dp) {
+    const uint64_t gpus = dp * replica;
+    if (gpus % per_node != 0) continue;
+    trial.fleet.gpus = static_cast<uint32_t>(gpus);
+    trial.layout.dp = static_cast<uint32_t>(dp);
+    const PlanReport r = ComputePlan(trial);
+    const double total = r.schedule.total_seconds;
+    if (total <= 0) continue;
+    const bool met = r.schedule.finish_time <= deadline;
+    if (met || best < 0 || total < best) {
+      best = total;
+      out.met = met;
+      out.gpus = static_cast<uint32_t>(gpus);
+      out.nodes = r.fleet.nodes;
+      out.dp = static_cast<uint32_t>(dp);
+      out.tokens_per_step = r.batch.tokens_per_step;
+      out.schedule = r.schedule;
+    }
+    // Past the fastest fleet the schedule only grows (more nodes, more failures): stop once
+    // the fleet is twice the fastest one's size and still slower.
+    if (!met && best > 0 && total > best && dp > 2 * out.dp) break;
+    if (met) {
+      out.explanation = absl::StrCat(gpus, " GPUs (dp ", dp, " x ", replica,
+                                     "-GPU replicas) is the smallest fleet that meets it; dp ",
+                                     dp - 1, " does not.");
+      if (dp == 1) out.explanation = "one data-parallel replica already meets it.";
+      return out;
+    }
+  }
+  if (best < 0) {
+    out.explanation = absl::StrCat("no fleet of whole ", replica, "-GPU replicas on whole ",
+                                   per_node, "-GPU nodes up to ", max_gpus, " GPUs exists.");
+  } else {
+    out.explanation = absl::StrCat(
+        "no fleet up to ", max_gpus, " GPUs meets it: the fastest is ", out.gpus,
+        " GPUs, finishing ", absl::FormatTime("%Y-%m-%d", out.schedule.finish_time, absl::UTCTimeZone()),
+        "; past it, failures from more nodes cost more than the added compute saves.");
+  }
+  return out;
+}
+
+}  // namespace flightplan::forecast

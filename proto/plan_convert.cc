@@ -1,0 +1,215 @@
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+namespace {
+
+template <typename T, typename Msg, typename Getter, typename Has>
+std::optional<T> Opt(const Msg& m, Has has, Getter get) {
+  if (!(m.*has)()) return std::nullopt;
+  return static_cast<T>((m.*get)());
+}
+
+}  // namespace
+
+v1::ScheduleReport ScheduleToProto(const forecast::PlanReport::Schedule& in) {
+  v1::ScheduleReport s;
+  s.set_active_compute_seconds(in.active_compute_seconds);
+  s.set_checkpoint_seconds(in.checkpoint_seconds);
+  s.set_failure_budget_seconds(in.failure_budget_seconds);
+  s.set_availability_seconds(in.availability_seconds);
+  s.set_contingency_seconds(in.contingency_seconds);
+  s.set_total_seconds(in.total_seconds);
+  *s.mutable_start_time() = TimeToProto(in.start_time);
+  *s.mutable_finish_time() = TimeToProto(in.finish_time);
+  if (in.deadline) *s.mutable_deadline() = TimeToProto(*in.deadline);
+  s.set_deadline_slack_seconds(in.deadline_slack_seconds);
+  s.set_expected_goodput(in.expected_goodput);
+  return s;
+}
+
+absl::Time TimeFromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+google::protobuf::Timestamp TimeToProto(absl::Time t) {
+  google::protobuf::Timestamp out;
+  const int64_t seconds = absl::ToUnixSeconds(t);
+  out.set_seconds(seconds);
+  out.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(seconds))));
+  return out;
+}
+
+forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
+  forecast::PlanSpec s;
+  s.name = p.name();
+  if (p.has_start_time()) s.start_time = TimeFromProto(p.start_time());
+  if (p.has_deadline()) s.deadline = TimeFromProto(p.deadline());
+
+  const v1::Model& m = p.model();
+  s.model.params = m.params();
+  s.model.active_params = Opt<double>(m, &v1::Model::has_active_params, &v1::Model::active_params);
+  s.model.expert_params = Opt<double>(m, &v1::Model::has_expert_params, &v1::Model::expert_params);
+  s.model.layers = m.layers();
+  s.model.hidden = m.hidden();
+  s.model.heads = m.heads();
+  s.model.kv_heads = m.kv_heads();
+  s.model.seq_len = m.seq_len();
+  s.model.vocab_size = m.vocab_size();
+
+  const v1::Data& d = p.data();
+  s.data.tokens = d.tokens();
+  s.data.dataset_tokens =
+      Opt<uint64_t>(d, &v1::Data::has_dataset_tokens, &v1::Data::dataset_tokens);
+  s.data.token_dtype = d.token_dtype();
+  s.data.bytes_per_token =
+      Opt<double>(d, &v1::Data::has_bytes_per_token, &v1::Data::bytes_per_token);
+
+  const v1::Hardware& h = p.hardware();
+  s.hardware.gpu = h.gpu();
+  s.hardware.peak_flops = h.peak_flops();
+  s.hardware.hbm_bytes = h.hbm_bytes();
+  s.hardware.gpu_watts = h.gpu_watts();
+  s.hardware.gpus_per_node =
+      Opt<uint32_t>(h, &v1::Hardware::has_gpus_per_node, &v1::Hardware::gpus_per_node);
+  s.hardware.node_other_watts = h.node_other_watts();
+  s.hardware.cluster_other_watts_per_node = h.cluster_other_watts_per_node();
+
+  s.fleet.gpus = p.fleet().gpus();
+  s.fleet.spare_nodes = p.fleet().spare_nodes();
+  s.fleet.pue = Opt<double>(p.fleet(), &v1::Fleet::has_pue, &v1::Fleet::pue);
+
+  const v1::Layout& l = p.layout();
+  using L = v1::Layout;
+  s.layout.tp = Opt<uint32_t>(l, &L::has_tp, &L::tp);
+  s.layout.pp = Opt<uint32_t>(l, &L::has_pp, &L::pp);
+  s.layout.dp = Opt<uint32_t>(l, &L::has_dp, &L::dp);
+  s.layout.cp = Opt<uint32_t>(l, &L::has_cp, &L::cp);
+  s.layout.ep = Opt<uint32_t>(l, &L::has_ep, &L::ep);
+  s.layout.micro_batch = Opt<uint32_t>(l, &L::has_micro_batch, &L::micro_batch);
+  s.layout.grad_accum = Opt<uint32_t>(l, &L::has_grad_accum, &L::grad_accum);
+  s.layout.zero_stage = l.zero_stage();
+  s.layout.global_batch_tokens =
+      Opt<uint64_t>(l, &L::has_global_batch_tokens, &L::global_batch_tokens);
+
+  s.mfu = p.efficiency().mfu();
+
+  using S = v1::State;
+  s.state.weight_bytes = Opt<double>(p.state(), &S::has_weight_bytes, &S::weight_bytes);
+  s.state.grad_bytes = Opt<double>(p.state(), &S::has_grad_bytes, &S::grad_bytes);
+  s.state.optimizer_bytes = Opt<double>(p.state(), &S::has_optimizer_bytes, &S::optimizer_bytes);
+
+  const v1::Checkpoint& c = p.checkpoint();
+  using C = v1::Checkpoint;
+  s.checkpoint.interval_seconds = c.interval_seconds();
+  s.checkpoint.write_bytes_per_second = c.write_bytes_per_second();
+  s.checkpoint.read_bytes_per_second =
+      Opt<double>(c, &C::has_read_bytes_per_second, &C::read_bytes_per_second);
+  s.checkpoint.async = c.async();
+  s.checkpoint.snapshot_bytes_per_second =
+      Opt<double>(c, &C::has_snapshot_bytes_per_second, &C::snapshot_bytes_per_second);
+  s.checkpoint.storage_domain = c.storage_domain();
+  s.checkpoint.replicas = Opt<uint32_t>(c, &C::has_replicas, &C::replicas);
+
+  const v1::Failures& f = p.failures();
+  using F = v1::Failures;
+  s.failures.node_mtbf_hours = Opt<double>(f, &F::has_node_mtbf_hours, &F::node_mtbf_hours);
+  s.failures.failures_per_1000_node_days =
+      Opt<double>(f, &F::has_failures_per_1000_node_days, &F::failures_per_1000_node_days);
+  s.failures.detect_seconds = Opt<double>(f, &F::has_detect_seconds, &F::detect_seconds);
+  s.failures.restart_seconds = Opt<double>(f, &F::has_restart_seconds, &F::restart_seconds);
+  s.failures.failure_domain = f.failure_domain();
+  s.failures.budget_quantile = Opt<double>(f, &F::has_budget_quantile, &F::budget_quantile);
+
+  using A = v1::Availability;
+  s.availability.maintenance_fraction =
+      Opt<double>(p.availability(), &A::has_maintenance_fraction, &A::maintenance_fraction);
+  s.availability.maintenance_hours =
+      Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
+  s.contingency_fraction =
+      Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
+  return s;
+}
+
+v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
+  v1::PlanReport out;
+  out.set_name(r.name);
+  for (const forecast::Finding& f : r.findings) {
+    v1::Finding* pf = out.add_findings();
+    pf->set_severity(f.severity == forecast::Severity::kError ? v1::Finding::ERROR
+                                                              : v1::Finding::WARNING);
+    pf->set_code(f.code);
+    pf->set_message(f.message);
+  }
+  v1::BatchReport* b = out.mutable_batch();
+  b->set_sequences_per_step(r.batch.sequences_per_step);
+  b->set_tokens_per_step(r.batch.tokens_per_step);
+  b->set_steps(r.batch.steps);
+  b->set_last_step_tokens(r.batch.last_step_tokens);
+
+  v1::ComputeReport* c = out.mutable_compute();
+  c->set_flops_per_token(r.compute.flops_per_token);
+  c->set_attention_flops_per_token(r.compute.attention_flops_per_token);
+  c->set_total_flops(r.compute.total_flops);
+  c->set_cluster_flops_per_second(r.compute.cluster_flops_per_second);
+  c->set_tokens_per_second(r.compute.tokens_per_second);
+  c->set_active_gpu_hours(r.compute.active_gpu_hours);
+
+  v1::MemoryReport* m = out.mutable_memory();
+  m->set_state_bytes_per_gpu(r.memory.state_bytes_per_gpu);
+  m->set_fits(r.memory.fits);
+  m->set_hbm_bytes(r.memory.hbm_bytes);
+
+  v1::CheckpointReport* k = out.mutable_checkpoint();
+  k->set_size_bytes(r.checkpoint.size_bytes);
+  k->set_write_seconds(r.checkpoint.write_seconds);
+  k->set_read_seconds(r.checkpoint.read_seconds);
+  k->set_blocking_seconds(r.checkpoint.blocking_seconds);
+  k->set_young_interval_seconds(r.checkpoint.young_interval_seconds);
+  k->set_daly_interval_seconds(r.checkpoint.daly_interval_seconds);
+  k->set_interval_seconds(r.checkpoint.interval_seconds);
+  k->set_count(r.checkpoint.count);
+  k->set_overhead_seconds(r.checkpoint.overhead_seconds);
+
+  v1::FailureReport* f = out.mutable_failures();
+  f->set_node_mtbf_seconds(r.failures.node_mtbf_seconds);
+  f->set_job_mtbf_seconds(r.failures.job_mtbf_seconds);
+  f->set_expected_interruptions(r.failures.expected_interruptions);
+  f->set_loss_per_interruption_seconds(r.failures.loss_per_interruption_seconds);
+  f->set_expected_loss_seconds(r.failures.expected_loss_seconds);
+  f->set_budget_seconds(r.failures.budget_seconds);
+  f->set_budget_interruptions(r.failures.budget_interruptions);
+
+  *out.mutable_schedule() = ScheduleToProto(r.schedule);
+
+  v1::PowerReport* w = out.mutable_power();
+  w->set_gpu_watts(r.power.gpu_watts);
+  w->set_node_other_watts(r.power.node_other_watts);
+  w->set_cluster_other_watts(r.power.cluster_other_watts);
+  w->set_other_it_watts(r.power.other_it_watts);
+  w->set_it_watts(r.power.it_watts);
+  w->set_facility_watts(r.power.facility_watts);
+  w->set_energy_mwh(r.power.energy_mwh);
+
+  out.mutable_data()->set_epochs(r.data.epochs);
+  out.mutable_data()->set_storage_bytes(r.data.storage_bytes);
+
+  out.mutable_fleet()->set_gpus(r.fleet.gpus);
+  out.mutable_fleet()->set_nodes(r.fleet.nodes);
+  out.mutable_fleet()->set_spare_nodes(r.fleet.spare_nodes);
+  return out;
+}
+
+v1::DeadlineFleet DeadlineFleetToProto(const forecast::DeadlineFleet& d) {
+  v1::DeadlineFleet out;
+  *out.mutable_deadline() = TimeToProto(d.deadline);
+  out.set_met(d.met);
+  out.set_gpus(d.gpus);
+  out.set_nodes(d.nodes);
+  out.set_dp(d.dp);
+  out.set_tokens_per_step(d.tokens_per_step);
+  if (d.gpus > 0) *out.mutable_schedule() = ScheduleToProto(d.schedule);
+  out.set_explanation(d.explanation);
+  return out;
+}
+
+}  // namespace flightplan

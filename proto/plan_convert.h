@@ -1,0 +1,25 @@
+// Conversions between flightplan.v1 plan messages and forecast/'s plain types.
+//
+// Pure and thread-safe. Presence is kept: a proto3 `optional` field that is unset becomes
+// an empty std::optional, so the engine applies its documented default.
+#ifndef FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
+#define FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
+
+#include "absl/time/time.h"
+#include "flightplan/v1/plan.pb.h"
+#include "forecast/plan.h"
+#include "google/protobuf/timestamp.pb.h"
+
+namespace flightplan {
+
+[[nodiscard]] forecast::PlanSpec PlanFromProto(const v1::Plan& plan);
+[[nodiscard]] v1::PlanReport ReportToProto(const forecast::PlanReport& report);
+[[nodiscard]] v1::ScheduleReport ScheduleToProto(const forecast::PlanReport::Schedule& schedule);
+[[nodiscard]] v1::DeadlineFleet DeadlineFleetToProto(const forecast::DeadlineFleet& fleet);
+
+[[nodiscard]] absl::Time TimeFromProto(const google::protobuf::Timestamp& t);
+[[nodiscard]] google::protobuf::Timestamp TimeToProto(absl::Time t);
+
+}  // namespace flightplan
+
+#endif  // FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
