@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -265,6 +266,10 @@ absl::StatusOr<v1::Plan> LoadPlanFile(const std::string& path) {
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     return ParsePlan(text, "<stdin>");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a plan file"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {

@@ -353,12 +353,17 @@ class Engine {
     if (ep_ > 1) expert = p_.model.expert_params.value_or(std::max(0.0, params - active_));
     const double dense = params - expert;
     const int stage = static_cast<int>(p_.layout.zero_stage);
-    mem.state_bytes_per_gpu = ZeroStateBytes(dense / model_parallel, dp_, stage, bytes_);
-    if (expert > 0) {
-      // Each expert shard lives on one of ep ranks; dp / ep replicas hold the same shard.
-      mem.state_bytes_per_gpu +=
-          ZeroStateBytes(expert / (model_parallel * ep_), Div(dp_, ep_), stage, bytes_);
-    }
+    auto per_gpu = [&](const StateBytesPerParam& bytes) {
+      double total = ZeroStateBytes(dense / model_parallel, dp_, stage, bytes);
+      if (expert > 0) {
+        // Each expert shard lives on one of ep ranks; dp / ep replicas hold the same shard.
+        total += ZeroStateBytes(expert / (model_parallel * ep_), Div(dp_, ep_), stage, bytes);
+      }
+      return total;
+    };
+    mem.state_bytes_per_gpu = per_gpu(bytes_);
+    // What one GPU copies to host memory for an async save: its weights and optimizer state.
+    snapshot_bytes_per_gpu_ = per_gpu({bytes_.weight, 0, bytes_.optimizer});
     mem.hbm_bytes = p_.hardware.hbm_bytes;
     mem.fits = mem.hbm_bytes <= 0 || mem.state_bytes_per_gpu <= mem.hbm_bytes;
     if (!mem.fits) {
@@ -382,8 +387,7 @@ class Engine {
     ck.size_bytes = p_.model.params * (bytes_.weight + bytes_.optimizer);
     ck.write_seconds = Div(ck.size_bytes * replicas_, c.write_bytes_per_second);
     ck.read_seconds = Div(ck.size_bytes, read_bps_);
-    ck.blocking_seconds =
-        c.async ? Div(ck.size_bytes, static_cast<double>(p_.fleet.gpus) * snapshot_bps_) : ck.write_seconds;
+    ck.blocking_seconds = c.async ? Div(snapshot_bytes_per_gpu_, snapshot_bps_) : ck.write_seconds;
 
     fr.node_mtbf_seconds = node_mtbf_;
     fr.job_mtbf_seconds = JobMtbfSeconds(node_mtbf_, r_.fleet.nodes);
@@ -540,6 +544,7 @@ class Engine {
   double node_mtbf_ = 0, detect_ = 0, restart_ = 0, quantile_ = kDefaultBudgetQuantile;
   double maintenance_fraction_ = 0, maintenance_hours_ = 0, contingency_ = kDefaultContingency;
   double active_seconds_ = 0;
+  double snapshot_bytes_per_gpu_ = 0;
 };
 
 }  // namespace

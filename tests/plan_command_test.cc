@@ -1,0 +1,171 @@
+// `flightplan plan` as a user runs it: the real binary, its exit codes and its output.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "google/protobuf/util/json_util.h"
+#include "flightplan/v1/plan.pb.h"
+#include "tests/subprocess.h"
+
+namespace flightplan {
+namespace {
+
+using testing::RunProcess;
+using testing::TempDir;
+
+const std::string kBin = FLIGHTPLAN_BIN;
+const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
+
+std::string Flagship() {
+  testing::ProcessResult cat = RunProcess({"/bin/cat", kFlagship});
+  return cat.out;
+}
+
+// The flagship with one line replaced.
+std::string FlagshipWith(const std::string& from, const std::string& to) {
+  std::string text = Flagship();
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(PlanCommand, FlagshipPrintsTheFullReportAndExitsZero) {
+  const auto r = RunProcess({kBin, "plan", kFlagship});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* section : {"Findings", "Compute", "Fleet and layout", "Checkpoints",
+                              "Failures", "Schedule", "Power", "Data"}) {
+    EXPECT_NE(r.out.find(section), std::string::npos) << section;
+  }
+  for (const char* line : {"active compute", "checkpoint overhead", "failure budget",
+                           "availability", "contingency", "EFLOP/s", "MW", "TB", "days"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line;
+  }
+  EXPECT_NE(r.out.find("none: the plan is consistent"), std::string::npos);
+}
+
+TEST(PlanCommand, JsonParsesBackIntoPlanReport) {
+  const auto r = RunProcess({kBin, "plan", kFlagship, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &report).ok()) << r.out;
+  EXPECT_EQ(report.name(), "dense-70b-10t");
+  EXPECT_EQ(report.findings_size(), 0);
+  EXPECT_EQ(report.batch().tokens_per_step(), 2048u * 8192);
+  EXPECT_DOUBLE_EQ(report.checkpoint().size_bytes(), 980e9);
+  EXPECT_GT(report.schedule().total_seconds(), report.schedule().active_compute_seconds());
+  // Proto field names, not lowerCamelCase.
+  EXPECT_NE(r.out.find("\"active_compute_seconds\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"finish_time\": \"2027-"), std::string::npos);
+}
+
+TEST(PlanCommand, ErrorFindingExitsOne) {
+  TempDir dir;
+  const std::string path = dir.Write("bad.yaml", FlagshipWith("token_dtype: uint32", "token_dtype: uint16"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("ERROR   TOKEN_DTYPE_OVERFLOW: vocab_size 128256 does not fit token_dtype "
+                       "uint16 (max 65536 ids)."),
+            std::string::npos)
+      << r.out;
+  // Findings come first: before the compute section.
+  EXPECT_LT(r.out.find("TOKEN_DTYPE_OVERFLOW"), r.out.find("Compute"));
+}
+
+TEST(PlanCommand, WarningsAloneExitZero) {
+  TempDir dir;
+  const std::string path = dir.Write("warn.yaml", FlagshipWith("dataset_tokens: 15e12", "dataset_tokens: 5e12"));
+  const auto r = RunProcess({kBin, "plan", path, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  v1::PlanReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &report).ok());
+  ASSERT_EQ(report.findings_size(), 1);
+  EXPECT_EQ(report.findings(0).code(), "DATASET_TOO_SMALL");
+  EXPECT_EQ(report.findings(0).severity(), v1::Finding::WARNING);
+  EXPECT_NE(report.findings(0).message().find("2 epochs"), std::string::npos)
+      << report.findings(0).message();
+}
+
+TEST(PlanCommand, ParseErrorExitsTwoNamingLineAndKey) {
+  TempDir dir;
+  const std::string text = FlagshipWith("  hidden: 8192", "  hiden: 8192");
+  const std::string path = dir.Write("typo.yaml", text);
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  // The typo sits on the flagship's line of `hidden:`.
+  const size_t line = 1 + std::count(text.begin(), text.begin() + text.find("hiden"), '\n');
+  EXPECT_NE(r.err.find(path + ":" + std::to_string(line) + ": model.hiden: unknown key 'hiden'"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(PlanCommand, WrongTypeExitsTwo) {
+  TempDir dir;
+  const std::string path = dir.Write("type.yaml", FlagshipWith("gpus: 4096", "gpus: many"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("fleet.gpus: expected a whole number, got 'many'"), std::string::npos)
+      << r.err;
+}
+
+TEST(PlanCommand, UnreadableFileExitsTwo) {
+  const auto r = RunProcess({kBin, "plan", "/nonexistent/plan.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/plan.yaml: cannot read"), std::string::npos) << r.err;
+}
+
+TEST(PlanCommand, ReadsStandardInput) {
+  const auto r = RunProcess({kBin, "plan", "-", "--json"}, Flagship());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\": \"dense-70b-10t\""), std::string::npos);
+}
+
+TEST(PlanCommand, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunProcess({kBin}).exit_code, 2);
+  EXPECT_EQ(RunProcess({kBin, "plan"}).exit_code, 2);
+  EXPECT_EQ(RunProcess({kBin, "plan", kFlagship, "--bogus"}).exit_code, 2);
+  const auto help = RunProcess({kBin, "plan", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--deadline"), std::string::npos);
+}
+
+TEST(PlanCommand, DeadlineFindsTheSmallestFleet) {
+  // The flagship on 4,096 GPUs finishes mid-February; a deadline of 2027-02-01 needs more.
+  const auto r = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-02-01", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the plan as written misses it
+  v1::PlanReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &report).ok()) << r.out;
+  ASSERT_TRUE(report.has_deadline_fleet());
+  const v1::DeadlineFleet& fleet = report.deadline_fleet();
+  EXPECT_TRUE(fleet.met()) << fleet.explanation();
+  EXPECT_GT(fleet.gpus(), 4096u);
+  EXPECT_EQ(fleet.gpus(), fleet.dp() * 32u);  // whole 32-GPU replicas (tp 8 x pp 4)
+  EXPECT_LE(fleet.schedule().finish_time().seconds(), fleet.deadline().seconds());
+
+  // Replay that fleet, and one replica fewer, through the command itself.
+  TempDir dir;
+  auto with_fleet = [&](uint32_t dp) {
+    std::string text = FlagshipWith("  gpus: 4096", "  gpus: " + std::to_string(dp * 32));
+    const size_t at = text.find("  dp: 128");
+    text.replace(at, 9, "  dp: " + std::to_string(dp));
+    return dir.Write("dp" + std::to_string(dp) + ".yaml", text);
+  };
+  const auto met = RunProcess({kBin, "plan", with_fleet(fleet.dp()), "--deadline", "2027-02-01"});
+  EXPECT_EQ(met.exit_code, 0) << met.out;
+  const auto missed =
+      RunProcess({kBin, "plan", with_fleet(fleet.dp() - 1), "--deadline", "2027-02-01"});
+  EXPECT_EQ(missed.exit_code, 1);
+  EXPECT_NE(missed.out.find("DEADLINE_MISSED"), std::string::npos);
+}
+
+TEST(PlanCommand, ImpossibleDeadlineIsSaidPlainly) {
+  const auto r = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-01-05"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("NO FLEET MEETS THIS DEADLINE"), std::string::npos) << r.out;
+  const auto bad = RunProcess({kBin, "plan", kFlagship, "--deadline", "soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--deadline"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flightplan

@@ -1,0 +1,492 @@
+// The plan engine on a hand-worked plan, on each finding, on published runs written as
+// plans, on the deadline search, and on the shipped examples.
+#include "forecast/plan_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "cli/plan_file.h"
+#include "forecast/formulas.h"
+#include "gtest/gtest.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan::forecast {
+namespace {
+
+absl::Time Start() { return absl::FromUnixSeconds(1799020800); }  // 2027-01-04T00:00:00Z
+
+// A small plan whose every figure is worked out by hand below. Sound: no finding at all.
+PlanSpec HandPlan() {
+  PlanSpec p;
+  p.name = "hand";
+  p.start_time = Start();
+  p.model.params = 1e9;
+  p.model.seq_len = 1000;
+  p.model.vocab_size = 50000;
+  p.data.tokens = 5'529'600'000'000;  // 6.4e6 tokens/s x 10 days
+  p.data.dataset_tokens = 11'059'200'000'000;
+  p.data.token_dtype = "uint16";
+  p.hardware.gpu = "test-gpu";
+  p.hardware.peak_flops = 1.2e15;
+  p.hardware.hbm_bytes = 80e9;
+  p.hardware.gpu_watts = 500;
+  p.hardware.gpus_per_node = 8;
+  p.hardware.node_other_watts = 1000;
+  p.hardware.cluster_other_watts_per_node = 500;
+  p.fleet.gpus = 64;
+  p.fleet.pue = 1.25;
+  p.layout.tp = 1;
+  p.layout.pp = 1;
+  p.layout.dp = 64;
+  p.layout.micro_batch = 2;
+  p.layout.grad_accum = 4;
+  p.layout.zero_stage = 1;
+  p.mfu = 0.5;
+  p.checkpoint.interval_seconds = 3600;
+  p.checkpoint.write_bytes_per_second = 1.4e9;
+  p.checkpoint.read_bytes_per_second = 2.8e9;
+  p.checkpoint.storage_domain = "remote";
+  p.failures.node_mtbf_hours = 720;
+  p.failures.detect_seconds = 100;
+  p.failures.restart_seconds = 500;
+  p.failures.budget_quantile = 0.9;
+  p.availability.maintenance_fraction = 0.1;
+  p.contingency_fraction = 0.05;
+  return p;
+}
+
+std::set<std::string> Codes(const PlanReport& r) {
+  std::set<std::string> codes;
+  for (const Finding& f : r.findings) codes.insert(f.code);
+  return codes;
+}
+
+TEST(PlanEngine, HandWorkedPlan) {
+  const PlanReport r = ComputePlan(HandPlan());
+  EXPECT_TRUE(r.findings.empty()) << r.findings.front().code << ": " << r.findings.front().message;
+
+  // Batch: 2 x 4 x 64 = 512 sequences of 1,000 tokens; 5.5296e12 / 512,000 = 10.8e6 steps.
+  EXPECT_EQ(r.batch.sequences_per_step, 512u);
+  EXPECT_EQ(r.batch.tokens_per_step, 512000u);
+  EXPECT_EQ(r.batch.steps, 10'800'000u);
+  EXPECT_EQ(r.batch.last_step_tokens, 512000u);
+
+  // Compute: 6 x 1e9 per token (no shape: no attention term); 64 x 1.2e15 x 0.5 = 3.84e16
+  // FLOP/s; 6.4e6 tokens/s; 864,000 s = 10 days; 64 x 240 h = 15,360 GPU-hours.
+  EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6e9);
+  EXPECT_DOUBLE_EQ(r.compute.total_flops, 6e9 * 5.5296e12);
+  EXPECT_DOUBLE_EQ(r.compute.cluster_flops_per_second, 3.84e16);
+  EXPECT_DOUBLE_EQ(r.compute.tokens_per_second, 6.4e6);
+  EXPECT_NEAR(r.compute.active_gpu_hours, 15360, 1e-6);
+
+  // Memory: ZeRO-1 over dp 64: (2 + 4) x 1e9 + 12 x 1e9 / 64 = 6.1875e9 bytes.
+  EXPECT_DOUBLE_EQ(r.memory.state_bytes_per_gpu, 6.1875e9);
+  EXPECT_TRUE(r.memory.fits);
+
+  // Checkpoint: 1e9 x (2 + 12) = 14e9 bytes; 10 s to write, 5 s to read; the plan's
+  // 3,600 s interval; ceil(864,000 / 3,600) = 240 saves x 10 s = 2,400 s.
+  EXPECT_DOUBLE_EQ(r.checkpoint.size_bytes, 14e9);
+  EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 10);
+  EXPECT_DOUBLE_EQ(r.checkpoint.read_seconds, 5);
+  EXPECT_DOUBLE_EQ(r.checkpoint.interval_seconds, 3600);
+  EXPECT_EQ(r.checkpoint.count, 240u);
+  EXPECT_DOUBLE_EQ(r.checkpoint.overhead_seconds, 2400);
+  // Young: sqrt(2 x 10 x 324,000) = 2,545.6 s.
+  EXPECT_NEAR(r.checkpoint.young_interval_seconds, 2545.58, 0.01);
+
+  // Failures: 8 nodes at 720 h: job MTBF 90 h = 324,000 s. Running time includes the
+  // half-interval redone after each interruption: n = 866,400 / (324,000 - 1,800) = 2.689.
+  // Loss each: 100 + 500 + 5 + 1,800 = 2,405 s. Poisson(2.689): P(<=4) = 0.864,
+  // P(<=5) = 0.944, so the P90 budget is 5 x 2,405 = 12,025 s.
+  EXPECT_DOUBLE_EQ(r.failures.job_mtbf_seconds, 324000);
+  EXPECT_NEAR(r.failures.expected_interruptions, 866400.0 / 322200.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.failures.loss_per_interruption_seconds, 2405);
+  EXPECT_NEAR(r.failures.expected_loss_seconds, 2405 * 866400.0 / 322200.0, 1e-6);
+  EXPECT_EQ(r.failures.budget_interruptions, 5u);
+  EXPECT_DOUBLE_EQ(r.failures.budget_seconds, 12025);
+
+  // Schedule: busy = 864,000 + 2,400 + 12,025 = 878,425 s; maintenance at 10% of the
+  // calendar adds 878,425 x 0.1 / 0.9; contingency 5% of both.
+  const double busy = 878425;
+  const double maintenance = busy * 0.1 / 0.9;
+  const double contingency = 0.05 * (busy + maintenance);
+  EXPECT_DOUBLE_EQ(r.schedule.active_compute_seconds, 864000);
+  EXPECT_DOUBLE_EQ(r.schedule.checkpoint_seconds, 2400);
+  EXPECT_DOUBLE_EQ(r.schedule.failure_budget_seconds, 12025);
+  EXPECT_NEAR(r.schedule.availability_seconds, maintenance, 1e-6);
+  EXPECT_NEAR(r.schedule.contingency_seconds, contingency, 1e-6);
+  const double total = busy + maintenance + contingency;
+  EXPECT_NEAR(r.schedule.total_seconds, total, 1e-6);
+  EXPECT_EQ(absl::ToUnixSeconds(r.schedule.finish_time),
+            absl::ToUnixSeconds(Start() + absl::Seconds(total)));
+  // Expected goodput: 864,000 / ((864,000 + 2,400 + expected loss) / 0.9).
+  const double expected_busy = 866400 + 2405 * 866400.0 / 322200.0;
+  EXPECT_NEAR(r.schedule.expected_goodput, 864000 / (expected_busy / 0.9), 1e-9);
+
+  // Power: 64 x 500 W = 32 kW of GPUs; 8 nodes x (1,000 + 500) W = 12 kW other; PUE 1.25.
+  EXPECT_DOUBLE_EQ(r.power.gpu_watts, 32000);
+  EXPECT_DOUBLE_EQ(r.power.other_it_watts, 12000);
+  EXPECT_DOUBLE_EQ(r.power.it_watts, 44000);
+  EXPECT_DOUBLE_EQ(r.power.facility_watts, 55000);
+  EXPECT_NEAR(r.power.energy_mwh, 55000 * total / 3.6e9, 1e-9);
+
+  // Data: half an epoch; 11.0592e12 unique tokens x 2 bytes (uint16).
+  EXPECT_DOUBLE_EQ(r.data.epochs, 0.5);
+  EXPECT_DOUBLE_EQ(r.data.storage_bytes, 2 * 11.0592e12);
+}
+
+TEST(PlanEngine, DalyIntervalIsChosenWhenTheIntervalIsZero) {
+  PlanSpec p = HandPlan();
+  p.checkpoint.interval_seconds = 0;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.checkpoint.interval_seconds, DalyIntervalSeconds(10, 324000));
+  EXPECT_DOUBLE_EQ(r.checkpoint.daly_interval_seconds, r.checkpoint.interval_seconds);
+  EXPECT_EQ(r.checkpoint.count,
+            static_cast<uint64_t>(std::ceil(864000 / r.checkpoint.interval_seconds)));
+}
+
+TEST(PlanEngine, AsyncCheckpointBlocksOnlyForTheSnapshot) {
+  PlanSpec p = HandPlan();
+  p.checkpoint.async = true;
+  p.checkpoint.snapshot_bytes_per_second = 1e9;
+  const PlanReport r = ComputePlan(p);
+  // Each GPU copies its weights (2 x 1e9) and its ZeRO-1 optimizer shard (12 x 1e9 / 64):
+  // 2.1875e9 bytes at 1e9 B/s.
+  EXPECT_DOUBLE_EQ(r.checkpoint.blocking_seconds, 2.1875);
+  EXPECT_DOUBLE_EQ(r.checkpoint.overhead_seconds, 240 * 2.1875);
+  EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 10);  // the write itself still takes 10 s
+}
+
+TEST(PlanEngine, FailureRateAlternativeEqualsMtbf) {
+  PlanSpec by_rate = HandPlan();
+  by_rate.failures.node_mtbf_hours.reset();
+  by_rate.failures.failures_per_1000_node_days = 1000.0 / 30.0;  // 720 h MTBF
+  EXPECT_NEAR(ComputePlan(by_rate).failures.job_mtbf_seconds, 324000, 1e-6);
+  EXPECT_TRUE(ComputePlan(by_rate).findings.empty());
+}
+
+TEST(PlanEngine, MaintenanceHoursAreAFixedLine) {
+  PlanSpec p = HandPlan();
+  p.availability.maintenance_fraction.reset();
+  p.availability.maintenance_hours = 48;
+  EXPECT_DOUBLE_EQ(ComputePlan(p).schedule.availability_seconds, 48 * 3600.0);
+}
+
+TEST(PlanEngine, MoeStateShardsExpertsOverEp) {
+  // 400e9 params, 50e9 active, so 350e9 in experts, ep 8 inside dp 64, ZeRO-1.
+  // Dense: 6 x 50e9 + 12 x 50e9 / 64 = 309.375e9. Experts: 350e9 / 8 = 43.75e9 per rank,
+  // shared by 64 / 8 = 8 replicas: 6 x 43.75e9 + 12 x 43.75e9 / 8 = 328.125e9.
+  PlanSpec p = HandPlan();
+  p.model.params = 400e9;
+  p.model.active_params = 50e9;
+  p.layout.ep = 8;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.memory.state_bytes_per_gpu, 309.375e9 + 328.125e9);
+  EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 50e9);  // active, not total
+  EXPECT_DOUBLE_EQ(r.checkpoint.size_bytes, 400e9 * 14);  // all of them
+}
+
+struct FindingCase {
+  const char* name;
+  std::function<void(PlanSpec&)> breaks;
+  std::set<std::string> codes;
+  Severity severity;
+};
+
+void PrintTo(const FindingCase& c, std::ostream* os) { *os << c.name; }
+
+class Findings : public ::testing::TestWithParam<FindingCase> {};
+
+TEST_P(Findings, EachBreakRaisesExactlyItsFinding) {
+  const FindingCase& c = GetParam();
+  PlanSpec p = HandPlan();
+  c.breaks(p);
+  const PlanReport r = ComputePlan(p);
+  EXPECT_EQ(Codes(r), c.codes);
+  for (const Finding& f : r.findings) {
+    EXPECT_FALSE(f.message.empty());
+    if (c.codes.size() == 1) {
+      EXPECT_EQ(f.severity, c.severity) << f.code;
+    }
+  }
+  EXPECT_EQ(r.HasError(), c.severity == Severity::kError);
+}
+
+const FindingCase kFindingCases[] = {
+    {"LayoutProduct", [](PlanSpec& p) { p.layout.dp = 32; }, {"LAYOUT_GPU_MISMATCH"},
+     Severity::kError},
+    {"PartialNode", [](PlanSpec& p) { p.fleet.gpus = 60; p.layout.dp = 60; }, {"PARTIAL_NODE"},
+     Severity::kError},
+    {"BatchDoesNotClose", [](PlanSpec& p) { p.layout.global_batch_tokens = 500000; },
+     {"BATCH_MISMATCH"}, Severity::kError},
+    {"HeadsVsTp",
+     [](PlanSpec& p) {
+       p.layout.tp = 8;
+       p.layout.dp = 8;
+       p.model.heads = 12;
+       p.model.kv_heads = 8;
+     },
+     {"HEADS_NOT_DIVISIBLE_BY_TP"}, Severity::kError},
+    {"KvHeadsVsTp",
+     [](PlanSpec& p) {
+       p.layout.tp = 8;
+       p.layout.dp = 8;
+       p.model.heads = 16;
+       p.model.kv_heads = 4;
+     },
+     {"KV_HEADS_NOT_DIVISIBLE_BY_TP"}, Severity::kError},
+    {"LayersVsPp",
+     [](PlanSpec& p) {
+       p.layout.pp = 8;
+       p.layout.dp = 8;
+       p.model.layers = 12;
+     },
+     {"LAYERS_NOT_DIVISIBLE_BY_PP"}, Severity::kWarning},
+    {"VocabVsDtype", [](PlanSpec& p) { p.model.vocab_size = 128256; }, {"TOKEN_DTYPE_OVERFLOW"},
+     Severity::kError},
+    {"StateVsHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 5e9; }, {"STATE_EXCEEDS_HBM"},
+     Severity::kError},
+    {"StateNearHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 7e9; }, {"STATE_NEAR_HBM"},
+     Severity::kWarning},
+    {"CheckpointOnTheFailingNode",
+     [](PlanSpec& p) {
+       p.checkpoint.storage_domain = "node";
+       p.failures.failure_domain = "node";
+     },
+     {"CHECKPOINT_IN_FAILURE_DOMAIN"}, Severity::kError},
+    {"CheckpointInTheFailingRack",
+     [](PlanSpec& p) {
+       p.checkpoint.storage_domain = "rack";
+       p.failures.failure_domain = "rack";
+     },
+     {"CHECKPOINT_IN_FAILURE_DOMAIN"}, Severity::kError},
+    {"IntervalShorterThanWrite", [](PlanSpec& p) { p.checkpoint.interval_seconds = 5; },
+     {"CHECKPOINT_INTERVAL_TOO_SHORT"}, Severity::kError},
+    {"IntervalFarFromDaly", [](PlanSpec& p) { p.checkpoint.interval_seconds = 20000; },
+     {"CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kWarning},
+    {"PowerOnlyGpus",
+     [](PlanSpec& p) {
+       p.hardware.node_other_watts = 0;
+       p.hardware.cluster_other_watts_per_node = 0;
+     },
+     {"POWER_GPU_ONLY"}, Severity::kWarning},
+    {"NoPower", [](PlanSpec& p) { p.hardware.gpu_watts = 0; }, {"POWER_UNKNOWN"},
+     Severity::kWarning},
+    {"DatasetTooSmall", [](PlanSpec& p) { p.data.dataset_tokens = 2'764'800'000'000; },
+     {"DATASET_TOO_SMALL"}, Severity::kWarning},
+    {"DeadlineMissed", [](PlanSpec& p) { p.deadline = Start() + absl::Hours(24 * 5); },
+     {"DEADLINE_MISSED"}, Severity::kError},
+    {"EpOutsideDp", [](PlanSpec& p) { p.layout.ep = 3; }, {"EP_NOT_DIVIDING_DP"},
+     Severity::kError},
+    {"MfuZero", [](PlanSpec& p) { p.mfu = 0; }, {"INVALID_VALUE"}, Severity::kError},
+    {"MfuOptimistic", [](PlanSpec& p) { p.mfu = 0.8; }, {"MFU_OPTIMISTIC"}, Severity::kWarning},
+    {"SparsePeak",
+     [](PlanSpec& p) {
+       p.hardware.gpu = "H100-SXM";
+       p.hardware.peak_flops = 1979e12;
+     },
+     {"PEAK_FLOPS_SPARSE"}, Severity::kWarning},
+    {"NoStart", [](PlanSpec& p) { p.start_time.reset(); }, {"MISSING_FIELD"}, Severity::kError},
+    {"NoFailureModel", [](PlanSpec& p) { p.failures.node_mtbf_hours.reset(); },
+     {"MISSING_FIELD"}, Severity::kError},
+    {"TwoFailureModels", [](PlanSpec& p) { p.failures.failures_per_1000_node_days = 5; },
+     {"CONFLICTING_FIELDS"}, Severity::kError},
+    {"UnknownDtype", [](PlanSpec& p) { p.data.token_dtype = "int8"; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"UnknownStorage", [](PlanSpec& p) { p.checkpoint.storage_domain = "cloud"; },
+     {"INVALID_VALUE"}, Severity::kError},
+    {"HiddenVsHeads",
+     [](PlanSpec& p) {
+       p.model.hidden = 1000;
+       p.model.heads = 3;
+     },
+     {"HIDDEN_NOT_DIVISIBLE_BY_HEADS"}, Severity::kError},
+    {"SeqLenVsCp",
+     [](PlanSpec& p) {
+       p.layout.cp = 2;
+       p.layout.dp = 32;
+       p.model.seq_len = 1002;
+     },
+     {"SEQ_LEN_NOT_DIVISIBLE_BY_CP"}, Severity::kError},
+    {"BytesPerTokenVsDtype", [](PlanSpec& p) { p.data.bytes_per_token = 1; },
+     {"BYTES_PER_TOKEN_TOO_SMALL"}, Severity::kError},
+    {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
+     {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kError},
+};
+
+INSTANTIATE_TEST_SUITE_P(PlanEngine, Findings, ::testing::ValuesIn(kFindingCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PlanEngine, ReplicasOrAnotherDomainKeepTheCheckpointSafe) {
+  PlanSpec p = HandPlan();
+  p.checkpoint.storage_domain = "node";
+  p.checkpoint.replicas = 2;
+  EXPECT_EQ(ComputePlan(p).Find("CHECKPOINT_IN_FAILURE_DOMAIN"), nullptr);
+  // Two replicas double the bytes written.
+  EXPECT_DOUBLE_EQ(ComputePlan(p).checkpoint.write_seconds, 20);
+  p.checkpoint.replicas = 1;
+  p.failures.failure_domain = "gpu";  // a GPU failure leaves the node's disk
+  EXPECT_EQ(ComputePlan(p).Find("CHECKPOINT_IN_FAILURE_DOMAIN"), nullptr);
+}
+
+TEST(PlanEngine, FindingMessagesNameTheNumbers) {
+  PlanSpec p = HandPlan();
+  p.model.vocab_size = 128256;
+  const PlanReport report = ComputePlan(p);
+  const Finding* f = report.Find("TOKEN_DTYPE_OVERFLOW");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message, "vocab_size 128256 does not fit token_dtype uint16 (max 65536 ids).");
+  p = HandPlan();
+  p.layout.dp = 32;
+  EXPECT_EQ(ComputePlan(p).Find("LAYOUT_GPU_MISMATCH")->message,
+            "layout tp 1 x pp 1 x dp 32 x cp 1 = 32 GPUs, but fleet.gpus is 64.");
+}
+
+TEST(PlanEngine, ErrorsAreListedBeforeWarnings) {
+  PlanSpec p = HandPlan();
+  p.hardware.node_other_watts = 0;
+  p.hardware.cluster_other_watts_per_node = 0;  // warning
+  p.model.vocab_size = 128256;                  // error
+  const PlanReport r = ComputePlan(p);
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].severity, Severity::kError);
+  EXPECT_EQ(r.findings[1].severity, Severity::kWarning);
+}
+
+// --- published runs written as plans ------------------------------------------------
+
+TEST(PublishedRuns, Llama65B) {
+  // Touvron et al. 2023: 1.4e12 tokens on 2,048 A100-80GB (312e12) at 380 tokens/s/GPU:
+  // ~21 days and 1,022,362 GPU-hours. No shape, so FLOPs are 6N as the paper's MFU.
+  PlanSpec p = HandPlan();
+  p.model.params = 65.2e9;
+  p.model.seq_len = 2048;
+  p.data.tokens = 1'400'000'000'000;
+  p.data.dataset_tokens.reset();
+  p.hardware.peak_flops = 312e12;
+  p.fleet.gpus = 2048;
+  p.layout.dp = 2048;
+  p.mfu = ImpliedMfu(DenseFlopsPerToken(65.2e9), 380, 1, 312e12);
+  const PlanReport r = ComputePlan(p);
+  EXPECT_NEAR(r.compute.active_gpu_hours, 1022362, 0.01 * 1022362);
+  EXPECT_NEAR(r.compute.tokens_per_second / 2048, 380, 1e-6);
+  EXPECT_NEAR(r.schedule.active_compute_seconds / 86400, 21, 0.5);
+}
+
+TEST(PublishedRuns, Gpt3TotalCompute) {
+  // Brown et al. 2020, table D.1: 3.14e23 FLOPs for 174.6e9 params on 300e9 tokens.
+  PlanSpec p = HandPlan();
+  p.model.params = 174.6e9;
+  p.data.tokens = 300'000'000'000;
+  p.data.dataset_tokens.reset();
+  EXPECT_NEAR(ComputePlan(p).compute.total_flops, 3.14e23, 0.01 * 3.14e23);
+}
+
+TEST(PublishedRuns, DgxH100NodePower) {
+  // A DGX H100 peaks at ~10.2 kW with 8 x 700 W GPUs (REFERENCE.md, power): 4.6 kW other.
+  PlanSpec p = HandPlan();
+  p.fleet.gpus = 8;
+  p.layout.dp = 8;
+  p.hardware.gpu_watts = 700;
+  p.hardware.node_other_watts = 4600;
+  p.hardware.cluster_other_watts_per_node = 0;
+  p.fleet.pue = 1.0;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.power.it_watts, 10200);
+  EXPECT_NEAR(r.power.gpu_watts / r.power.it_watts, 0.55, 0.01);
+}
+
+// --- deadline search ------------------------------------------------------------------
+
+TEST(DeadlineSearch, FindsTheSmallestFleetAndOneReplicaFewerMisses) {
+  const PlanSpec p = HandPlan();
+  const absl::Time deadline = Start() + absl::Hours(24 * 8);
+  ASSERT_GT(ComputePlan(p).schedule.finish_time, deadline);  // 64 GPUs are too few
+  const DeadlineFleet fleet = FindFleetForDeadline(p, deadline);
+  ASSERT_TRUE(fleet.met) << fleet.explanation;
+  EXPECT_GT(fleet.gpus, 64u);
+  EXPECT_EQ(fleet.gpus % 8, 0u);
+  EXPECT_LE(fleet.schedule.finish_time, deadline);
+
+  PlanSpec at = p;
+  at.fleet.gpus = fleet.gpus;
+  at.layout.dp = fleet.dp;
+  EXPECT_LE(ComputePlan(at).schedule.finish_time, deadline);
+  // The next smaller whole-node fleet (tp = pp = 1: 8 fewer GPUs) misses.
+  PlanSpec fewer = p;
+  fewer.fleet.gpus = fleet.gpus - 8;
+  fewer.layout.dp = fleet.dp - 8;
+  EXPECT_GT(ComputePlan(fewer).schedule.finish_time, deadline);
+}
+
+TEST(DeadlineSearch, ReplicasOfSeveralNodes) {
+  // tp 8 x pp 4: each replica is 32 GPUs = 4 nodes; the answer is a multiple of 32.
+  PlanSpec p = HandPlan();
+  p.layout.tp = 8;
+  p.layout.pp = 4;
+  p.layout.dp = 2;
+  const DeadlineFleet fleet = FindFleetForDeadline(p, Start() + absl::Hours(24 * 8));
+  ASSERT_TRUE(fleet.met);
+  EXPECT_EQ(fleet.gpus % 32, 0u);
+  EXPECT_EQ(fleet.gpus, fleet.dp * 32);
+  PlanSpec fewer = p;
+  fewer.layout.dp = fleet.dp - 1;
+  fewer.fleet.gpus = fewer.layout.dp.value() * 32;
+  EXPECT_GT(ComputePlan(fewer).schedule.finish_time, Start() + absl::Hours(24 * 8));
+}
+
+TEST(DeadlineSearch, SaysPlainlyWhenNoFleetCan) {
+  const DeadlineFleet soon = FindFleetForDeadline(HandPlan(), Start() + absl::Hours(1));
+  EXPECT_FALSE(soon.met);
+  EXPECT_GT(soon.gpus, 0u);  // the fastest fleet found
+  EXPECT_NE(soon.explanation.find("no fleet"), std::string::npos) << soon.explanation;
+
+  const DeadlineFleet before = FindFleetForDeadline(HandPlan(), Start() - absl::Hours(1));
+  EXPECT_FALSE(before.met);
+  EXPECT_NE(before.explanation.find("not after the start_time"), std::string::npos);
+}
+
+// --- the shipped examples ---------------------------------------------------------------
+
+TEST(Examples, EveryExampleHasNoErrorFinding) {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(FLIGHTPLAN_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml" && entry.path().extension() != ".json") continue;
+    ++seen;
+    absl::StatusOr<v1::Plan> plan = LoadPlanFile(entry.path().string());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const PlanReport r = ComputePlan(PlanFromProto(*plan));
+    EXPECT_FALSE(r.HasError()) << entry.path() << ": "
+                               << (r.findings.empty() ? "" : r.findings.front().message);
+    EXPECT_GT(r.schedule.total_seconds, r.schedule.active_compute_seconds);
+  }
+  EXPECT_GE(seen, 2);
+}
+
+TEST(Examples, FlagshipFigures) {
+  absl::StatusOr<v1::Plan> plan =
+      LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const PlanReport r = ComputePlan(PlanFromProto(*plan));
+  EXPECT_TRUE(r.findings.empty());
+  // 6 x 70e9 + 12 x 80 x 8192 x 8192 per token, 10e12 tokens.
+  EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 70e9 + 12.0 * 80 * 8192 * 8192);
+  EXPECT_EQ(r.batch.tokens_per_step, 2048u * 8192);
+  EXPECT_EQ(r.fleet.nodes, 512u);
+  // 70e9 x (2 + 12) bytes = 980 GB; 9.8 s at 100 GB/s.
+  EXPECT_DOUBLE_EQ(r.checkpoint.size_bytes, 980e9);
+  EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 9.8);
+  // The schedule's lines add up to the total.
+  const auto& s = r.schedule;
+  EXPECT_NEAR(s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds +
+                  s.availability_seconds + s.contingency_seconds,
+              s.total_seconds, 1e-6);
+  EXPECT_GT(s.deadline_slack_seconds, 0);
+}
+
+}  // namespace
+}  // namespace flightplan::forecast

@@ -1,0 +1,147 @@
+// Plan files: YAML and JSON, numbers in e-notation, and errors that name line and key.
+#include "cli/plan_file.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+namespace {
+
+constexpr char kYaml[] = R"(name: t
+start_time: "2027-01-04T00:00:00Z"
+model:
+  params: 70e9
+  seq_len: 8192
+data:
+  tokens: 10e12
+  dataset_tokens: "15.6e12"
+hardware:
+  peak_flops: 989e12
+  gpus_per_node: 8
+fleet:
+  gpus: 4096
+layout:
+  tp: 8
+checkpoint:
+  async: yes
+)";
+
+TEST(PlanFile, NumbersInENotationWorkEverywhere) {
+  absl::StatusOr<v1::Plan> plan = ParsePlan(kYaml, "plan.yaml");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_DOUBLE_EQ(plan->model().params(), 70e9);
+  EXPECT_EQ(plan->data().tokens(), 10'000'000'000'000u);             // uint64 from 10e12
+  EXPECT_EQ(plan->data().dataset_tokens(), 15'600'000'000'000u);     // quoted works too
+  EXPECT_DOUBLE_EQ(plan->hardware().peak_flops(), 989e12);
+  EXPECT_EQ(plan->fleet().gpus(), 4096u);
+  EXPECT_TRUE(plan->layout().has_tp());
+  EXPECT_FALSE(plan->layout().has_pp());  // presence is kept for defaults
+  EXPECT_TRUE(plan->checkpoint().async());
+  EXPECT_EQ(plan->start_time().seconds(), 1799020800);
+}
+
+TEST(PlanFile, JsonAndCamelCaseGiveTheSamePlan) {
+  constexpr char kJson[] = R"({
+  "name": "t", "startTime": "2027-01-04T00:00:00Z",
+  "model": {"params": 70e9, "seqLen": 8192},
+  "data": {"tokens": 10000000000000, "dataset_tokens": "15.6e12"},
+  "hardware": {"peak_flops": 9.89e14, "gpusPerNode": 8},
+  "fleet": {"gpus": 4096}, "layout": {"tp": 8}, "checkpoint": {"async": true}
+})";
+  absl::StatusOr<v1::Plan> yaml = ParsePlan(kYaml, "plan.yaml");
+  absl::StatusOr<v1::Plan> json = ParsePlan(kJson, "plan.json");
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*yaml, *json))
+      << yaml->DebugString() << "\nvs\n" << json->DebugString();
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  const char* expected;  // a substring of the message: source, line and key
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+class BadPlans : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadPlans, NameTheLineAndTheKey) {
+  absl::StatusOr<v1::Plan> plan = ParsePlan(GetParam().text, "plan.yaml");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(plan.status().message()).find(GetParam().expected), std::string::npos)
+      << plan.status().message();
+}
+
+const BadCase kBadCases[] = {
+    {"UnknownTopLevelKey", "name: x\nmodle:\n  params: 1\n", "plan.yaml:2: modle: unknown key 'modle'"},
+    {"UnknownNestedKey", "name: x\nmodel:\n  params: 1\n  layer: 80\n",
+     "plan.yaml:4: model.layer: unknown key 'layer' in model"},
+    {"NotANumber", "model:\n  params: 1\n  hidden: abc\n",
+     "plan.yaml:3: model.hidden: expected a whole number, got 'abc'"},
+    {"FractionForAnInteger", "fleet:\n  gpus: 40.5\n",
+     "plan.yaml:2: fleet.gpus: expected a whole number, got '40.5'"},
+    {"NegativeForUnsigned", "fleet:\n  gpus: -8\n", "plan.yaml:2: fleet.gpus: expected a non-negative"},
+    {"TooBigForUint32", "fleet:\n  gpus: 1e10\n", "plan.yaml:2: fleet.gpus: value 1e10 is out of range"},
+    {"DoubleNotNumeric", "efficiency:\n  mfu: forty\n",
+     "plan.yaml:2: efficiency.mfu: expected a number, got 'forty'"},
+    {"InfinityRefused", "efficiency:\n  mfu: .inf\n", "efficiency.mfu: expected a number"},
+    {"MappingForAScalar", "model:\n  params:\n    a: 1\n",
+     "plan.yaml:3: model.params: expected a single value, got a mapping"},
+    {"ScalarForASection", "model: 70e9\n", "plan.yaml:1: model: expected a mapping of keys"},
+    {"ListRefused", "model:\n  params: [1, 2]\n", "plan.yaml:2: model.params: expected a single value, got a list"},
+    {"BadBool", "checkpoint:\n  async: maybe\n",
+     "plan.yaml:2: checkpoint.async: expected true or false, got 'maybe'"},
+    {"BadTime", "start_time: next monday\n", "plan.yaml:1: start_time: expected an RFC 3339"},
+    {"DuplicateKey", "fleet:\n  gpus: 8\n  gpus: 16\n", "plan.yaml:3: fleet.gpus: duplicate key"},
+    {"SyntaxError", "model:\n  params: [1, 2\n", "plan.yaml:"},
+    {"NotAMapping", "- a\n- b\n", "expected a mapping of keys"},
+    {"Empty", "", "plan.yaml: the plan is empty"},
+};
+
+INSTANTIATE_TEST_SUITE_P(PlanFile, BadPlans, ::testing::ValuesIn(kBadCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PlanFile, NullLeavesAFieldUnset) {
+  absl::StatusOr<v1::Plan> plan = ParsePlan("deadline: ~\nfleet:\n  pue:\n", "p");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->has_deadline());
+  EXPECT_FALSE(plan->fleet().has_pue());
+}
+
+TEST(PlanFile, BigIntegersAreExact) {
+  absl::StatusOr<v1::Plan> plan = ParsePlan("data:\n  tokens: 18446744073709551615\n", "p");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->data().tokens(), 18446744073709551615u);
+}
+
+TEST(PlanFile, TimestampsAcceptRfc3339AndDates) {
+  absl::StatusOr<absl::Time> t = ParseTimestamp("2027-03-01");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(absl::ToUnixSeconds(*t), 1803859200);  // 2027-03-01T00:00:00Z
+  t = ParseTimestamp("2027-03-01T02:00:00+02:00");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(absl::ToUnixSeconds(*t), 1803859200);
+  EXPECT_FALSE(ParseTimestamp("March").ok());
+}
+
+TEST(PlanFile, MissingFileIsNotFound) {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile("/nonexistent/plan.yaml");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(plan.status().message()).find("/nonexistent/plan.yaml"),
+            std::string::npos);
+}
+
+TEST(PlanFile, DirectoryIsRefused) {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile("/tmp");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(std::string(plan.status().message()).find("/tmp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flightplan
