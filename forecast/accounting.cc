@@ -1,0 +1,388 @@
+#include "forecast/accounting.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace flightplan::forecast {
+
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kNew: return "new";
+    case Phase::kStarting: return "starting";
+    case Phase::kRunning: return "running";
+    case Phase::kDown: return "down";
+    case Phase::kFinished: return "finished";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr size_t kMaxFlags = 32;
+constexpr size_t kMaxRecentSamples = 4096;
+constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
+
+std::string T(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
+bool ValidCause(const std::string& cause) {
+  if (cause.size() > 32) return false;
+  return std::all_of(cause.begin(), cause.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+// Seconds past the stall threshold are `stalled`; below it, all of the gap is work.
+struct Split {
+  double work = 0;
+  double stalled = 0;
+};
+Split SplitStall(double gap, double typical) {
+  if (typical <= 0) return {gap, 0};
+  const double threshold = std::max(kStallFactor * typical, kStallMinSeconds);
+  if (gap <= threshold) return {gap, 0};
+  return {typical, gap - typical};
+}
+
+void AddFlag(RunState& s, std::string flag) {
+  if (s.flags.size() >= kMaxFlags) s.flags.erase(s.flags.begin());
+  s.flags.push_back(std::move(flag));
+}
+
+void CountInterruption(RunState& s, const std::string& cause, bool planned) {
+  for (InterruptionCount& c : s.interruptions) {
+    if (c.cause == cause && c.planned == planned) {
+      ++c.count;
+      return;
+    }
+  }
+  s.interruptions.push_back({cause, planned, 1});
+}
+
+void ChargeDown(RunState& s, double seconds) {
+  (s.down_planned ? s.seconds.down_planned : s.seconds.down_unplanned) += seconds;
+}
+
+void ChargeStartup(RunState& s, double seconds) {
+  s.seconds.startup += seconds;
+  if (s.last_stop_unplanned) s.startup_after_unplanned += seconds;
+}
+
+// Running time that produced progress (or will have to be redone).
+void ChargeWork(RunState& s, double seconds, double& work_bucket) {
+  const Split split = SplitStall(seconds, s.typical_step_gap);
+  work_bucket += split.work;
+  s.seconds.stalled += split.stalled;
+}
+
+// Where the lineage stood at `step`: an exact mark, or one interpolated between the
+// marks (or the start, or now) around it. `exact` says which.
+CheckpointMark MarkAt(const RunState& s, int64_t step, bool& exact) {
+  CheckpointMark below{};  // step 0: nothing done
+  CheckpointMark above{s.step, s.tokens, s.seconds.productive, s.productive_tokens};
+  exact = step == 0;
+  if (exact) return below;
+  for (const CheckpointMark& m : s.checkpoints) {
+    if (m.step == step) {
+      exact = true;
+      return m;
+    }
+    if (m.step < step) below = m;
+    if (m.step > step) {
+      above = m;
+      break;
+    }
+  }
+  if (above.step <= below.step) return below;
+  const double f = static_cast<double>(step - below.step) / static_cast<double>(above.step - below.step);
+  CheckpointMark m;
+  m.step = step;
+  m.tokens = below.tokens + static_cast<int64_t>(std::llround(f * static_cast<double>(above.tokens - below.tokens)));
+  m.productive_seconds = below.productive_seconds + f * (above.productive_seconds - below.productive_seconds);
+  m.productive_tokens = below.productive_tokens + f * (above.productive_tokens - below.productive_tokens);
+  return m;
+}
+
+void Restore(RunState& s, int64_t step, uint32_t attempt) {
+  if (step == s.step) return;
+  if (step > s.step) {
+    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
+                            ", beyond the latest reported step ", s.step));
+    s.step = step;
+    return;
+  }
+  bool exact = false;
+  const CheckpointMark m = MarkAt(s, step, exact);
+  if (!exact) {
+    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
+                            ", which was never checkpointed; its time and tokens were interpolated"));
+  }
+  // The time and tokens of steps S..F no longer count.
+  s.seconds.lost += s.seconds.productive - m.productive_seconds;
+  s.seconds.productive = m.productive_seconds;
+  s.productive_tokens = m.productive_tokens;
+  s.step = m.step;
+  s.tokens = m.tokens;
+  s.checkpoints.erase(std::remove_if(s.checkpoints.begin(), s.checkpoints.end(),
+                                     [step](const CheckpointMark& c) { return c.step > step; }),
+                      s.checkpoints.end());
+  s.recent.clear();
+}
+
+void AddMark(RunState& s, int64_t step) {
+  bool exact = false;
+  CheckpointMark m = step == s.step
+                         ? CheckpointMark{s.step, s.tokens, s.seconds.productive, s.productive_tokens}
+                         : MarkAt(s, step, exact);
+  auto it = std::lower_bound(s.checkpoints.begin(), s.checkpoints.end(), step,
+                             [](const CheckpointMark& c, int64_t v) { return c.step < v; });
+  if (it != s.checkpoints.end() && it->step == step) {
+    *it = m;
+  } else {
+    s.checkpoints.insert(it, m);
+  }
+  if (s.checkpoints.size() > kMaxCheckpointMarks) s.checkpoints.erase(s.checkpoints.begin());
+}
+
+void PushSample(RunState& s, absl::Time t) {
+  s.recent.push_back({t, s.seconds.productive, s.productive_tokens});
+  // Keep one sample at or before the window's start so the window is full.
+  while (s.recent.size() >= 2 && s.recent[1].time <= t - kRecentWindow) s.recent.pop_front();
+  if (s.recent.size() > kMaxRecentSamples) s.recent.pop_front();
+}
+
+absl::Status Precondition(const std::string& message) {
+  return absl::FailedPreconditionError(message);
+}
+
+}  // namespace
+
+absl::Status ValidateEvent(const Event& e) {
+  if (e.id.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat("id is ", e.id.size(), " bytes; at most 128"));
+  }
+  switch (e.kind) {
+    case EventKind::kJobStarted:
+      if (e.attempt < 1) {
+        return absl::InvalidArgumentError("job_started.attempt must be >= 1 (launches count from 1)");
+      }
+      if (e.restored_step < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job_started.restored_step ", e.restored_step, " is negative"));
+      }
+      break;
+    case EventKind::kSteps:
+      if (e.step < 0) return absl::InvalidArgumentError(absl::StrCat("steps.step ", e.step, " is negative"));
+      if (e.tokens < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("steps.tokens ", e.tokens, " is negative"));
+      }
+      break;
+    case EventKind::kCheckpointSaved:
+      if (e.step < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("checkpoint_saved.step ", e.step, " is negative"));
+      }
+      if (!(e.blocking_seconds >= 0) || !std::isfinite(e.blocking_seconds)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "checkpoint_saved.blocking_seconds ", e.blocking_seconds, " must be a finite number >= 0"));
+      }
+      break;
+    case EventKind::kInterruption:
+      if (!ValidCause(e.cause)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("interruption.cause '", e.cause.substr(0, 40),
+                         "' must be a short lowercase word: up to 32 of a-z, 0-9, '_' and '-'"));
+      }
+      if (e.detail.size() > 4096) {
+        return absl::InvalidArgumentError("interruption.detail is longer than 4096 bytes");
+      }
+      break;
+    case EventKind::kRunFinished:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyEvent(RunState& s, const Event& e) {
+  if (absl::Status st = ValidateEvent(e); !st.ok()) return st;
+  if (s.phase == Phase::kFinished) {
+    return Precondition(absl::StrCat("the run finished at ", T(s.last_time),
+                                     "; no events are accepted after run_finished"));
+  }
+  if (s.events > 0 && e.time < s.last_time) {
+    return Precondition(absl::StrCat("time ", T(e.time), " is before the run's latest event at ",
+                                     T(s.last_time)));
+  }
+  const bool running = s.phase == Phase::kStarting || s.phase == Phase::kRunning;
+  if (e.kind == EventKind::kJobStarted) {
+    if (e.attempt <= s.attempt) {
+      return Precondition(absl::StrCat("job_started.attempt ", e.attempt,
+                                       " is not after the run's latest attempt ", s.attempt));
+    }
+  } else {
+    const uint32_t attempt = e.attempt ? e.attempt : s.attempt;
+    const char* kind = EventKindName(e.kind);
+    if (s.phase == Phase::kNew) {
+      return Precondition(absl::StrCat(kind, " before any job_started: a run begins with job_started"));
+    }
+    if (attempt < s.attempt) {
+      return Precondition(absl::StrCat(kind, " from attempt ", attempt,
+                                       ", which attempt ", s.attempt, " superseded"));
+    }
+    if (attempt > s.attempt) {
+      return Precondition(absl::StrCat(kind, " from attempt ", attempt,
+                                       ", which has not started (no job_started for it)"));
+    }
+    if (!running) {
+      return Precondition(absl::StrCat(kind, " while the run is down: attempt ", s.attempt,
+                                       " was interrupted; a new attempt starts with job_started"));
+    }
+  }
+  if (e.kind == EventKind::kSteps) {
+    if (e.step < s.step || e.tokens < s.tokens) {
+      return Precondition(absl::StrCat("steps.tokens ", e.tokens, " at step ", e.step,
+                                       " goes backwards from ", s.tokens, " at step ", s.step,
+                                       " without a restore"));
+    }
+    if (e.step == s.step && e.tokens != s.tokens && s.saw_step_in_attempt) {
+      return absl::InvalidArgumentError(absl::StrCat("steps.tokens ", e.tokens, " for step ", e.step,
+                                                     ", which was reported with ", s.tokens, " tokens"));
+    }
+  }
+  if (e.kind == EventKind::kCheckpointSaved && e.step > s.step) {
+    return Precondition(absl::StrCat("checkpoint_saved.step ", e.step,
+                                     " is ahead of the latest reported step ", s.step,
+                                     "; report the step first"));
+  }
+
+  // Valid: charge the interval since the latest event, then change phase.
+  const double gap = s.events > 0 ? absl::ToDoubleSeconds(e.time - s.last_time) : 0;
+  if (s.events == 0) s.first_time = e.time;
+  switch (e.kind) {
+    case EventKind::kJobStarted:
+      if (running) {
+        // No interruption was reported: the previous attempt died at its latest event.
+        s.seconds.down_unplanned += gap;
+        CountInterruption(s, "unknown", false);
+        s.down_planned = false;
+        s.last_stop_unplanned = true;
+      } else if (s.phase == Phase::kDown) {
+        ChargeDown(s, gap);
+      }
+      Restore(s, e.restored_step, e.attempt);
+      s.phase = Phase::kStarting;
+      s.attempt = e.attempt;
+      s.saw_step_in_attempt = false;
+      break;
+    case EventKind::kSteps:
+      if (s.phase == Phase::kStarting) {
+        ChargeStartup(s, gap);  // launch to first step
+        s.phase = Phase::kRunning;
+      } else {
+        ChargeWork(s, gap, s.seconds.productive);
+        s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
+        const double threshold = s.typical_step_gap > 0
+                                     ? std::max(kStallFactor * s.typical_step_gap, kStallMinSeconds)
+                                     : gap;
+        const double usual = std::min(gap, threshold);
+        s.typical_step_gap = s.typical_step_gap > 0
+                                 ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * usual
+                                 : usual;
+      }
+      s.step = e.step;
+      s.tokens = e.tokens;
+      s.saw_step_in_attempt = true;
+      PushSample(s, e.time);
+      break;
+    case EventKind::kCheckpointSaved: {
+      const double blocking = std::min(e.blocking_seconds, gap);
+      s.seconds.checkpoint += blocking;
+      if (s.phase == Phase::kStarting) {
+        ChargeStartup(s, gap - blocking);
+      } else {
+        ChargeWork(s, gap - blocking, s.seconds.productive);
+      }
+      AddMark(s, e.step);
+      break;
+    }
+    case EventKind::kInterruption:
+      if (s.phase == Phase::kStarting) {
+        ChargeStartup(s, gap);
+      } else {
+        // Work since the latest report produced no step that counts.
+        ChargeWork(s, gap, s.seconds.lost);
+      }
+      CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned);
+      s.phase = Phase::kDown;
+      s.down_planned = e.planned;
+      s.last_stop_unplanned = !e.planned;
+      break;
+    case EventKind::kRunFinished:
+      if (s.phase == Phase::kStarting) {
+        ChargeStartup(s, gap);
+      } else {
+        ChargeWork(s, gap, s.seconds.productive);
+      }
+      s.phase = Phase::kFinished;
+      break;
+  }
+  s.last_time = e.time;
+  ++s.events;
+  return absl::OkStatus();
+}
+
+RunSnapshot Snapshot(const RunState& s, absl::Time now) {
+  RunSnapshot out;
+  out.phase = s.phase;
+  out.attempt = s.attempt;
+  out.events = s.events;
+  out.first_time = s.first_time;
+  out.last_time = s.last_time;
+  out.step = s.step;
+  out.tokens = s.tokens;
+  out.seconds = s.seconds;
+  out.interruptions = s.interruptions;
+  out.flags = s.flags;
+  double startup_after_unplanned = s.startup_after_unplanned;
+  if (s.events == 0) {
+    out.as_of = now;
+    return out;
+  }
+  absl::Time as_of = std::max(now, s.last_time);
+  if (s.phase == Phase::kFinished) as_of = s.last_time;
+  out.as_of = as_of;
+  const double tail = absl::ToDoubleSeconds(as_of - s.last_time);
+  switch (s.phase) {
+    case Phase::kDown:
+      (s.down_planned ? out.seconds.down_planned : out.seconds.down_unplanned) += tail;
+      break;
+    case Phase::kStarting:
+      out.seconds.startup += tail;
+      if (s.last_stop_unplanned) startup_after_unplanned += tail;
+      break;
+    case Phase::kRunning: {
+      const Split split = SplitStall(tail, s.typical_step_gap);
+      out.seconds.productive += split.work;
+      out.seconds.stalled += split.stalled;
+      break;
+    }
+    default:
+      break;
+  }
+  out.elapsed_seconds = absl::ToDoubleSeconds(as_of - s.first_time);
+  out.failure_budget_consumed_seconds =
+      out.seconds.lost + out.seconds.down_unplanned + out.seconds.stalled + startup_after_unplanned;
+  out.tokens_per_second = s.seconds.productive > 0 ? s.productive_tokens / s.seconds.productive : 0;
+  out.recent_tokens_per_second = out.tokens_per_second;
+  if (s.recent.size() >= 2) {
+    const ThroughputSample& a = s.recent.front();
+    const ThroughputSample& b = s.recent.back();
+    if (b.productive_seconds > a.productive_seconds) {
+      out.recent_tokens_per_second =
+          (b.productive_tokens - a.productive_tokens) / (b.productive_seconds - a.productive_seconds);
+    }
+  }
+  return out;
+}
+
+}  // namespace flightplan::forecast

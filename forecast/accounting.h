@@ -1,0 +1,124 @@
+// Run accounting (DESIGN.md §5): folds a run's events, one at a time, into the seconds of
+// each time category, the lineage's progress, interruptions and throughput.
+//
+// Pure: no I/O, no clock; `now` is a parameter of Snapshot(). A RunState is a value: the
+// fold is incremental (O(1) per event, amortised), its size is bounded per run (not per
+// event), and copying it is how a caller keeps an all-or-nothing batch. Not thread-safe;
+// share copies.
+#ifndef FLIGHTPLAN_FORECAST_ACCOUNTING_H_
+#define FLIGHTPLAN_FORECAST_ACCOUNTING_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "forecast/event.h"
+
+namespace flightplan::forecast {
+
+// A gap between steps longer than kStallFactor x the usual gap (and at least
+// kStallMinSeconds) is a stall: the usual gap still counts as work, the rest is `stalled`.
+inline constexpr double kStallFactor = 5.0;
+inline constexpr double kStallMinSeconds = 120.0;
+// Checkpoints remembered for restores (the newest); older restores are interpolated.
+inline constexpr size_t kMaxCheckpointMarks = 512;
+// Window of the recent throughput.
+inline constexpr absl::Duration kRecentWindow = absl::Hours(1);
+
+enum class Phase { kNew, kStarting, kRunning, kDown, kFinished };
+const char* PhaseName(Phase phase);
+
+struct TimeSeconds {
+  double productive = 0, checkpoint = 0, lost = 0, startup = 0, down_unplanned = 0,
+         down_planned = 0, stalled = 0;
+  [[nodiscard]] double Sum() const {
+    return productive + checkpoint + lost + startup + down_unplanned + down_planned + stalled;
+  }
+};
+
+struct InterruptionCount {
+  std::string cause;
+  bool planned = false;
+  uint32_t count = 0;
+};
+
+// Where the lineage stood when a checkpoint was saved: what a restore returns to.
+struct CheckpointMark {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  double productive_seconds = 0;
+  double productive_tokens = 0;
+};
+
+struct ThroughputSample {
+  absl::Time time;
+  double productive_seconds = 0;
+  double productive_tokens = 0;
+};
+
+struct RunState {
+  Phase phase = Phase::kNew;
+  uint32_t attempt = 0;
+  uint64_t events = 0;
+  absl::Time first_time = absl::InfinitePast();
+  absl::Time last_time = absl::InfinitePast();
+
+  // The lineage: progress that still counts.
+  int64_t step = 0;
+  int64_t tokens = 0;
+
+  TimeSeconds seconds;
+  // Startup after an unplanned stop: charged to the failure budget.
+  double startup_after_unplanned = 0;
+  bool down_planned = false;       // the current (or last) stop was planned
+  bool last_stop_unplanned = false;
+  // Tokens gained in productive time that still counts (throughput's numerator).
+  double productive_tokens = 0;
+  // EWMA of the gap between step reports while running; 0 until the second report.
+  double typical_step_gap = 0;
+  bool saw_step_in_attempt = false;
+
+  std::vector<InterruptionCount> interruptions;
+  std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
+  std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
+  std::vector<std::string> flags;               // accepted but suspicious, at most 32
+};
+
+// Applies one event. On error the state is unchanged and the status says which field is
+// wrong: INVALID_ARGUMENT for a malformed or self-contradictory event, FAILED_PRECONDITION
+// for one that contradicts the run so far (time before its latest event, tokens going
+// backwards without a restore, a superseded or unstarted attempt, an event after the finish).
+[[nodiscard]] absl::Status ApplyEvent(RunState& state, const Event& event);
+
+// Checks an event on its own (no run state): kind-specific fields, ranges, cause format.
+[[nodiscard]] absl::Status ValidateEvent(const Event& event);
+
+// The run as of `now`: the folded seconds plus the open interval since the latest event,
+// charged by the current phase (down, starting, running — with a stall past the usual
+// gap). A finished run's clock stops at its finish. `now` before the latest event is
+// treated as the latest event.
+struct RunSnapshot {
+  Phase phase = Phase::kNew;
+  uint32_t attempt = 0;
+  uint64_t events = 0;
+  absl::Time first_time = absl::InfinitePast();
+  absl::Time last_time = absl::InfinitePast();
+  absl::Time as_of = absl::InfinitePast();
+  int64_t step = 0;
+  int64_t tokens = 0;
+  TimeSeconds seconds;
+  double elapsed_seconds = 0;
+  double failure_budget_consumed_seconds = 0;
+  std::vector<InterruptionCount> interruptions;
+  double tokens_per_second = 0;
+  double recent_tokens_per_second = 0;
+  std::vector<std::string> flags;
+};
+[[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
+
+}  // namespace flightplan::forecast
+
+#endif  // FLIGHTPLAN_FORECAST_ACCOUNTING_H_

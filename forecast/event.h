@@ -1,0 +1,43 @@
+// One event of a run's stream (DESIGN.md §4), as a plain value type. proto/event_convert.h
+// maps flightplan.v1.Event onto it.
+#ifndef FLIGHTPLAN_FORECAST_EVENT_H_
+#define FLIGHTPLAN_FORECAST_EVENT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace flightplan::forecast {
+
+enum class EventKind { kJobStarted, kSteps, kCheckpointSaved, kInterruption, kRunFinished };
+
+const char* EventKindName(EventKind kind);
+
+struct Event {
+  absl::Time time = absl::UnixEpoch();
+  std::string id;            // idempotency key; "" = natural key
+  uint32_t attempt = 0;      // 0 = the run's current attempt
+  EventKind kind = EventKind::kSteps;
+
+  // kJobStarted: `attempt` is the new attempt; restored_step the checkpoint resumed from.
+  int64_t restored_step = 0;
+  // kSteps: step and the lineage's cumulative tokens. kCheckpointSaved: step.
+  int64_t step = 0;
+  int64_t tokens = 0;
+  // kCheckpointSaved.
+  double blocking_seconds = 0;
+  // kInterruption.
+  std::string cause;
+  bool planned = false;
+  std::string detail;
+};
+
+// The idempotency key of an event: its id, or a natural key from its kind, its attempt
+// (`attempt`, the event's own resolved against the run's current one) and its content
+// ("~st/a3/s1200"). Two events of a run with the same key are the same event.
+std::string EventKey(const Event& event, uint32_t attempt);
+
+}  // namespace flightplan::forecast
+
+#endif  // FLIGHTPLAN_FORECAST_EVENT_H_
