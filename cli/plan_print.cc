@@ -67,7 +67,8 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                            Sci(c.attention_flops_per_token), ")")
             : absl::StrCat(Sci(c.flops_per_token), " (6N; no shape, no attention term)"));
   o.Row("total FLOPs", absl::StrCat(Sci(c.total_flops), " (",
-                                    Count(c.total_flops / 1e15 / 86400), " PF-days)"));
+                                    Count(c.total_flops / 1e15 / 86400), " PF-days; 6ND alone ",
+                                    Sci(c.dense_total_flops), ")"));
   o.Row("cluster, achieved", absl::StrCat(Si(c.cluster_flops_per_second, "FLOP/s"), " at ",
                                           Percent(p.mfu), " MFU"));
   o.Row("throughput", absl::StrCat(Si(c.tokens_per_second, "tokens/s"), " (",
@@ -80,7 +81,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                              r.fleet.spare_nodes ? absl::StrCat(" (+", r.fleet.spare_nodes, " spare)")
                                                  : ""));
   o.Row("layout", absl::StrCat("tp ", p.layout.tp.value_or(1), " x pp ", p.layout.pp.value_or(1),
-                               " x dp ", b.sequences_per_step / (uint64_t{p.layout.micro_batch.value_or(1)} * p.layout.grad_accum.value_or(1)), " x cp ", p.layout.cp.value_or(1),
+                               " x dp ", r.fleet.dp, " x cp ", p.layout.cp.value_or(1),
                                ", ep ", p.layout.ep.value_or(1), ", ZeRO-", p.layout.zero_stage));
   o.Row("batch", absl::StrCat(Count(static_cast<double>(b.sequences_per_step)), " sequences, ",
                               Si(static_cast<double>(b.tokens_per_step), "tokens"), " per step"));

@@ -41,6 +41,7 @@ std::string Sci(double value) {
 
 std::string Duration(double seconds) {
   const double a = std::fabs(seconds);
+  if (a < 10) return absl::StrFormat("%.2g s", seconds);
   if (a < 120) return absl::StrFormat("%.0f s", seconds);
   if (a < 2 * 3600) return absl::StrFormat("%.1f min", seconds / 60);
   if (a < 2 * 86400) return absl::StrFormat("%.1f h", seconds / 3600);

@@ -7,8 +7,8 @@ namespace flightplan::forecast {
 
 double DenseFlopsPerToken(double active_params) { return 6.0 * active_params; }
 
-double AttentionFlopsPerToken(uint32_t layers, uint32_t hidden, uint32_t seq_len) {
-  return 12.0 * static_cast<double>(layers) * static_cast<double>(hidden) *
+double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len) {
+  return 12.0 * static_cast<double>(layers) * static_cast<double>(width) *
          static_cast<double>(seq_len);
 }
 
@@ -21,7 +21,7 @@ double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus,
 StepCount CountSteps(uint64_t tokens, uint64_t tokens_per_step) {
   StepCount out;
   if (tokens_per_step == 0 || tokens == 0) return out;
-  out.steps = (tokens + tokens_per_step - 1) / tokens_per_step;
+  out.steps = tokens / tokens_per_step + (tokens % tokens_per_step != 0 ? 1 : 0);
   out.last_step_tokens = tokens - (out.steps - 1) * tokens_per_step;
   return out;
 }
@@ -78,8 +78,41 @@ double PoissonCdf(double mean, uint64_t k) {
   return std::min(sum, 1.0);
 }
 
+namespace {
+// Inverse of the standard normal CDF: Acklam's rational approximation (relative error
+// below 1.2e-9), P. J. Acklam, "An algorithm for computing the inverse normal cumulative
+// distribution function" (2003).
+double NormalQuantile(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549671010960452e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  const double low = 0.02425;
+  if (p < low) {
+    const double q = std::sqrt(-2 * std::log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - low) return -NormalQuantile(1 - p);
+  const double q = p - 0.5;
+  const double r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+}  // namespace
+
 uint64_t PoissonQuantile(double mean, double q) {
-  if (mean <= 0 || q <= 0) return 0;
+  if (!std::isfinite(mean) || !(q > 0) || !(q < 1) || mean <= 0) return 0;
+  if (mean > 1e6) {
+    // Cornish-Fisher expansion of the Poisson quantile (skewness 1/sqrt(mean)); exact sums
+    // lose precision in lgamma at such means, and the error here is far below one count.
+    const double z = NormalQuantile(q);
+    return static_cast<uint64_t>(std::ceil(mean + z * std::sqrt(mean) + (z * z - 1) / 6.0 - 0.5));
+  }
   // Terms far below the mean are below double's resolution; past mean + 40 sd the tail is
   // below 1e-300, so the loop always ends there.
   // Below mean - 12 sd the mass is under 1e-30, so the sum starts there; past mean + 40 sd

@@ -17,8 +17,9 @@ namespace flightplan::forecast {
 // Training FLOPs per token of self-attention's score and value products, which 6N leaves
 // out: 12 x layers x hidden x seq_len (forward 2 x 2 x L x d x T, times 3 for training),
 // as in PaLM (Chowdhery et al. 2022, appendix B: 6N + 12LHQT, H x Q = hidden). No
-// discount for the causal mask, as in PaLM. 0 when any of the three is 0.
-[[nodiscard]] double AttentionFlopsPerToken(uint32_t layers, uint32_t hidden, uint32_t seq_len);
+// discount for the causal mask, as in PaLM. `width` is hidden, or heads x head_dim when
+// they differ. 0 when any of the three is 0.
+[[nodiscard]] double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len);
 
 // Model FLOPs utilisation implied by an observed throughput: achieved model FLOP/s over
 // peak. PaLM 540B: 6 x 540.35e9 x 238.3e3 / (6144 x 275e12) = 45.7% (Chowdhery et al.

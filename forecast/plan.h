@@ -24,7 +24,8 @@ struct PlanSpec {
     double params = 0;
     std::optional<double> active_params;
     std::optional<double> expert_params;
-    uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0;
+    uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0,
+             head_dim = 0;
   } model;
   struct Data {
     uint64_t tokens = 0;
@@ -87,6 +88,7 @@ struct PlanReport {
   } batch;
   struct Compute {
     double flops_per_token = 0, attention_flops_per_token = 0, total_flops = 0,
+           dense_total_flops = 0,
            cluster_flops_per_second = 0, tokens_per_second = 0, active_gpu_hours = 0;
   } compute;
   struct Memory {
@@ -121,7 +123,7 @@ struct PlanReport {
     double epochs = 0, storage_bytes = 0;
   } data;
   struct Fleet {
-    uint32_t gpus = 0, nodes = 0, spare_nodes = 0;
+    uint32_t gpus = 0, nodes = 0, spare_nodes = 0, dp = 0;
   } fleet;
 
   [[nodiscard]] bool HasError() const;

@@ -87,6 +87,13 @@ class Engine {
     Schedule();
     Power();
     Data();
+    if (!std::isfinite(r_.schedule.total_seconds) || !std::isfinite(r_.compute.total_flops) ||
+        !std::isfinite(r_.failures.budget_seconds) ||
+        r_.schedule.finish_time == absl::InfiniteFuture()) {
+      Error("NON_FINITE_RESULT",
+            "the inputs drive the schedule to infinity or NaN; check efficiency.mfu, "
+            "hardware.peak_flops, model.params and the checkpoint bandwidths.");
+    }
     // Errors first, then warnings; stable within each.
     std::stable_sort(r_.findings.begin(), r_.findings.end(), [](const Finding& a, const Finding& b) {
       return a.severity == Severity::kError && b.severity != Severity::kError;
@@ -234,7 +241,8 @@ class Engine {
     r_.fleet.gpus = gpus;
     r_.fleet.spare_nodes = p_.fleet.spare_nodes;
     if (gpus_per_node_ == 0) return;
-    r_.fleet.nodes = (gpus + gpus_per_node_ - 1) / gpus_per_node_;
+    r_.fleet.nodes = static_cast<uint32_t>((uint64_t{gpus} + gpus_per_node_ - 1) / gpus_per_node_);
+    r_.fleet.dp = dp_;
     if (gpus % gpus_per_node_ != 0) {
       Error("PARTIAL_NODE", absl::StrCat("fleet.gpus ", gpus, " is not a whole number of ",
                                          gpus_per_node_, "-GPU nodes (", Num(Div(gpus, gpus_per_node_)),
@@ -319,10 +327,14 @@ class Engine {
   void Compute() {
     auto& c = r_.compute;
     const auto& m = p_.model;
+    // Attention width: heads x head_dim when both are given (PaLM's H x Q), else hidden.
+    attention_width_ = (m.heads && m.head_dim) ? uint64_t{m.heads} * m.head_dim : m.hidden;
     c.attention_flops_per_token =
-        (m.layers && m.hidden && m.seq_len) ? AttentionFlopsPerToken(m.layers, m.hidden, m.seq_len)
-                                            : 0;
+        (m.layers && m.seq_len && attention_width_ > 0)
+            ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len)
+            : 0;
     c.flops_per_token = DenseFlopsPerToken(active_) + c.attention_flops_per_token;
+    c.dense_total_flops = DenseFlopsPerToken(active_) * static_cast<double>(p_.data.tokens);
     const double tokens = static_cast<double>(p_.data.tokens);
     c.total_flops = c.flops_per_token * tokens;
     const double gpus = p_.fleet.gpus;
@@ -347,6 +359,7 @@ class Engine {
   void Memory() {
     auto& mem = r_.memory;
     const double model_parallel = static_cast<double>(tp_) * pp_;
+    mem.hbm_bytes = p_.hardware.hbm_bytes;
     if (model_parallel == 0 || dp_ == 0) return;
     const double params = p_.model.params;
     double expert = 0;
@@ -415,6 +428,18 @@ class Engine {
     } else {
       // An async save must finish writing before the next one starts.
       ck.interval_seconds = std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds : 0.0);
+      if (ck.interval_seconds > 0 && ck.interval_seconds < ck.write_seconds) {
+        Error("CHECKPOINT_INTERVAL_TOO_SHORT",
+              absl::StrCat("the chosen checkpoint interval of ", Num(std::round(ck.interval_seconds)),
+                           " s is shorter than the ", Num(std::round(ck.write_seconds)),
+                           " s a checkpoint takes to write."));
+      }
+    }
+    if (mtbf > 0 && ck.blocking_seconds >= mtbf) {
+      Error("CHECKPOINT_COST_EXCEEDS_MTBF",
+            absl::StrCat("a checkpoint blocks training for ", Num(std::round(ck.blocking_seconds)),
+                         " s, at least the job MTBF of ", Num(std::round(mtbf)),
+                         " s: the job fails more often than it can save."));
     }
     ck.count = ck.interval_seconds > 0
                    ? static_cast<uint64_t>(std::ceil(active_seconds_ / ck.interval_seconds))
@@ -447,7 +472,10 @@ class Engine {
                            Num(std::round(ck.interval_seconds)), " s: the run cannot progress."));
       }
     }
-    fr.loss_per_interruption_seconds = detect_ + restart_ + ck.read_seconds + half;
+    // An async save is durable only once written: on average the newest durable state is
+    // half an interval plus a write old.
+    fr.loss_per_interruption_seconds =
+        detect_ + restart_ + ck.read_seconds + half + (c.async ? ck.write_seconds : 0.0);
     fr.expected_loss_seconds = fr.expected_interruptions * fr.loss_per_interruption_seconds;
     if (quantile_ > 0 && quantile_ < 1) {
       fr.budget_interruptions = PoissonQuantile(fr.expected_interruptions, quantile_);
@@ -545,11 +573,23 @@ class Engine {
   double maintenance_fraction_ = 0, maintenance_hours_ = 0, contingency_ = kDefaultContingency;
   double active_seconds_ = 0;
   double snapshot_bytes_per_gpu_ = 0;
+  uint64_t attention_width_ = 0;
 };
 
 }  // namespace
 
 PlanReport ComputePlan(const PlanSpec& plan) { return Engine(plan).Run(); }
+
+namespace {
+
+// A trial fleet counts only if nothing but the deadline is wrong with it.
+bool OnlyDeadlineErrors(const PlanReport& r) {
+  return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+    return f.severity == Severity::kError && f.code != "DEADLINE_MISSED";
+  });
+}
+
+}  // namespace
 
 DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, uint32_t max_gpus) {
   DeadlineFleet out;
@@ -561,13 +601,18 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
     out.explanation = "the layout or gpus_per_node is 0, so no fleet can be formed.";
     return out;
   }
-  if (plan.start_time && deadline <= *plan.start_time) {
+  if (!plan.start_time) {
+    out.explanation = "the plan has no start_time, so no schedule can be measured against it.";
+    return out;
+  }
+  if (deadline <= *plan.start_time) {
     out.explanation = "the deadline is not after the start_time; no fleet can meet it.";
     return out;
   }
   PlanSpec trial = plan;
   trial.deadline = deadline;
   double best = -1;
+  uint64_t previous_dp = 0;  // the last valid fleet tried before the answer
   for (uint64_t dp = 1; dp * replica <= max_gpus; ++dp) {
     const uint64_t gpus = dp * replica;
     if (gpus % per_node != 0) continue;
@@ -575,7 +620,8 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
     trial.layout.dp = static_cast<uint32_t>(dp);
     const PlanReport r = ComputePlan(trial);
     const double total = r.schedule.total_seconds;
-    if (total <= 0) continue;
+    // Fleets that break another rule (memory, ep inside dp, ...) are not answers.
+    if (!(total > 0) || !std::isfinite(total) || !OnlyDeadlineErrors(r)) continue;
     const bool met = r.schedule.finish_time <= deadline;
     if (met || best < 0 || total < best) {
       best = total;
@@ -586,20 +632,25 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
       out.tokens_per_step = r.batch.tokens_per_step;
       out.schedule = r.schedule;
     }
-    // Past the fastest fleet the schedule only grows (more nodes, more failures): stop once
-    // the fleet is twice the fastest one's size and still slower.
-    if (!met && best > 0 && total > best && dp > 2 * out.dp) break;
     if (met) {
-      out.explanation = absl::StrCat(gpus, " GPUs (dp ", dp, " x ", replica,
-                                     "-GPU replicas) is the smallest fleet that meets it; dp ",
-                                     dp - 1, " does not.");
-      if (dp == 1) out.explanation = "one data-parallel replica already meets it.";
+      out.explanation =
+          previous_dp == 0
+              ? absl::StrCat(gpus, " GPUs (dp ", dp, ") is the smallest valid fleet and meets it.")
+              : absl::StrCat(gpus, " GPUs (dp ", dp, " x ", replica,
+                             "-GPU replicas) is the smallest fleet that meets it; the next smaller "
+                             "valid fleet, dp ", previous_dp, " (", previous_dp * replica,
+                             " GPUs), does not.");
       return out;
     }
+    previous_dp = dp;
+    // Past the fastest fleet the schedule only grows (more nodes, more failures): stop once
+    // the fleet is twice the fastest one's size and still slower.
+    if (best > 0 && total > best && dp > 2 * uint64_t{out.dp}) break;
   }
   if (best < 0) {
-    out.explanation = absl::StrCat("no fleet of whole ", replica, "-GPU replicas on whole ",
-                                   per_node, "-GPU nodes up to ", max_gpus, " GPUs exists.");
+    out.explanation = absl::StrCat("no valid fleet of whole ", replica, "-GPU replicas on whole ",
+                                   per_node, "-GPU nodes up to ", max_gpus,
+                                   " GPUs exists (each breaks another rule of the plan).");
   } else {
     out.explanation = absl::StrCat(
         "no fleet up to ", max_gpus, " GPUs meets it: the fastest is ", out.gpus,

@@ -55,6 +55,7 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.model.kv_heads = m.kv_heads();
   s.model.seq_len = m.seq_len();
   s.model.vocab_size = m.vocab_size();
+  s.model.head_dim = m.head_dim();
 
   const v1::Data& d = p.data();
   s.data.tokens = d.tokens();
@@ -150,6 +151,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   c->set_flops_per_token(r.compute.flops_per_token);
   c->set_attention_flops_per_token(r.compute.attention_flops_per_token);
   c->set_total_flops(r.compute.total_flops);
+  c->set_dense_total_flops(r.compute.dense_total_flops);
   c->set_cluster_flops_per_second(r.compute.cluster_flops_per_second);
   c->set_tokens_per_second(r.compute.tokens_per_second);
   c->set_active_gpu_hours(r.compute.active_gpu_hours);
@@ -196,6 +198,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   out.mutable_fleet()->set_gpus(r.fleet.gpus);
   out.mutable_fleet()->set_nodes(r.fleet.nodes);
   out.mutable_fleet()->set_spare_nodes(r.fleet.spare_nodes);
+  out.mutable_fleet()->set_dp(r.fleet.dp);
   return out;
 }
 

@@ -67,6 +67,9 @@ TEST(Formulas, StepsRoundUpAndKeepTheLastStepsTokens) {
   EXPECT_EQ((flagship.steps - 1) * 2048ull * 8192 + flagship.last_step_tokens,
             10'000'000'000'000ull);
   EXPECT_EQ(CountSteps(10, 0).steps, 0u);
+  // No overflow near 2^64.
+  EXPECT_EQ(CountSteps(18446744073709551615ull, 2).steps, 9223372036854775808ull);
+  EXPECT_EQ(CountSteps(18446744073709551615ull, 2).last_step_tokens, 1u);
 }
 
 TEST(Formulas, ZeroStagesMatchTheZeroPaper) {
@@ -108,6 +111,16 @@ TEST(Formulas, PoissonQuantiles) {
   EXPECT_EQ(PoissonQuantile(1, 0.5), 1u);
   EXPECT_EQ(PoissonQuantile(1, 0.3), 0u);
   EXPECT_EQ(PoissonQuantile(0, 0.9), 0u);
+  // Garbage in, no hang: NaN and infinity give 0.
+  EXPECT_EQ(PoissonQuantile(std::nan(""), 0.9), 0u);
+  EXPECT_EQ(PoissonQuantile(HUGE_VAL, 0.9), 0u);
+  // Beyond 1e6 the Cornish-Fisher expansion: mean + 1.2816 sd + (1.2816^2 - 1)/6 - 0.5.
+  // z(0.9) = 1.2815516.
+  EXPECT_NEAR(static_cast<double>(PoissonQuantile(1e8, 0.9)), 1e8 + 1.2815516 * 1e4, 2);
+  EXPECT_NEAR(static_cast<double>(PoissonQuantile(1e14, 0.9)), 1e14 + 1.2815516 * 1e7, 2);
+  EXPECT_GT(PoissonQuantile(1e15, 0.9), static_cast<uint64_t>(1e15));
+  // Where both apply they agree: the sum at 9e5 vs the expansion at 1.1e6, scaled.
+  EXPECT_NEAR(static_cast<double>(PoissonQuantile(9e5, 0.9)), 9e5 + 1.2815516 * std::sqrt(9e5), 2);
   // A mean of 10,000: the normal approximation gives 10,000 + 1.2816 x 100 = 10,128.2.
   const double big = static_cast<double>(PoissonQuantile(10000, 0.9));
   EXPECT_NEAR(big, 10128.6, 2);

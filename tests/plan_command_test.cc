@@ -114,6 +114,14 @@ TEST(PlanCommand, UnreadableFileExitsTwo) {
   EXPECT_NE(r.err.find("/nonexistent/plan.yaml: cannot read"), std::string::npos) << r.err;
 }
 
+TEST(PlanCommand, ZeroBatchDoesNotCrashTheTable) {
+  TempDir dir;
+  const std::string path = dir.Write("zero.yaml", FlagshipWith("micro_batch: 1", "micro_batch: 0"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("layout.micro_batch 0 is invalid"), std::string::npos) << r.out;
+}
+
 TEST(PlanCommand, ReadsStandardInput) {
   const auto r = RunProcess({kBin, "plan", "-", "--json"}, Flagship());
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -161,6 +161,28 @@ TEST(PlanEngine, AsyncCheckpointBlocksOnlyForTheSnapshot) {
   EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 10);  // the write itself still takes 10 s
 }
 
+TEST(PlanEngine, AsyncLossIncludesTheWriteInFlight) {
+  PlanSpec p = HandPlan();
+  p.checkpoint.async = true;
+  // detect 100 + restart 500 + restore 5 + half of 3,600 + the 10 s write not yet durable.
+  EXPECT_DOUBLE_EQ(ComputePlan(p).failures.loss_per_interruption_seconds, 2415);
+}
+
+TEST(PlanEngine, HeadDimSetsTheAttentionWidth) {
+  // PaLM 540B: 118 layers, 48 heads of 256 (H x Q = 12,288, not the 18,432 hidden),
+  // seq 2048: 12 x 118 x 12,288 x 2,048 attention FLOPs per token (Chowdhery et al. 2022,
+  // app. B).
+  PlanSpec p = HandPlan();
+  p.model.layers = 118;
+  p.model.hidden = 18432;
+  p.model.heads = 48;
+  p.model.head_dim = 256;
+  p.model.seq_len = 2048;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.compute.attention_flops_per_token, 12.0 * 118 * 12288 * 2048);
+  EXPECT_DOUBLE_EQ(r.compute.dense_total_flops, 6e9 * 5.5296e12);
+}
+
 TEST(PlanEngine, FailureRateAlternativeEqualsMtbf) {
   PlanSpec by_rate = HandPlan();
   by_rate.failures.node_mtbf_hours.reset();
@@ -314,6 +336,14 @@ const FindingCase kFindingCases[] = {
      {"SEQ_LEN_NOT_DIVISIBLE_BY_CP"}, Severity::kError},
     {"BytesPerTokenVsDtype", [](PlanSpec& p) { p.data.bytes_per_token = 1; },
      {"BYTES_PER_TOKEN_TOO_SMALL"}, Severity::kError},
+    {"CheckpointSlowerThanFailures",
+     [](PlanSpec& p) {
+       p.checkpoint.interval_seconds = 0;
+       p.checkpoint.write_bytes_per_second = 1e4;  // 1.4e6 s per save vs a 324,000 s MTBF
+     },
+     {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF"}, Severity::kError},
+    {"NonFiniteSchedule", [](PlanSpec& p) { p.mfu = 1e-300; }, {"NON_FINITE_RESULT"},
+     Severity::kError},
     {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
      {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kError},
 };
@@ -437,6 +467,37 @@ TEST(DeadlineSearch, ReplicasOfSeveralNodes) {
   fewer.layout.dp = fleet.dp - 1;
   fewer.fleet.gpus = fewer.layout.dp.value() * 32;
   EXPECT_GT(ComputePlan(fewer).schedule.finish_time, Start() + absl::Hours(24 * 8));
+}
+
+TEST(DeadlineSearch, SkipsFleetsThatBreakAnotherRule) {
+  // 70B with ZeRO-3 does not fit 80 GB on a few GPUs: the answer must fit.
+  PlanSpec p = HandPlan();
+  p.model.params = 70e9;
+  p.layout.zero_stage = 3;
+  p.data.tokens = 1'000'000'000'000;
+  const DeadlineFleet fleet = FindFleetForDeadline(p, Start() + absl::Hours(24 * 365));
+  ASSERT_TRUE(fleet.met) << fleet.explanation;
+  PlanSpec at = p;
+  at.fleet.gpus = fleet.gpus;
+  at.layout.dp = fleet.dp;
+  EXPECT_FALSE(ComputePlan(at).HasError());
+  EXPECT_GT(fleet.gpus, 8u);  // 8 GPUs would need 157.5 GB each
+  // With ep 8, only multiples of 8 replicas are valid.
+  p = HandPlan();
+  p.model.params = 8e9;
+  p.model.active_params = 2e9;
+  p.layout.ep = 8;
+  const DeadlineFleet moe = FindFleetForDeadline(p, Start() + absl::Hours(24 * 3));
+  ASSERT_TRUE(moe.met) << moe.explanation;
+  EXPECT_EQ(moe.dp % 8, 0u);
+}
+
+TEST(DeadlineSearch, NeedsAStartTime) {
+  PlanSpec p = HandPlan();
+  p.start_time.reset();
+  const DeadlineFleet fleet = FindFleetForDeadline(p, Start());
+  EXPECT_FALSE(fleet.met);
+  EXPECT_NE(fleet.explanation.find("no start_time"), std::string::npos);
 }
 
 TEST(DeadlineSearch, SaysPlainlyWhenNoFleetCan) {
