@@ -1,15 +1,17 @@
-// flightplan: plan a pre-training run from explicit assumptions.
+// flightplan: plan a pre-training run from explicit assumptions, and talk to flightpland.
 #include <iostream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/client_commands.h"
 #include "cli/plan_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "flightplan: plan a large pre-training run from explicit assumptions.\n"
-      "The plan format and the report's fields: ../shared/DESIGN.md section 3 and "
-      "proto/flightplan/v1/plan.proto."};
+      "flightplan: plan a large pre-training run from explicit assumptions, and follow it live "
+      "through flightpland.\n"
+      "Plan fields and report fields are documented in proto/flightplan/v1/plan.proto; see "
+      "README.md."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "flightplan 0.1.0");
 
@@ -27,6 +29,66 @@ int main(int argc, char** argv) {
                    "also find the smallest fleet, in whole data-parallel replicas on whole "
                    "nodes, that finishes by this time (RFC 3339 or YYYY-MM-DD, UTC)");
 
+  flightplan::ClientOptions client;
+  app.add_option("--server", client.server,
+                 "flightpland's gRPC address (commands that talk to the daemon)")
+      ->envname("FLIGHTPLAN_SERVER")
+      ->capture_default_str();
+  app.add_option("--timeout", client.timeout_seconds, "seconds to wait for each call")
+      ->capture_default_str();
+
+  flightplan::CreateOptions create_options;
+  CLI::App* create = app.add_subcommand(
+      "create", "Register a run with its plan (idempotent for the same plan). A plan with error "
+                "findings is refused.");
+  create->add_option("PLAN", create_options.plan_path, "plan file, YAML or JSON")->required();
+  create->add_option("--run", create_options.run, "run name (default: the plan's name)");
+  create->add_flag("--update", create_options.update,
+                   "replace the plan of an existing run; the old one is kept as a revision");
+
+  flightplan::ReplayOptions replay_options;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "Stream a recorded event log (JSON Lines, one flightplan.v1.Event per line) to "
+                "the daemon, then print how many events were accepted, duplicates and rejected. "
+                "Exit 1 when any was rejected.");
+  replay->add_option("EVENTS", replay_options.path, "events file ('-' reads stdin)")->required();
+  replay->add_option("--batch", replay_options.batch_events, "events per batch")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  bool no_progress = false;
+  replay->add_flag("--no-progress", no_progress, "no progress bar (it shows only on a terminal)");
+
+  flightplan::ReportOptions report_options;
+  CLI::App* report = app.add_subcommand(
+      "report", "Send one event by hand: --step with --tokens, --checkpoint, --interruption, "
+                "--started or --finished.");
+  report->add_option("RUN", report_options.run, "run name")->required();
+  report->add_option("--step", report_options.step, "training reached this step");
+  report->add_option("--tokens", report_options.tokens, "cumulative tokens of the lineage at --step");
+  report->add_option("--checkpoint", report_options.checkpoint, "the state at this step is durable");
+  report->add_option("--blocking", report_options.blocking_seconds,
+                     "seconds the checkpoint blocked training");
+  report->add_option("--interruption", report_options.interruption,
+                     "the job stopped, for this cause (gpu, nccl, hang, maintenance, ...)");
+  report->add_flag("--planned", report_options.planned, "the interruption was planned");
+  report->add_option("--detail", report_options.detail, "free text for the interruption");
+  report->add_option("--started", report_options.started, "a process launch: its attempt number");
+  report->add_option("--restored-step", report_options.restored_step,
+                     "with --started: the checkpoint step it resumed from (0 = scratch)");
+  report->add_flag("--finished", report_options.finished, "the target was reached");
+  report->add_option("--time", report_options.time, "when it happened (RFC 3339; default now)");
+  report->add_option("--id", report_options.id, "idempotency key");
+  report->add_option("--attempt", report_options.attempt, "the attempt it comes from (default: current)");
+
+  std::string status_run;
+  bool status_json = false;
+  CLI::App* status = app.add_subcommand("status", "A run's accounting: progress, wall time by "
+                                                  "category, interruptions, throughput.");
+  status->add_option("RUN", status_run, "run name")->required();
+  status->add_flag("--json", status_json, "print the RunStatus as proto JSON");
+
+  CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,5 +98,15 @@ int main(int argc, char** argv) {
   if (app.got_subcommand(plan)) {
     return flightplan::RunPlanCommand(plan_options, std::cout, std::cerr);
   }
+  if (app.got_subcommand(create)) return flightplan::RunCreate(client, create_options, std::cout, std::cerr);
+  if (app.got_subcommand(replay)) {
+    replay_options.progress = !no_progress;
+    return flightplan::RunReplay(client, replay_options, std::cout, std::cerr);
+  }
+  if (app.got_subcommand(report)) return flightplan::RunReport(client, report_options, std::cout, std::cerr);
+  if (app.got_subcommand(status)) {
+    return flightplan::RunStatus(client, status_run, status_json, std::cout, std::cerr);
+  }
+  if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
   return 2;
 }

@@ -21,7 +21,7 @@ const char* PhaseName(Phase phase) {
 namespace {
 
 constexpr size_t kMaxFlags = 32;
-constexpr size_t kMaxRecentSamples = 4096;
+constexpr size_t kMaxRecentSamples = 512;
 constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
 
 std::string T(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
@@ -146,7 +146,14 @@ void AddMark(RunState& s, int64_t step) {
 }
 
 void PushSample(RunState& s, absl::Time t) {
-  s.recent.push_back({t, s.seconds.productive, s.productive_tokens});
+  // Samples closer than 1/256 of the window replace the newest one, so an hour holds at
+  // most ~257 whatever the report rate.
+  const ThroughputSample sample{t, s.seconds.productive, s.productive_tokens};
+  if (s.recent.size() >= 2 && t - s.recent[s.recent.size() - 2].time < kRecentWindow / 256) {
+    s.recent.back() = sample;
+  } else {
+    s.recent.push_back(sample);
+  }
   // Keep one sample at or before the window's start so the window is full.
   while (s.recent.size() >= 2 && s.recent[1].time <= t - kRecentWindow) s.recent.pop_front();
   if (s.recent.size() > kMaxRecentSamples) s.recent.pop_front();

@@ -336,7 +336,7 @@ TEST(Accounting, StateIsBoundedPerRunNotPerEvent) {
     }
   }
   EXPECT_LE(s.checkpoints.size(), kMaxCheckpointMarks);
-  EXPECT_LE(s.recent.size(), 400u);  // an hour of reports every 10 s, plus one
+  EXPECT_LE(s.recent.size(), 260u);  // an hour of reports every 10 s, thinned
 }
 
 }  // namespace

@@ -1,0 +1,382 @@
+#include "cli/client_commands.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/plan_file.h"
+#include "cli/status_print.h"
+#include "cli/units.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+namespace {
+
+std::unique_ptr<v1::Tracker::Stub> Connect(const ClientOptions& client) {
+  return v1::Tracker::NewStub(grpc::CreateChannel(client.server, grpc::InsecureChannelCredentials()));
+}
+
+void SetDeadline(grpc::ClientContext& ctx, const ClientOptions& client) {
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(client.timeout_seconds * 1000)));
+}
+
+std::string CodeName(int code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+int Fail(std::ostream& err, const char* command, const grpc::Status& st, const ClientOptions& client) {
+  err << "flightplan " << command << ": " << CodeName(st.error_code()) << ": " << st.error_message();
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    err << " (is flightpland running at " << client.server << "? --server or FLIGHTPLAN_SERVER)";
+  }
+  err << "\n";
+  return 1;
+}
+
+std::string Json(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.always_print_primitive_fields = true;
+  print.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(m, &json, print);
+  return json;
+}
+
+}  // namespace
+
+int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out,
+              std::ostream& err) {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.plan_path);
+  if (!plan.ok()) {
+    err << "flightplan create: " << plan.status().message() << "\n";
+    return 2;
+  }
+  const std::string run = options.run.empty() ? plan->name() : options.run;
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  if (options.update) {
+    v1::UpdatePlanRequest request;
+    request.set_run(run);
+    *request.mutable_plan() = *plan;
+    v1::UpdatePlanResponse response;
+    grpc::Status st = stub->UpdatePlan(&ctx, request, &response);
+    if (!st.ok()) return Fail(err, "create --update", st, client);
+    out << "run " << run << ": plan revision " << response.plan_revision() << "\n";
+    return 0;
+  }
+  v1::CreateRunRequest request;
+  request.set_run(run);
+  *request.mutable_plan() = *plan;
+  v1::CreateRunResponse response;
+  grpc::Status st = stub->CreateRun(&ctx, request, &response);
+  if (!st.ok()) return Fail(err, "create", st, client);
+  out << (response.created() ? "created run " : "run already exists with this plan: ") << run
+      << " (plan revision " << response.plan_revision() << ", target "
+      << units::Sci(static_cast<double>(plan->data().tokens())) << " tokens, plan finish "
+      << units::Date(TimeFromProto(response.report().schedule().finish_time())) << ")\n";
+  return 0;
+}
+
+namespace {
+
+struct PendingBatch {
+  std::vector<v1::Event> events;
+  std::vector<size_t> lines;
+};
+
+struct ReplayCounts {
+  uint64_t accepted = 0, duplicates = 0, rejected = 0;
+  std::vector<std::string> rejections;  // first few, with line numbers
+  void Reject(size_t line, const std::string& why) {
+    ++rejected;
+    if (rejections.size() < 10) rejections.push_back(absl::StrCat("line ", line, ": ", why));
+  }
+};
+
+// Sends one batch by the unary call, retrying RESOURCE_EXHAUSTED with backoff. Returns the
+// final status and fills `ack`.
+grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
+                           const v1::EventBatch& batch, v1::BatchAck& ack) {
+  auto backoff = std::chrono::milliseconds(50);
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    grpc::Status st = stub.ReportBatch(&ctx, batch, &ack);
+    if (st.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED || attempt >= 30) return st;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+// A refused batch: send its events one by one to tell the good from the bad.
+void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending,
+           ReplayCounts& counts) {
+  for (size_t i = 0; i < pending.events.size(); ++i) {
+    v1::EventBatch one;
+    *one.add_events() = pending.events[i];
+    v1::BatchAck ack;
+    grpc::Status st = SendWithRetry(stub, client, one, ack);
+    if (st.ok()) {
+      counts.accepted += ack.accepted();
+      counts.duplicates += ack.duplicates();
+    } else {
+      counts.Reject(pending.lines[i], absl::StrCat(CodeName(st.error_code()), ": ", st.error_message()));
+    }
+  }
+}
+
+class Progress {
+ public:
+  Progress(bool enabled, uint64_t total_bytes) : enabled_(enabled), total_(total_bytes) {}
+  void Update(uint64_t bytes, uint64_t events, bool final = false) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!final && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_)) : 0;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const int width = 30;
+    const int filled = static_cast<int>(frac * width);
+    std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '=')
+              << std::string(static_cast<size_t>(width - filled), ' ') << "] "
+              << absl::StrFormat("%3.0f%% %s events, %s events/s", frac * 100,
+                                 units::Count(static_cast<double>(events)),
+                                 units::Count(secs > 0 ? static_cast<double>(events) / secs : 0))
+              << (final ? "\n" : "") << std::flush;
+  }
+
+ private:
+  bool enabled_;
+  uint64_t total_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace
+
+int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out,
+              std::ostream& err) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  uint64_t total_bytes = 0;
+  if (options.path != "-") {
+    file.open(options.path, std::ios::binary | std::ios::ate);
+    if (!file) {
+      err << "flightplan replay: " << options.path << ": cannot read\n";
+      return 2;
+    }
+    total_bytes = static_cast<uint64_t>(file.tellg());
+    file.seekg(0);
+    in = &file;
+  }
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;  // the stream lives as long as the replay: no deadline
+  auto stream = stub->ReportEvents(&ctx);
+
+  std::mutex mu;
+  ReplayCounts counts;
+  std::map<uint64_t, PendingBatch> pending;
+  std::vector<PendingBatch> retry, split;
+  std::thread reader([&] {
+    v1::BatchAck ack;
+    while (stream->Read(&ack)) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = pending.find(ack.sequence());
+      if (it == pending.end()) continue;
+      if (ack.code() == 0) {
+        counts.accepted += ack.accepted();
+        counts.duplicates += ack.duplicates();
+      } else if (ack.code() == static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED) ||
+                 ack.code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
+        retry.push_back(std::move(it->second));
+      } else {
+        split.push_back(std::move(it->second));
+      }
+      pending.erase(it);
+    }
+  });
+
+  Progress progress(options.progress && isatty(STDERR_FILENO), total_bytes);
+  google::protobuf::util::JsonParseOptions parse;
+  parse.ignore_unknown_fields = false;
+  std::string line;
+  size_t line_no = 0;
+  uint64_t bytes = 0, sent = 0;
+  uint64_t sequence = 0;
+  bool broken = false;
+  PendingBatch batch;
+  auto flush = [&] {
+    if (batch.events.empty() || broken) return;
+    v1::EventBatch msg;
+    msg.set_sequence(++sequence);
+    for (const v1::Event& e : batch.events) *msg.add_events() = e;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pending[sequence] = std::move(batch);
+    }
+    batch = PendingBatch{};
+    if (!stream->Write(msg)) broken = true;
+  };
+  while (std::getline(*in, line)) {
+    ++line_no;
+    bytes += line.size() + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    v1::Event event;
+    const auto st = google::protobuf::util::JsonStringToMessage(line, &event, parse);
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message().as_string()));
+      continue;
+    }
+    batch.events.push_back(std::move(event));
+    batch.lines.push_back(line_no);
+    ++sent;
+    if (batch.events.size() >= options.batch_events) flush();
+    progress.Update(bytes, sent);
+    if (broken) break;
+  }
+  flush();
+  stream->WritesDone();
+  reader.join();
+  grpc::Status st = stream->Finish();
+  progress.Update(bytes, sent, true);
+  if (!st.ok() || broken) {
+    err << "flightplan replay: stream ended: " << CodeName(st.error_code()) << ": "
+        << st.error_message() << "\n";
+    for (auto& [seq, b] : pending) retry.push_back(std::move(b));
+    pending.clear();
+    if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      Fail(err, "replay", st, client);
+      return 1;
+    }
+  }
+  for (const PendingBatch& b : retry) {
+    v1::EventBatch msg;
+    for (const v1::Event& e : b.events) *msg.add_events() = e;
+    v1::BatchAck ack;
+    grpc::Status rs = SendWithRetry(*stub, client, msg, ack);
+    if (rs.ok()) {
+      counts.accepted += ack.accepted();
+      counts.duplicates += ack.duplicates();
+    } else {
+      split.push_back(b);
+    }
+  }
+  for (const PendingBatch& b : split) Split(*stub, client, b, counts);
+
+  out << "replayed " << units::Count(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected))
+      << " events from " << options.path << ": " << units::Count(static_cast<double>(counts.accepted))
+      << " accepted, " << units::Count(static_cast<double>(counts.duplicates)) << " duplicates, "
+      << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
+  for (const std::string& r : counts.rejections) out << "  rejected " << r << "\n";
+  if (counts.rejected > counts.rejections.size()) {
+    out << "  ... and " << counts.rejected - counts.rejections.size() << " more\n";
+  }
+  return counts.rejected > 0 ? 1 : 0;
+}
+
+int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream& out,
+              std::ostream& err) {
+  v1::Event e;
+  e.set_run(o.run);
+  e.set_id(o.id);
+  e.set_attempt(o.attempt);
+  absl::Time time = absl::Now();
+  if (!o.time.empty()) {
+    absl::StatusOr<absl::Time> t = ParseTimestamp(o.time);
+    if (!t.ok()) {
+      err << "flightplan report: --time: " << t.status().message() << "\n";
+      return 2;
+    }
+    time = *t;
+  }
+  *e.mutable_time() = TimeToProto(time);
+  int kinds = 0;
+  if (o.step || o.tokens) {
+    if (!o.step || !o.tokens) {
+      err << "flightplan report: --step and --tokens go together\n";
+      return 2;
+    }
+    e.mutable_steps()->set_step(*o.step);
+    e.mutable_steps()->set_tokens(*o.tokens);
+    ++kinds;
+  }
+  if (o.checkpoint) {
+    e.mutable_checkpoint_saved()->set_step(*o.checkpoint);
+    e.mutable_checkpoint_saved()->set_blocking_seconds(o.blocking_seconds);
+    ++kinds;
+  }
+  if (!o.interruption.empty()) {
+    e.mutable_interruption()->set_cause(o.interruption);
+    e.mutable_interruption()->set_planned(o.planned);
+    e.mutable_interruption()->set_detail(o.detail);
+    ++kinds;
+  }
+  if (o.started) {
+    e.mutable_job_started()->set_attempt(*o.started);
+    e.mutable_job_started()->set_restored_step(o.restored_step);
+    ++kinds;
+  }
+  if (o.finished) {
+    e.mutable_run_finished();
+    ++kinds;
+  }
+  if (kinds != 1) {
+    err << "flightplan report: give exactly one of --step/--tokens, --checkpoint, "
+           "--interruption, --started, --finished\n";
+    return 2;
+  }
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::EventBatch batch;
+  *batch.add_events() = e;
+  v1::BatchAck ack;
+  grpc::Status st = stub->ReportBatch(&ctx, batch, &ack);
+  if (!st.ok()) return Fail(err, "report", st, client);
+  out << (ack.accepted() ? "accepted" : "duplicate: already recorded, ignored") << "\n";
+  return 0;
+}
+
+int RunStatus(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+              std::ostream& err) {
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::GetStatusRequest request;
+  request.set_run(run);
+  v1::RunStatus status;
+  grpc::Status st = stub->GetStatus(&ctx, request, &status);
+  if (!st.ok()) return Fail(err, "status", st, client);
+  out << (json ? Json(status) : FormatRunStatus(status));
+  return 0;
+}
+
+int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::ListRunsResponse response;
+  grpc::Status st = stub->ListRuns(&ctx, v1::ListRunsRequest(), &response);
+  if (!st.ok()) return Fail(err, "runs", st, client);
+  out << FormatRunList(response);
+  return 0;
+}
+
+}  // namespace flightplan

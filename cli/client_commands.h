@@ -1,0 +1,61 @@
+// The `flightplan` commands that talk to flightpland: create, replay, report, status, runs.
+//
+// Each returns the process exit status: 0 on success, 1 when the daemon refused something
+// (its status code and message are printed), 2 on bad usage or an unreadable input file.
+#ifndef FLIGHTPLAN_CLI_CLIENT_COMMANDS_H_
+#define FLIGHTPLAN_CLI_CLIENT_COMMANDS_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace flightplan {
+
+struct ClientOptions {
+  std::string server = "127.0.0.1:50051";
+  double timeout_seconds = 30;
+};
+
+struct CreateOptions {
+  std::string plan_path;
+  std::string run;      // default: the plan's name
+  bool update = false;  // replace the plan of an existing run (kept as a revision)
+};
+int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out,
+              std::ostream& err);
+
+struct ReplayOptions {
+  std::string path;     // JSON Lines, one flightplan.v1.Event per line; "-" = stdin
+  size_t batch_events = 1000;
+  bool progress = true;  // a progress bar on stderr when it is a terminal
+};
+int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out,
+              std::ostream& err);
+
+struct ReportOptions {
+  std::string run;
+  std::string time;  // RFC 3339; default now
+  std::string id;
+  uint32_t attempt = 0;
+  std::optional<int64_t> step;
+  std::optional<int64_t> tokens;
+  std::optional<int64_t> checkpoint;  // step saved
+  double blocking_seconds = 0;
+  std::string interruption;  // cause
+  bool planned = false;
+  std::string detail;
+  std::optional<uint32_t> started;  // attempt launched
+  int64_t restored_step = 0;
+  bool finished = false;
+};
+int RunReport(const ClientOptions& client, const ReportOptions& options, std::ostream& out,
+              std::ostream& err);
+
+int RunStatus(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+              std::ostream& err);
+int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);
+
+}  // namespace flightplan
+
+#endif  // FLIGHTPLAN_CLI_CLIENT_COMMANDS_H_

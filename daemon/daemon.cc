@@ -1,0 +1,73 @@
+#include "daemon/daemon.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/service.h"
+#include "exporters/daemon_metrics.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+
+namespace flightplan::daemon {
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options, Clock* clock) {
+  std::unique_ptr<Daemon> d(new Daemon());
+  if (clock == nullptr) clock = &d->wall_clock_;
+  d->registry_ = std::make_shared<prometheus::Registry>();
+  d->metrics_ = std::make_unique<exporters::DaemonMetrics>(*d->registry_);
+
+  absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
+      storage::SqliteStore::Open(options.db, options.sync);
+  if (!store.ok()) return store.status();
+  absl::StatusOr<std::unique_ptr<Tracker>> tracker =
+      Tracker::Start(std::move(*store), clock, d->metrics_.get(), options.tracker);
+  if (!tracker.ok()) return tracker.status();
+  d->tracker_ = std::move(*tracker);
+
+  if (!options.metrics.empty()) {
+    try {
+      d->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve metrics on ", options.metrics, ": ", e.what()));
+    }
+    d->exposer_->RegisterCollectable(d->registry_);
+    const auto ports = d->exposer_->GetListeningPorts();
+    d->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+
+  d->service_ = std::make_unique<TrackerService>(d->tracker_.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &d->grpc_port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.RegisterService(d->service_.get());
+  d->server_ = builder.BuildAndStart();
+  if (!d->server_ || d->grpc_port_ == 0) {
+    d->tracker_->Stop();
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.listen));
+  }
+  d->server_->GetHealthCheckService()->SetServingStatus(true);
+  return d;
+}
+
+Daemon::~Daemon() { Shutdown(absl::Seconds(1)); }
+
+void Daemon::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    service_->EndWatches();
+    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+    server_->Wait();
+  }
+  if (tracker_) tracker_->Stop();
+  exposer_.reset();
+}
+
+}  // namespace flightplan::daemon

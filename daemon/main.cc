@@ -1,0 +1,106 @@
+// flightpland: tracks live pre-training runs against their plans.
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "daemon/daemon.h"
+
+namespace {
+
+std::string DefaultDb() {
+  // XDG state directory: works for a first-time user without root.
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state) {
+    return std::string(state) + "/flightplan/flightplan.db";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::string(home) + "/.local/state/flightplan/flightplan.db";
+  }
+  return "flightplan.db";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any library starts a thread; main waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  flightplan::daemon::DaemonOptions options;
+  options.db = DefaultDb();
+  std::string clock = "wall";
+  std::string sync = "normal";
+  CLI::App app{
+      "flightpland: ingests a training run's events over gRPC, stores them in SQLite, accounts "
+      "every second of wall time and serves status and Prometheus metrics.\n"
+      "SIGTERM or SIGINT drains: NOT_SERVING, stop accepting, commit what is queued, close, exit 0."};
+  app.add_option("--listen", options.listen,
+                 "gRPC address. Loopback by default: expose it beyond this host only behind "
+                 "TLS and a token (a later release) or a trusted network")
+      ->capture_default_str();
+  app.add_option("--metrics", options.metrics,
+                 "Prometheus /metrics address ('' disables it)")
+      ->capture_default_str();
+  app.add_option("--db", options.db,
+                 "SQLite database; created with its directory if absent. One daemon per file "
+                 "(a second one fails at once)")
+      ->capture_default_str();
+  app.add_option("--clock", clock,
+                 "wall: a run's 'now' is the wall clock, so a silent run shows as down or "
+                 "stalled; events: its latest event, for replays and backfills of old logs")
+      ->check(CLI::IsMember({"wall", "events"}))
+      ->capture_default_str();
+  app.add_option("--sync", sync,
+                 "normal: WAL with synchronous=NORMAL survives a process crash but may lose "
+                 "the last commits on power loss; full: survives power loss, ~10-15% slower")
+      ->check(CLI::IsMember({"normal", "full"}))
+      ->capture_default_str();
+  app.add_option("--max-batch-events", options.tracker.max_batch_events,
+                 "events per batch; larger batches get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  app.add_option("--max-queue", options.tracker.max_queue_requests,
+                 "requests waiting for the writer; beyond it clients get RESOURCE_EXHAUSTED "
+                 "and retry (more absorbs bursts, costs memory and ack latency)")
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  options.tracker.events_clock = clock == "events";
+  options.sync = sync == "full" ? flightplan::storage::Sync::kFull : flightplan::storage::Sync::kNormal;
+
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(options.db).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+
+  auto daemon = flightplan::daemon::Daemon::Start(options);
+  if (!daemon.ok()) {
+    std::cerr << "flightpland: " << daemon.status().message() << "\n";
+    return 1;
+  }
+  const size_t runs = (*daemon)->tracker().List().size();
+  std::cout << "flightpland: serving gRPC on " << options.listen.substr(0, options.listen.rfind(':'))
+            << ":" << (*daemon)->grpc_port();
+  if (!options.metrics.empty()) {
+    std::cout << ", metrics on http://" << options.metrics.substr(0, options.metrics.rfind(':'))
+              << ":" << (*daemon)->metrics_port() << "/metrics";
+  }
+  std::cout << ", database " << options.db << " (" << runs << " runs)" << std::endl;
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::cout << "flightpland: signal " << signal << ", draining" << std::endl;
+  (*daemon)->Shutdown();
+  std::cout << "flightpland: stopped" << std::endl;
+  return 0;
+}

@@ -1,0 +1,316 @@
+#include "daemon/service.h"
+
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan::daemon {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+namespace {
+
+// The most a ReportEvents stream keeps in flight (submitted, or acked but not yet
+// written) before it stops reading: a client that floods waits instead of growing memory.
+constexpr size_t kMaxPendingPerStream = 64;
+
+void FillAck(uint64_t sequence, const BatchResult& r, v1::BatchAck& ack) {
+  ack.set_sequence(sequence);
+  ack.set_accepted(r.accepted);
+  ack.set_duplicates(r.duplicates);
+  ack.set_code(static_cast<int32_t>(r.status.code()));
+  ack.set_message(std::string(r.status.message()));
+}
+
+class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck> {
+ public:
+  explicit EventsReactor(Tracker* tracker) : tracker_(tracker) { StartRead(&batch_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Decide([this] { reads_done_ = true; });
+      return;
+    }
+    const uint64_t sequence = batch_.sequence();
+    std::vector<v1::Event> events(batch_.events().begin(), batch_.events().end());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++in_flight_;
+    }
+    absl::Status st = tracker_->SubmitEvents(
+        std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); });
+    if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0});
+    bool read_more = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (in_flight_ + acks_.size() < kMaxPendingPerStream) {
+        read_more = true;
+      } else {
+        paused_ = true;
+      }
+    }
+    if (read_more) StartRead(&batch_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    Decide([this, ok] {
+      writing_ = false;
+      if (!ok) write_failed_ = true;
+    });
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Acknowledge(uint64_t sequence, const BatchResult& r) {
+    Decide([&] {
+      --in_flight_;
+      if (write_failed_) return;
+      acks_.emplace_back();
+      FillAck(sequence, r, acks_.back());
+    });
+  }
+
+  // Changes state under the lock, then starts what the new state calls for, outside it.
+  template <typename F>
+  void Decide(F change) {
+    bool write = false, read = false, finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      change();
+      if (!writing_ && !acks_.empty() && !write_failed_) {
+        current_ = std::move(acks_.front());
+        acks_.pop_front();
+        writing_ = true;
+        write = true;
+      }
+      if (paused_ && !reads_done_ && in_flight_ + acks_.size() < kMaxPendingPerStream) {
+        paused_ = false;
+        read = true;
+      }
+      if (reads_done_ && in_flight_ == 0 && !writing_ && (acks_.empty() || write_failed_) &&
+          !finished_) {
+        finished_ = true;
+        finish = true;
+      }
+    }
+    if (write) StartWrite(&current_);
+    if (read) StartRead(&batch_);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  Tracker* const tracker_;
+  v1::EventBatch batch_;
+  v1::BatchAck current_;
+  std::mutex mu_;
+  std::deque<v1::BatchAck> acks_;
+  size_t in_flight_ = 0;
+  bool writing_ = false, write_failed_ = false, reads_done_ = false, paused_ = false,
+       finished_ = false;
+};
+
+}  // namespace
+
+class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::RunStatus> {
+ public:
+  WatchReactor(TrackerService* service, Tracker* tracker, std::string run)
+      : service_(service), tracker_(tracker), run_(std::move(run)) {}
+
+  // Called once after construction.
+  void Begin() {
+    if (!tracker_->Find(run_)) {
+      End(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("run '", run_, "' does not exist")));
+      return;
+    }
+    subscription_ = tracker_->Subscribe(run_, [this] { Changed(); });
+    Changed();
+  }
+
+  // The run changed (writer thread) or a write finished: send the latest status, once.
+  void Changed() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      if (writing_) {
+        pending_ = true;
+        return;
+      }
+      writing_ = true;
+    }
+    Send();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok || finished_) return;
+      if (!pending_) return;
+      pending_ = false;
+      writing_ = true;
+    }
+    Send();
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  void OnDone() override {
+    if (subscription_) tracker_->Unsubscribe(subscription_);
+    service_->Unregister(this);
+    delete this;
+  }
+
+ private:
+  void Send() {
+    absl::StatusOr<v1::RunStatus> status = tracker_->Status(run_);
+    if (!status.ok()) {
+      End(ToGrpc(status.status()));
+      return;
+    }
+    status_ = std::move(*status);
+    StartWrite(&status_);
+  }
+
+  TrackerService* const service_;
+  Tracker* const tracker_;
+  const std::string run_;
+  uint64_t subscription_ = 0;
+  v1::RunStatus status_;
+  std::mutex mu_;
+  bool writing_ = false, pending_ = false, finished_ = false;
+};
+
+grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext* context,
+                                                    const v1::CreateRunRequest* request,
+                                                    v1::CreateRunResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::string run = request->run().empty() ? request->plan().name() : request->run();
+  absl::Status st = tracker_->SubmitCreateRun(run, request->plan(), [=](CreateResult r) {
+    if (!r.status.ok()) {
+      reactor->Finish(ToGrpc(r.status));
+      return;
+    }
+    response->set_run(run);
+    response->set_created(r.created);
+    response->set_plan_revision(r.plan->revision);
+    *response->mutable_report() = ReportToProto(r.plan->report);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext* context,
+                                                     const v1::UpdatePlanRequest* request,
+                                                     v1::UpdatePlanResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status st = tracker_->SubmitUpdatePlan(request->run(), request->plan(), [=](CreateResult r) {
+    if (!r.status.ok()) {
+      reactor->Finish(ToGrpc(r.status));
+      return;
+    }
+    response->set_plan_revision(r.plan->revision);
+    *response->mutable_report() = ReportToProto(r.plan->report);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* TrackerService::ReportEvents(
+    grpc::CallbackServerContext*) {
+  return new EventsReactor(tracker_);
+}
+
+grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContext* context,
+                                                      const v1::EventBatch* request,
+                                                      v1::BatchAck* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const uint64_t sequence = request->sequence();
+  std::vector<v1::Event> events(request->events().begin(), request->events().end());
+  absl::Status st = tracker_->SubmitEvents(std::move(events), [=](BatchResult r) {
+    if (!r.status.ok()) {
+      reactor->Finish(ToGrpc(r.status));
+      return;
+    }
+    FillAck(sequence, r, *response);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext* context,
+                                                    const v1::GetStatusRequest* request,
+                                                    v1::RunStatus* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<v1::RunStatus> status = tracker_->Status(request->run());
+  if (status.ok()) *response = std::move(*status);
+  reactor->Finish(ToGrpc(status.status()));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(
+    grpc::CallbackServerContext*, const v1::GetStatusRequest* request) {
+  auto* w = new WatchReactor(this, tracker_, request->run());
+  {
+    std::lock_guard<std::mutex> lock(watches_mu_);
+    if (ending_) {
+      w->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "flightpland is shutting down"));
+      watches_.insert(w);  // OnDone unregisters it
+      return w;
+    }
+    watches_.insert(w);
+  }
+  w->Begin();
+  return w;
+}
+
+grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* context,
+                                                   const v1::ListRunsRequest*,
+                                                   v1::ListRunsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  for (const std::shared_ptr<const RunView>& view : tracker_->List()) {
+    v1::RunSummary* s = response->add_runs();
+    s->set_run(view->name);
+    s->set_state(forecast::PhaseName(view->state.phase));
+    s->set_tokens(view->state.tokens);
+    s->set_target_tokens(static_cast<int64_t>(view->plan->plan.data().tokens()));
+    s->set_events(view->state.events);
+    s->set_plan_revision(view->plan->revision);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+void TrackerService::Unregister(WatchReactor* w) {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  watches_.erase(w);
+}
+
+void TrackerService::EndWatches() {
+  // Under the lock: a reactor's OnDone (which deletes it) unregisters first, so every
+  // pointer in watches_ is alive here. Finish does not run OnDone inline.
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  ending_ = true;
+  for (WatchReactor* w : watches_) {
+    w->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "flightpland is shutting down"));
+  }
+}
+
+}  // namespace flightplan::daemon

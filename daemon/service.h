@@ -1,0 +1,64 @@
+// TrackerService: the gRPC shell of flightpland (flightplan.v1.Tracker, callback API).
+//
+// Reactions never block and never touch the disk: they convert and validate, hand work to
+// the Tracker's queue, and finish from the Tracker's completion after the commit. A full
+// queue answers RESOURCE_EXHAUSTED. Thread-safe.
+#ifndef FLIGHTPLAN_DAEMON_SERVICE_H_
+#define FLIGHTPLAN_DAEMON_SERVICE_H_
+
+#include <mutex>
+#include <set>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "daemon/tracker.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace flightplan::daemon {
+
+// absl and gRPC share the status codes; this is the one place that converts.
+grpc::Status ToGrpc(const absl::Status& status);
+
+class TrackerService final : public v1::Tracker::CallbackService {
+ public:
+  explicit TrackerService(Tracker* tracker) : tracker_(tracker) {}
+
+  grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
+                                      const v1::CreateRunRequest* request,
+                                      v1::CreateRunResponse* response) override;
+  grpc::ServerUnaryReactor* UpdatePlan(grpc::CallbackServerContext* context,
+                                       const v1::UpdatePlanRequest* request,
+                                       v1::UpdatePlanResponse* response) override;
+  grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* ReportEvents(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ReportBatch(grpc::CallbackServerContext* context,
+                                        const v1::EventBatch* request,
+                                        v1::BatchAck* response) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
+                                      const v1::GetStatusRequest* request,
+                                      v1::RunStatus* response) override;
+  grpc::ServerWriteReactor<v1::RunStatus>* WatchStatus(grpc::CallbackServerContext* context,
+                                                       const v1::GetStatusRequest* request) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
+                                     const v1::ListRunsRequest* request,
+                                     v1::ListRunsResponse* response) override;
+
+  // Ends every open WatchStatus stream (UNAVAILABLE), so that Server::Shutdown need not
+  // wait for its deadline. New watches are refused afterwards.
+  void EndWatches();
+
+  class WatchReactor;
+
+ private:
+  void Unregister(WatchReactor* w);
+
+  Tracker* const tracker_;
+  std::mutex watches_mu_;
+  std::set<WatchReactor*> watches_ ABSL_GUARDED_BY(watches_mu_);
+  bool ending_ ABSL_GUARDED_BY(watches_mu_) = false;
+};
+
+}  // namespace flightplan::daemon
+
+#endif  // FLIGHTPLAN_DAEMON_SERVICE_H_

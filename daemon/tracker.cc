@@ -1,0 +1,559 @@
+#include "daemon/tracker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "forecast/plan_engine.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "proto/event_convert.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan::daemon {
+
+struct Tracker::Request {
+  enum class Kind { kEvents, kCreate, kUpdate };
+  Kind kind = Kind::kEvents;
+
+  struct Item {
+    size_t index = 0;  // in the request as sent
+    std::string run;
+    forecast::Event event;
+    std::string bytes;  // the serialized flightplan.v1.Event, as stored
+  };
+  std::vector<Item> items;  // in time order
+  std::function<void(BatchResult)> events_done;
+  BatchResult batch_result;
+
+  std::string run;
+  std::shared_ptr<const RunPlan> plan;
+  std::function<void(CreateResult)> plan_done;
+  CreateResult create_result;
+};
+
+// The runs a group of requests touches, as mutable copies until the commit.
+struct Tracker::Group {
+  std::map<std::string, std::unique_ptr<RunView>> working;
+};
+
+absl::Status ValidateRunName(const std::string& run) {
+  if (run.empty() || run.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run name '", run.substr(0, 40), "' must be 1 to 128 characters"));
+  }
+  for (char c : run) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "run name '", run.substr(0, 40), "' may only hold A-Z, a-z, 0-9, '.', '_' and '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string Deterministic(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
+  auto p = std::make_shared<RunPlan>();
+  p->revision = revision;
+  p->report = forecast::ComputePlan(PlanFromProto(plan));
+  p->plan = std::move(plan);
+  return p;
+}
+
+absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run,
+                      const std::string& id) {
+  return absl::Status(st.code(), absl::StrCat("events[", index, "] (run ", run,
+                                              id.empty() ? "" : absl::StrCat(", id ", id), "): ",
+                                              st.message()));
+}
+
+}  // namespace
+
+Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
+                 exporters::DaemonMetrics* metrics, TrackerOptions options)
+    : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)) {}
+
+absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage::RunStore> store,
+                                                        Clock* clock,
+                                                        exporters::DaemonMetrics* metrics,
+                                                        TrackerOptions options) {
+  std::unique_ptr<Tracker> t(new Tracker(std::move(store), clock, metrics, options));
+  if (absl::Status st = t->Recover(); !st.ok()) return st;
+  t->writer_ = std::thread([p = t.get()] { p->WriterLoop(); });
+  return t;
+}
+
+Tracker::~Tracker() { Stop(); }
+
+absl::Status Tracker::Recover() {
+  std::map<int64_t, std::unique_ptr<RunView>> by_id;
+  absl::Status parse_error;
+  absl::Status st = store_->ForEachRun([&](const storage::StoredRun& stored) {
+    auto view = std::make_unique<RunView>();
+    view->id = stored.id;
+    view->name = stored.name;
+    v1::Plan plan;
+    if (!plan.ParseFromString(stored.plan)) {
+      parse_error = absl::DataLossError(absl::StrCat("run ", stored.name, ": stored plan is unreadable"));
+    }
+    view->plan = MakePlan(stored.plan_revision, std::move(plan));
+    if (!stored.snapshot.empty()) {
+      v1::RunStateSnapshot snap;
+      if (!snap.ParseFromString(stored.snapshot)) {
+        parse_error = absl::DataLossError(absl::StrCat("run ", stored.name, ": stored snapshot is unreadable"));
+      }
+      view->state = StateFromProto(snap);
+      view->last_seq = stored.snapshot_seq;
+    }
+    by_id[stored.id] = std::move(view);
+  });
+  if (!st.ok()) return st;
+  if (!parse_error.ok()) return parse_error;
+  absl::StatusOr<int64_t> watermark = store_->SnapshotWatermark();
+  if (!watermark.ok()) return watermark.status();
+  last_seq_ = *watermark;
+  st = store_->ForEachEventAfter(*watermark, [&](int64_t seq, int64_t run_id,
+                                                 const std::string& bytes) -> absl::Status {
+    last_seq_ = std::max(last_seq_, seq);
+    auto it = by_id.find(run_id);
+    if (it == by_id.end() || seq <= it->second->last_seq) return absl::OkStatus();
+    v1::Event proto;
+    if (!proto.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("stored event ", seq, " is unreadable"));
+    }
+    absl::StatusOr<forecast::Event> event = EventFromProto(proto);
+    if (!event.ok()) return absl::DataLossError(absl::StrCat("stored event ", seq, ": ", event.status().message()));
+    RunView& view = *it->second;
+    // Stored events were accepted in this order, so they apply again; if the accounting
+    // rules changed since, an event that no longer applies is skipped, not fatal.
+    if (absl::Status applied = forecast::ApplyEvent(view.state, *event); applied.ok()) {
+      view.last_seq = seq;
+      ++view.events_since_snapshot;
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  for (auto& [id, view] : by_id) {
+    const std::string name = view->name;
+    runs_[name] = std::shared_ptr<const RunView>(std::move(view));
+  }
+  if (metrics_) {
+    metrics_->SetRuns(runs_.size());
+    metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
+  }
+  return absl::OkStatus();
+}
+
+void Tracker::Stop() {
+  std::call_once(stopped_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    if (writer_.joinable()) writer_.join();
+  });
+}
+
+absl::Status Tracker::Enqueue(std::unique_ptr<Request> request) {
+  size_t depth = 0;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (stopping_) return absl::UnavailableError("flightpland is shutting down");
+    if (queue_.size() >= options_.max_queue_requests) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "ingest queue is full (", options_.max_queue_requests, " requests); retry with backoff"));
+    }
+    queue_.push_back(std::move(request));
+    depth = queue_.size();
+  }
+  queue_cv_.notify_one();
+  if (metrics_) metrics_->SetQueueDepth(depth);
+  return absl::OkStatus();
+}
+
+absl::Status Tracker::SubmitEvents(std::vector<v1::Event> events,
+                                   std::function<void(BatchResult)> done) {
+  if (events.size() > options_.max_batch_events) {
+    return absl::ResourceExhaustedError(absl::StrCat("batch of ", events.size(),
+                                                     " events is over the limit of ",
+                                                     options_.max_batch_events));
+  }
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kEvents;
+  request->items.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    absl::StatusOr<forecast::Event> e = EventFromProto(events[i]);
+    if (!e.ok()) return Annotate(e.status(), i, events[i].run(), events[i].id());
+    if (absl::Status st = forecast::ValidateEvent(*e); !st.ok()) {
+      return Annotate(st, i, events[i].run(), events[i].id());
+    }
+    if (absl::Status st = ValidateRunName(events[i].run()); !st.ok()) return Annotate(st, i, "?", events[i].id());
+    Request::Item item;
+    item.index = i;
+    item.run = events[i].run();
+    item.event = std::move(*e);
+    item.bytes = Deterministic(events[i]);
+    request->items.push_back(std::move(item));
+  }
+  // Out-of-order delivery inside a batch is sorted by time (stable: ties keep their order).
+  std::stable_sort(request->items.begin(), request->items.end(),
+                   [](const Request::Item& a, const Request::Item& b) { return a.event.time < b.event.time; });
+  request->events_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
+absl::Status Tracker::SubmitCreateRun(std::string run, v1::Plan plan,
+                                      std::function<void(CreateResult)> done) {
+  if (run.empty()) run = plan.name();
+  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kCreate;
+  request->run = std::move(run);
+  request->plan = MakePlan(1, std::move(plan));
+  if (request->plan->report.HasError()) {
+    std::string findings;
+    for (const forecast::Finding& f : request->plan->report.findings) {
+      if (f.severity == forecast::Severity::kError) absl::StrAppend(&findings, "; ", f.code, ": ", f.message);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the plan fails its own checks", findings));
+  }
+  request->plan_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
+absl::Status Tracker::SubmitUpdatePlan(std::string run, v1::Plan plan,
+                                       std::function<void(CreateResult)> done) {
+  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kUpdate;
+  request->run = std::move(run);
+  request->plan = MakePlan(0, std::move(plan));  // revision assigned by the writer
+  if (request->plan->report.HasError()) {
+    std::string findings;
+    for (const forecast::Finding& f : request->plan->report.findings) {
+      if (f.severity == forecast::Severity::kError) absl::StrAppend(&findings, "; ", f.code, ": ", f.message);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the plan fails its own checks", findings));
+  }
+  request->plan_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
+std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  auto it = runs_.find(run);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const RunView>> Tracker::List() const {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  std::vector<std::shared_ptr<const RunView>> out;
+  out.reserve(runs_.size());
+  for (const auto& [name, view] : runs_) out.push_back(view);
+  return out;
+}
+
+v1::RunStatus Tracker::StatusOf(const RunView& view) const {
+  const absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
+  const forecast::RunSnapshot snap = forecast::Snapshot(view.state, now);
+  const auto& plan = view.plan->plan;
+  v1::RunStatus status =
+      StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
+                    view.plan->report.compute.tokens_per_second);
+  status.set_plan_revision(view.plan->revision);
+  return status;
+}
+
+absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
+  std::shared_ptr<const RunView> view = Find(run);
+  if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  return StatusOf(*view);
+}
+
+uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  const uint64_t id = next_subscriber_++;
+  subscribers_[id] = {run, std::move(fn)};
+  return id;
+}
+
+void Tracker::Unsubscribe(uint64_t id) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  subscribers_.erase(id);
+}
+
+size_t Tracker::QueueDepth() const {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return queue_.size();
+}
+
+void Tracker::WriterLoop() {
+  while (true) {
+    std::vector<std::unique_ptr<Request>> group;
+    size_t depth = 0;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, drained
+      while (!queue_.empty() && group.size() < options_.max_group_requests) {
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      depth = queue_.size();
+    }
+    if (metrics_) metrics_->SetQueueDepth(depth);
+    ProcessGroup(group);
+  }
+  // Shutting down: snapshot every changed run so the next start folds nothing.
+  Group final_group;
+  if (store_->Begin().ok()) {
+    if (SnapshotRuns(final_group, true).ok() && store_->Commit().ok()) {
+      Publish(final_group);
+    } else {
+      store_->Rollback();
+    }
+  }
+}
+
+absl::Status Tracker::ProcessEvents(Request& request, Group& group, BatchResult& result) {
+  // Runs whose state this request changed, as they were before it (to undo a refusal).
+  std::map<std::string, std::unique_ptr<RunView>> before;
+  const bool many = request.items.size() > 1;
+  absl::Status status;
+  for (const Request::Item& item : request.items) {
+    auto it = group.working.find(item.run);
+    if (it == group.working.end()) {
+      std::shared_ptr<const RunView> base = Find(item.run);
+      if (!base) {
+        status = Annotate(absl::NotFoundError(absl::StrCat(
+                              "run '", item.run, "' does not exist; create it first (flightplan create)")),
+                          item.index, item.run, item.event.id);
+        break;
+      }
+      it = group.working.emplace(item.run, std::make_unique<RunView>(*base)).first;
+    }
+    RunView& run = *it->second;
+    if (many && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
+    const uint32_t attempt = item.event.attempt ? item.event.attempt : run.state.attempt;
+    absl::StatusOr<int64_t> seq = store_->InsertEvent(
+        run.id, forecast::EventKey(item.event, attempt), item.event.time, item.bytes);
+    if (!seq.ok()) {
+      status = absl::UnavailableError(absl::StrCat("storage: ", seq.status().message()));
+      break;
+    }
+    if (*seq == 0) {
+      ++result.duplicates;
+      continue;
+    }
+    if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
+      status = Annotate(applied, item.index, item.run, item.event.id);
+      break;
+    }
+    run.last_seq = *seq;
+    last_seq_ = std::max(last_seq_, *seq);
+    ++run.events_since_snapshot;
+    ++run.version;
+    ++result.accepted;
+  }
+  if (!status.ok()) {
+    for (auto& [name, copy] : before) group.working[name] = std::move(copy);
+    result.accepted = 0;
+    result.duplicates = 0;
+  }
+  return status;
+}
+
+absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& result) {
+  auto it = group.working.find(request.run);
+  if (it == group.working.end()) {
+    if (std::shared_ptr<const RunView> base = Find(request.run)) {
+      it = group.working.emplace(request.run, std::make_unique<RunView>(*base)).first;
+    }
+  }
+  const absl::Time now = clock_->Now();
+  if (it == group.working.end()) {
+    if (request.kind == Request::Kind::kUpdate) {
+      return absl::NotFoundError(absl::StrCat("run '", request.run, "' does not exist"));
+    }
+    absl::StatusOr<int64_t> id = store_->InsertRun(request.run, now);
+    if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
+    if (absl::Status st = store_->InsertPlan(*id, 1, Deterministic(request.plan->plan), now); !st.ok()) {
+      return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
+    }
+    auto view = std::make_unique<RunView>();
+    view->id = *id;
+    view->name = request.run;
+    view->plan = request.plan;
+    view->version = 1;
+    group.working.emplace(request.run, std::move(view));
+    result.created = true;
+    result.plan = request.plan;
+    return absl::OkStatus();
+  }
+  RunView& run = *it->second;
+  const bool same = google::protobuf::util::MessageDifferencer::Equals(run.plan->plan, request.plan->plan);
+  if (same) {
+    result.created = false;
+    result.plan = run.plan;
+    return absl::OkStatus();
+  }
+  if (request.kind == Request::Kind::kCreate) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "run '", request.run, "' exists with a different plan (revision ", run.plan->revision,
+        "); update it with UpdatePlan (flightplan create --update)"));
+  }
+  const uint32_t revision = run.plan->revision + 1;
+  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now);
+      !st.ok()) {
+    return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
+  }
+  auto plan = std::make_shared<RunPlan>(*request.plan);
+  plan->revision = revision;
+  run.plan = plan;
+  ++run.version;
+  result.created = true;
+  result.plan = plan;
+  return absl::OkStatus();
+}
+
+absl::Status Tracker::SnapshotRuns(Group& group, bool all_dirty) {
+  if (!all_dirty) return absl::OkStatus();
+  for (const std::shared_ptr<const RunView>& base : List()) {
+    if (!group.working.count(base->name) && base->events_since_snapshot > 0) {
+      group.working.emplace(base->name, std::make_unique<RunView>(*base));
+    }
+  }
+  for (auto& [name, run] : group.working) {
+    if (run->events_since_snapshot == 0) continue;
+    if (absl::Status st = store_->SaveSnapshot(run->id, run->last_seq,
+                                               StateToProto(run->state).SerializeAsString());
+        !st.ok()) {
+      return st;
+    }
+    run->events_since_snapshot = 0;
+  }
+  events_since_round_ = 0;
+  return store_->SetSnapshotWatermark(last_seq_);
+}
+
+void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t last_seq_before = last_seq_;
+  Group group;
+  absl::Status group_status = store_->Begin();
+  if (group_status.ok()) {
+    for (std::unique_ptr<Request>& r : requests) {
+      if (absl::Status st = store_->Savepoint(); !st.ok()) {
+        group_status = st;
+        break;
+      }
+      absl::Status st;
+      if (r->kind == Request::Kind::kEvents) {
+        st = ProcessEvents(*r, group, r->batch_result);
+        r->batch_result.status = st;
+        if (st.ok()) events_since_round_ += r->batch_result.accepted;
+      } else {
+        // A plan request touches one run; undo it by dropping that copy on failure.
+        std::unique_ptr<RunView> before;
+        if (auto it = group.working.find(r->run); it != group.working.end()) {
+          before = std::make_unique<RunView>(*it->second);
+        }
+        st = ProcessPlan(*r, group, r->create_result);
+        r->create_result.status = st;
+        if (!st.ok()) {
+          if (before) {
+            group.working[r->run] = std::move(before);
+          } else {
+            group.working.erase(r->run);
+          }
+        }
+      }
+      if (st.ok()) {
+        if (absl::Status released = store_->ReleaseSavepoint(); !released.ok()) {
+          group_status = released;
+          break;
+        }
+      } else {
+        store_->RollbackToSavepoint();
+      }
+    }
+    if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
+      group_status = SnapshotRuns(group, true);
+    }
+    if (group_status.ok()) group_status = store_->Commit();
+  }
+  if (!group_status.ok()) {
+    // Nothing of this group is durable: refuse every request, publish nothing.
+    store_->Rollback();
+    last_seq_ = last_seq_before;
+    const absl::Status unavailable = absl::UnavailableError(
+        absl::StrCat("storage failed; nothing of this request was stored: ", group_status.message()));
+    for (std::unique_ptr<Request>& r : requests) {
+      r->batch_result = BatchResult{unavailable, 0, 0};
+      r->create_result = CreateResult{unavailable, false, nullptr};
+    }
+  } else {
+    Publish(group);
+  }
+  if (metrics_) {
+    metrics_->ObserveCommit(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+  for (std::unique_ptr<Request>& r : requests) {
+    if (r->kind == Request::Kind::kEvents) {
+      const BatchResult& b = r->batch_result;
+      if (metrics_) {
+        metrics_->CountBatch(b.accepted, b.duplicates,
+                             b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size()),
+                             b.status.code());
+      }
+      r->events_done(b);
+    } else {
+      r->plan_done(r->create_result);
+    }
+  }
+}
+
+void Tracker::Publish(Group& group) {
+  if (group.working.empty()) return;
+  std::set<std::string> changed;
+  size_t runs = 0;
+  {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    for (auto& [name, view] : group.working) {
+      auto it = runs_.find(name);
+      if (it == runs_.end() || it->second->version != view->version) changed.insert(name);
+      runs_[name] = std::shared_ptr<const RunView>(std::move(view));
+    }
+    runs = runs_.size();
+  }
+  group.working.clear();
+  if (metrics_) {
+    metrics_->SetRuns(runs);
+    metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
+  }
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  for (const auto& [id, sub] : subscribers_) {
+    if (changed.count(sub.first)) sub.second();
+  }
+}
+
+}  // namespace flightplan::daemon

@@ -1,0 +1,169 @@
+// Tracker: the core of flightpland, below the gRPC shell.
+//
+// Data flows one way: callers submit requests (create a run, update its plan, a batch of
+// events) to a bounded queue without blocking; one writer thread takes them in groups,
+// stores each group in one SQLite transaction (a savepoint per request, so a bad request
+// changes nothing), folds the events into each run's accounting state, commits, and only
+// then publishes the new run views and calls each request's completion. Readers get
+// immutable snapshots (shared_ptr<const RunView>) and never wait for the writer.
+//
+// Thread-safe: every public method may be called from any thread. Completions and
+// subscriber callbacks run on the writer thread and must not block.
+#ifndef FLIGHTPLAN_DAEMON_TRACKER_H_
+#define FLIGHTPLAN_DAEMON_TRACKER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/clock.h"
+#include "exporters/daemon_metrics.h"
+#include "flightplan/v1/event.pb.h"
+#include "flightplan/v1/plan.pb.h"
+#include "flightplan/v1/status.pb.h"
+#include "forecast/accounting.h"
+#include "forecast/plan.h"
+#include "storage/run_store.h"
+
+namespace flightplan::daemon {
+
+struct TrackerOptions {
+  // Requests waiting for the writer; a full queue refuses with RESOURCE_EXHAUSTED rather
+  // than growing (back-pressure to the clients, which retry).
+  size_t max_queue_requests = 4096;
+  // Events per batch; larger batches are RESOURCE_EXHAUSTED.
+  size_t max_batch_events = 10000;
+  // Requests the writer commits in one transaction: more amortises the commit, fewer
+  // acknowledges sooner.
+  size_t max_group_requests = 512;
+  // Snapshot every run's state after this many accepted events, so a restart folds at
+  // most about this many events.
+  uint64_t snapshot_every_events = 20000;
+  // "now" of a run is its latest event instead of the wall clock (replays, backfills).
+  bool events_clock = false;
+};
+
+// What a run's plan says, fixed per plan revision.
+struct RunPlan {
+  uint32_t revision = 0;
+  v1::Plan plan;
+  forecast::PlanReport report;
+};
+
+// A run as readers see it; immutable once published.
+struct RunView {
+  int64_t id = 0;
+  std::string name;
+  std::shared_ptr<const RunPlan> plan;
+  forecast::RunState state;
+  int64_t last_seq = 0;                 // seq of the latest event folded
+  uint64_t events_since_snapshot = 0;
+  uint64_t version = 0;                 // bumps on every change
+};
+
+struct BatchResult {
+  absl::Status status;  // OK, or why the whole batch was refused (nothing stored)
+  uint32_t accepted = 0;
+  uint32_t duplicates = 0;
+};
+
+struct CreateResult {
+  absl::Status status;
+  bool created = false;  // false: the run existed with this plan (or the plan was unchanged)
+  std::shared_ptr<const RunPlan> plan;
+};
+
+class Tracker {
+ public:
+  // Recovers every run from `store` (snapshots, then the events after them) and starts
+  // the writer thread. `clock` and `metrics` (nullable) must outlive the Tracker.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tracker>> Start(
+      std::unique_ptr<storage::RunStore> store, Clock* clock, exporters::DaemonMetrics* metrics,
+      TrackerOptions options);
+  ~Tracker();
+  Tracker(const Tracker&) = delete;
+  Tracker& operator=(const Tracker&) = delete;
+
+  // Refuses new requests (UNAVAILABLE), finishes the queued ones, snapshots every changed
+  // run and stops the writer. Idempotent.
+  void Stop();
+
+  // Each Submit either refuses at once (the returned status: RESOURCE_EXHAUSTED when the
+  // queue is full, UNAVAILABLE when stopping, INVALID_ARGUMENT for a malformed request) and
+  // never calls `done`, or returns OK and calls `done` exactly once, after the commit.
+  [[nodiscard]] absl::Status SubmitEvents(std::vector<v1::Event> events,
+                                          std::function<void(BatchResult)> done);
+  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, v1::Plan plan,
+                                             std::function<void(CreateResult)> done);
+  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
+                                              std::function<void(CreateResult)> done);
+
+  [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
+  [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
+  // The run's status now (wall clock, or its latest event with events_clock). NOT_FOUND.
+  [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
+  [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
+
+  // Calls `fn` (on the writer thread; it must not block) after `run` changes. Returns an
+  // id for Unsubscribe.
+  uint64_t Subscribe(const std::string& run, std::function<void()> fn);
+  void Unsubscribe(uint64_t id);
+
+  [[nodiscard]] size_t QueueDepth() const;
+  [[nodiscard]] const TrackerOptions& options() const { return options_; }
+
+ private:
+  struct Request;
+  struct Group;
+
+  Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
+          exporters::DaemonMetrics* metrics, TrackerOptions options);
+  absl::Status Recover();
+  absl::Status Enqueue(std::unique_ptr<Request> request);
+  void WriterLoop();
+  void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests);
+  absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
+  absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
+  absl::Status SnapshotRuns(Group& group, bool all_dirty);
+  void Publish(Group& group);
+
+  const TrackerOptions options_;
+  Clock* const clock_;
+  exporters::DaemonMetrics* const metrics_;
+  std::unique_ptr<storage::RunStore> store_;  // writer thread only (and Recover, before it)
+  uint64_t events_since_round_ = 0;           // writer thread only
+  int64_t last_seq_ = 0;                      // writer thread only
+
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::unique_ptr<Request>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  mutable std::mutex runs_mu_;
+  std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
+
+  std::mutex subscribers_mu_;
+  uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
+  std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_
+      ABSL_GUARDED_BY(subscribers_mu_);
+
+  std::thread writer_;
+  std::once_flag stopped_;
+};
+
+// Run names: 1-128 characters of A-Z a-z 0-9 . _ - (they become labels and file names).
+[[nodiscard]] absl::Status ValidateRunName(const std::string& run);
+
+}  // namespace flightplan::daemon
+
+#endif  // FLIGHTPLAN_DAEMON_TRACKER_H_

@@ -1,0 +1,86 @@
+#include "exporters/daemon_metrics.h"
+
+#include "absl/strings/ascii.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace flightplan::exporters {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+auto& Events(prometheus::Registry& r) {
+  return BuildCounter()
+      .Name("flightplan_ingest_events_total")
+      .Help("Events received over gRPC, by outcome: accepted (committed), duplicate (already "
+            "stored, ignored).")
+      .Register(r);
+}
+
+}  // namespace
+
+DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
+    : accepted_(Events(registry).Add({{"result", "accepted"}})),
+      duplicates_(Events(registry).Add({{"result", "duplicate"}})),
+      rejected_(BuildCounter()
+                    .Name("flightplan_ingest_rejected_events_total")
+                    .Help("Events refused (their batch stored nothing), by gRPC status code.")
+                    .Register(registry)),
+      batches_(BuildCounter()
+                   .Name("flightplan_ingest_batches_total")
+                   .Help("Event batches processed by the writer.")
+                   .Register(registry)
+                   .Add({})),
+      queue_depth_(BuildGauge()
+                       .Name("flightplan_ingest_queue_depth")
+                       .Help("Requests waiting for the writer thread; at the limit, new ones "
+                             "are refused with RESOURCE_EXHAUSTED.")
+                       .Register(registry)
+                       .Add({})),
+      commit_seconds_(BuildHistogram()
+                          .Name("flightplan_storage_commit_seconds")
+                          .Help("Time of one writer transaction (a group of requests), from "
+                                "BEGIN to COMMIT, in seconds.")
+                          .Register(registry)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                       0.25, 0.5, 1, 2.5})),
+      database_bytes_(BuildGauge()
+                          .Name("flightplan_storage_database_bytes")
+                          .Help("Size of the SQLite database (pages in use), in bytes.")
+                          .Register(registry)
+                          .Add({})),
+      runs_(BuildGauge()
+                .Name("flightplan_runs")
+                .Help("Runs registered with this daemon.")
+                .Register(registry)
+                .Add({})) {}
+
+void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected,
+                               absl::StatusCode code) {
+  batches_.Increment();
+  if (accepted) accepted_.Increment(accepted);
+  if (duplicates) duplicates_.Increment(duplicates);
+  if (rejected) {
+    const size_t i = static_cast<size_t>(code);
+    if (i < rejected_by_code_.size()) {
+      if (rejected_by_code_[i] == nullptr) {
+        rejected_by_code_[i] =
+            &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+      }
+      rejected_by_code_[i]->Increment(rejected);
+    }
+  }
+}
+
+void DaemonMetrics::SetQueueDepth(size_t depth) { queue_depth_.Set(static_cast<double>(depth)); }
+void DaemonMetrics::ObserveCommit(double seconds) { commit_seconds_.Observe(seconds); }
+void DaemonMetrics::SetDatabaseBytes(double bytes) { database_bytes_.Set(bytes); }
+void DaemonMetrics::SetRuns(size_t runs) { runs_.Set(static_cast<double>(runs)); }
+
+}  // namespace flightplan::exporters

@@ -1,0 +1,218 @@
+#include "proto/event_convert.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+namespace {
+
+int64_t Micros(absl::Time t) {
+  if (t == absl::InfinitePast()) return INT64_MIN;
+  return absl::ToUnixMicros(t);
+}
+absl::Time FromMicros(int64_t us) {
+  if (us == INT64_MIN) return absl::InfinitePast();
+  return absl::FromUnixMicros(us);
+}
+
+}  // namespace
+
+absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
+  using forecast::EventKind;
+  if (p.run().empty()) return absl::InvalidArgumentError("event.run is required");
+  if (!p.has_time()) {
+    return absl::InvalidArgumentError(absl::StrCat("event.time is required (run ", p.run(), ")"));
+  }
+  if (p.time().nanos() < 0 || p.time().nanos() > 999'999'999) {
+    return absl::InvalidArgumentError("event.time has out-of-range nanos");
+  }
+  forecast::Event e;
+  e.time = TimeFromProto(p.time());
+  e.id = p.id();
+  e.attempt = p.attempt();
+  switch (p.kind_case()) {
+    case v1::Event::kJobStarted:
+      e.kind = EventKind::kJobStarted;
+      e.attempt = p.job_started().attempt();
+      e.restored_step = p.job_started().restored_step();
+      break;
+    case v1::Event::kSteps:
+      e.kind = EventKind::kSteps;
+      e.step = p.steps().step();
+      e.tokens = p.steps().tokens();
+      break;
+    case v1::Event::kCheckpointSaved:
+      e.kind = EventKind::kCheckpointSaved;
+      e.step = p.checkpoint_saved().step();
+      e.blocking_seconds = p.checkpoint_saved().blocking_seconds();
+      break;
+    case v1::Event::kInterruption:
+      e.kind = EventKind::kInterruption;
+      e.cause = p.interruption().cause();
+      e.planned = p.interruption().planned();
+      e.detail = p.interruption().detail();
+      break;
+    case v1::Event::kRunFinished:
+      e.kind = EventKind::kRunFinished;
+      break;
+    case v1::Event::KIND_NOT_SET:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "event has no kind: one of job_started, steps, checkpoint_saved, interruption, "
+          "run_finished is required (run ", p.run(), ", id '", p.id(), "')"));
+  }
+  return e;
+}
+
+v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
+  using forecast::EventKind;
+  v1::Event p;
+  p.set_run(run);
+  *p.mutable_time() = TimeToProto(e.time);
+  p.set_id(e.id);
+  switch (e.kind) {
+    case EventKind::kJobStarted:
+      p.mutable_job_started()->set_attempt(e.attempt);
+      p.mutable_job_started()->set_restored_step(e.restored_step);
+      break;
+    case EventKind::kSteps:
+      p.set_attempt(e.attempt);
+      p.mutable_steps()->set_step(e.step);
+      p.mutable_steps()->set_tokens(e.tokens);
+      break;
+    case EventKind::kCheckpointSaved:
+      p.set_attempt(e.attempt);
+      p.mutable_checkpoint_saved()->set_step(e.step);
+      p.mutable_checkpoint_saved()->set_blocking_seconds(e.blocking_seconds);
+      break;
+    case EventKind::kInterruption:
+      p.set_attempt(e.attempt);
+      p.mutable_interruption()->set_cause(e.cause);
+      p.mutable_interruption()->set_planned(e.planned);
+      p.mutable_interruption()->set_detail(e.detail);
+      break;
+    case EventKind::kRunFinished:
+      p.set_attempt(e.attempt);
+      p.mutable_run_finished();
+      break;
+  }
+  return p;
+}
+
+v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
+  v1::RunStateSnapshot p;
+  p.set_phase(static_cast<int32_t>(s.phase));
+  p.set_attempt(s.attempt);
+  p.set_events(s.events);
+  p.set_first_time_us(Micros(s.first_time));
+  p.set_last_time_us(Micros(s.last_time));
+  p.set_step(s.step);
+  p.set_tokens(s.tokens);
+  for (double v : {s.seconds.productive, s.seconds.checkpoint, s.seconds.lost, s.seconds.startup,
+                   s.seconds.down_unplanned, s.seconds.down_planned, s.seconds.stalled}) {
+    p.add_seconds(v);
+  }
+  p.set_startup_after_unplanned(s.startup_after_unplanned);
+  p.set_down_planned(s.down_planned);
+  p.set_last_stop_unplanned(s.last_stop_unplanned);
+  p.set_productive_tokens(s.productive_tokens);
+  p.set_typical_step_gap(s.typical_step_gap);
+  p.set_saw_step_in_attempt(s.saw_step_in_attempt);
+  for (const auto& i : s.interruptions) {
+    auto* pi = p.add_interruptions();
+    pi->set_cause(i.cause);
+    pi->set_planned(i.planned);
+    pi->set_count(i.count);
+  }
+  for (const auto& m : s.checkpoints) {
+    auto* pm = p.add_checkpoints();
+    pm->set_step(m.step);
+    pm->set_tokens(m.tokens);
+    pm->set_productive_seconds(m.productive_seconds);
+    pm->set_productive_tokens(m.productive_tokens);
+  }
+  for (const auto& r : s.recent) {
+    auto* pr = p.add_recent();
+    pr->set_time_us(Micros(r.time));
+    pr->set_productive_seconds(r.productive_seconds);
+    pr->set_productive_tokens(r.productive_tokens);
+  }
+  for (const auto& f : s.flags) p.add_flags(f);
+  return p;
+}
+
+forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
+  forecast::RunState s;
+  s.phase = static_cast<forecast::Phase>(p.phase());
+  s.attempt = p.attempt();
+  s.events = p.events();
+  s.first_time = FromMicros(p.first_time_us());
+  s.last_time = FromMicros(p.last_time_us());
+  s.step = p.step();
+  s.tokens = p.tokens();
+  if (p.seconds_size() == 7) {
+    s.seconds = {p.seconds(0), p.seconds(1), p.seconds(2), p.seconds(3),
+                 p.seconds(4), p.seconds(5), p.seconds(6)};
+  }
+  s.startup_after_unplanned = p.startup_after_unplanned();
+  s.down_planned = p.down_planned();
+  s.last_stop_unplanned = p.last_stop_unplanned();
+  s.productive_tokens = p.productive_tokens();
+  s.typical_step_gap = p.typical_step_gap();
+  s.saw_step_in_attempt = p.saw_step_in_attempt();
+  for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
+  for (const auto& m : p.checkpoints()) {
+    s.checkpoints.push_back({m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens()});
+  }
+  for (const auto& r : p.recent()) {
+    s.recent.push_back({FromMicros(r.time_us()), r.productive_seconds(), r.productive_tokens()});
+  }
+  for (const auto& f : p.flags()) s.flags.push_back(f);
+  return s;
+}
+
+v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& s,
+                            int64_t target_tokens, double plan_tokens_per_second) {
+  v1::RunStatus p;
+  p.set_run(run);
+  p.set_state(forecast::PhaseName(s.phase));
+  p.set_attempt(s.attempt);
+  p.set_events(s.events);
+  if (s.events > 0) {
+    *p.mutable_first_event_time() = TimeToProto(s.first_time);
+    *p.mutable_last_event_time() = TimeToProto(s.last_time);
+  }
+  if (s.as_of != absl::InfinitePast() && s.as_of != absl::InfiniteFuture()) {
+    *p.mutable_as_of() = TimeToProto(s.as_of);
+  }
+  auto* progress = p.mutable_progress();
+  progress->set_tokens(s.tokens);
+  progress->set_target_tokens(target_tokens);
+  progress->set_step(s.step);
+  progress->set_fraction(target_tokens > 0 ? static_cast<double>(s.tokens) /
+                                                 static_cast<double>(target_tokens)
+                                           : 0);
+  auto* t = p.mutable_time_seconds();
+  t->set_productive(s.seconds.productive);
+  t->set_checkpoint(s.seconds.checkpoint);
+  t->set_lost(s.seconds.lost);
+  t->set_startup(s.seconds.startup);
+  t->set_down_unplanned(s.seconds.down_unplanned);
+  t->set_down_planned(s.seconds.down_planned);
+  t->set_stalled(s.seconds.stalled);
+  t->set_elapsed(s.elapsed_seconds);
+  for (const auto& i : s.interruptions) {
+    auto* pi = p.add_interruptions();
+    pi->set_cause(i.cause);
+    pi->set_planned(i.planned);
+    pi->set_count(i.count);
+  }
+  auto* tp = p.mutable_throughput();
+  tp->set_tokens_per_second(s.tokens_per_second);
+  tp->set_recent_tokens_per_second(s.recent_tokens_per_second);
+  tp->set_plan_tokens_per_second(plan_tokens_per_second);
+  for (const auto& f : s.flags) p.add_flags(f);
+  p.set_failure_budget_consumed_seconds(s.failure_budget_consumed_seconds);
+  return p;
+}
+
+}  // namespace flightplan

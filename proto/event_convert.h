@@ -1,0 +1,30 @@
+// Conversions between flightplan.v1 event/status messages and forecast/'s accounting
+// types. Pure and thread-safe.
+#ifndef FLIGHTPLAN_PROTO_EVENT_CONVERT_H_
+#define FLIGHTPLAN_PROTO_EVENT_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "flightplan/v1/event.pb.h"
+#include "flightplan/v1/snapshot.pb.h"
+#include "flightplan/v1/status.pb.h"
+#include "forecast/accounting.h"
+#include "forecast/event.h"
+
+namespace flightplan {
+
+// INVALID_ARGUMENT naming the field when the event has no run, no time or no kind.
+[[nodiscard]] absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& event);
+[[nodiscard]] v1::Event EventToProto(const forecast::Event& event, const std::string& run);
+
+[[nodiscard]] v1::RunStateSnapshot StateToProto(const forecast::RunState& state);
+[[nodiscard]] forecast::RunState StateFromProto(const v1::RunStateSnapshot& snapshot);
+
+// The status fields that come from accounting (progress, time, interruptions, throughput).
+// `target_tokens` and `plan_tokens_per_second` come from the run's plan.
+[[nodiscard]] v1::RunStatus StatusToProto(const std::string& run,
+                                          const forecast::RunSnapshot& snapshot,
+                                          int64_t target_tokens, double plan_tokens_per_second);
+
+}  // namespace flightplan
+
+#endif  // FLIGHTPLAN_PROTO_EVENT_CONVERT_H_

@@ -1,0 +1,70 @@
+// RunStore: the durable event log and run registry behind flightpland.
+//
+// One writer owns a RunStore (it is not thread-safe: the daemon's writer thread is its only
+// caller). Writes happen inside Begin()/Commit(); a request that fails midway is undone
+// with a savepoint, so a transaction commits only whole requests. Nothing is durable, and
+// nothing may be acknowledged, before Commit() returns OK. SqliteStore is the real
+// implementation; tests wrap it to inject faults.
+#ifndef FLIGHTPLAN_STORAGE_RUN_STORE_H_
+#define FLIGHTPLAN_STORAGE_RUN_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace flightplan::storage {
+
+struct StoredRun {
+  int64_t id = 0;
+  std::string name;
+  uint32_t plan_revision = 0;
+  std::string plan;            // serialized flightplan.v1.Plan of the latest revision
+  int64_t snapshot_seq = 0;    // events with seq <= this are folded into `snapshot`
+  std::string snapshot;        // serialized flightplan.v1.RunStateSnapshot, or empty
+};
+
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+
+  // Every run with its latest plan and snapshot, in id order.
+  [[nodiscard]] virtual absl::Status ForEachRun(const std::function<void(const StoredRun&)>& fn) = 0;
+  // Every event with seq > after_seq, in seq order: (seq, run id, serialized flightplan.v1.Event).
+  [[nodiscard]] virtual absl::Status ForEachEventAfter(
+      int64_t after_seq,
+      const std::function<absl::Status(int64_t seq, int64_t run_id, const std::string& event)>& fn) = 0;
+
+  [[nodiscard]] virtual absl::Status Begin() = 0;
+  [[nodiscard]] virtual absl::Status Commit() = 0;
+  virtual void Rollback() = 0;
+  // Savepoints inside a transaction: one per request.
+  [[nodiscard]] virtual absl::Status Savepoint() = 0;
+  virtual void RollbackToSavepoint() = 0;
+  [[nodiscard]] virtual absl::Status ReleaseSavepoint() = 0;
+
+  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
+  [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,
+                                                const std::string& plan, absl::Time now) = 0;
+  // The event's seq, or 0 when (run_id, key) is already stored (a duplicate: nothing written).
+  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertEvent(int64_t run_id, const std::string& key,
+                                                            absl::Time time,
+                                                            const std::string& event) = 0;
+  [[nodiscard]] virtual absl::Status SaveSnapshot(int64_t run_id, int64_t seq,
+                                                  const std::string& state) = 0;
+
+  // Every run's snapshot covers all of its events with seq <= the watermark: recovery
+  // folds only the events after it. Set in the transaction that saves the snapshots.
+  [[nodiscard]] virtual absl::Status SetSnapshotWatermark(int64_t seq) = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> SnapshotWatermark() = 0;
+
+  // Bytes of the database file (pages in use, WAL excluded).
+  [[nodiscard]] virtual int64_t DatabaseBytes() = 0;
+};
+
+}  // namespace flightplan::storage
+
+#endif  // FLIGHTPLAN_STORAGE_RUN_STORE_H_

@@ -1,0 +1,390 @@
+#include "storage/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace flightplan::storage {
+namespace {
+
+// Each entry moves the schema from version i to i + 1; all pending ones run in one
+// transaction that also bumps user_version. Never edit an entry once released: append.
+const std::vector<const char*>& Migrations() {
+  static const auto* migrations = new std::vector<const char*>{
+      // 1: runs, plan revisions, the event log, per-run snapshots.
+      "CREATE TABLE runs("
+      "  id INTEGER PRIMARY KEY,"
+      "  name TEXT NOT NULL UNIQUE,"
+      "  created_us INTEGER NOT NULL);"
+      "CREATE TABLE plans("
+      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+      "  revision INTEGER NOT NULL,"
+      "  plan BLOB NOT NULL,"
+      "  created_us INTEGER NOT NULL,"
+      "  PRIMARY KEY(run_id, revision)) WITHOUT ROWID;"
+      "CREATE TABLE events("
+      "  seq INTEGER PRIMARY KEY,"
+      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+      "  key TEXT NOT NULL,"
+      "  time_us INTEGER NOT NULL,"
+      "  event BLOB NOT NULL);"
+      "CREATE UNIQUE INDEX events_by_key ON events(run_id, key);"
+      "CREATE TABLE snapshots("
+      "  run_id INTEGER PRIMARY KEY REFERENCES runs(id),"
+      "  seq INTEGER NOT NULL,"
+      "  state BLOB NOT NULL);"
+      // watermark: every run's snapshot covers all of its events with seq <= this.
+      "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+      "INSERT INTO meta(key, value) VALUES('snapshot_watermark', 0);",
+  };
+  return *migrations;
+}
+
+absl::Status SqliteError(sqlite3* db, int rc, const std::string& what) {
+  const std::string message =
+      absl::StrCat(what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), " (sqlite ", rc, ")");
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_PERM:
+      return absl::UnavailableError(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+}  // namespace
+
+// A prepared statement, reset before each use; finalized with the store.
+class SqliteStore::Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  static absl::StatusOr<std::unique_ptr<Statement>> Make(sqlite3* db, const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db, rc, absl::StrCat("prepare '", sql, "'"));
+    return std::make_unique<Statement>(db, stmt);
+  }
+
+  Statement& Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return *this;
+  }
+  Statement& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Statement& BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+    return *this;
+  }
+  // Runs to completion (no rows expected).
+  absl::Status Run(const char* what) {
+    const int rc = sqlite3_step(stmt_);
+    sqlite3_reset(stmt_);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqliteError(db_, rc, what);
+    return absl::OkStatus();
+  }
+  // Steps once: true with a row, false when done.
+  absl::StatusOr<bool> Step(const char* what) {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return SqliteError(db_, rc, what);
+  }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync) {
+  const std::string lock_path = path + ".lock";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(lock_fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database ", path, " is in use by another flightpland (", lock_path, " is locked)"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status st = SqliteError(db, rc, absl::StrCat("cannot open database ", path));
+    sqlite3_close(db);
+    close(lock_fd);
+    return absl::UnavailableError(st.message());
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd));
+  if (absl::Status st = store->Migrate(); !st.ok()) return st;
+  const char* sync_sql = sync == Sync::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  if (absl::Status st = store->Exec(sync_sql); !st.ok()) return st;
+  if (absl::Status st = store->Prepare(); !st.ok()) return st;
+  return store;
+}
+
+SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd)
+    : path_(std::move(path)), db_(db), lock_fd_(lock_fd) {}
+
+SqliteStore::~SqliteStore() {
+  // Statements first: sqlite3_close refuses while any is alive.
+  begin_.reset();
+  commit_.reset();
+  rollback_.reset();
+  savepoint_.reset();
+  rollback_to_.reset();
+  release_.reset();
+  insert_run_.reset();
+  insert_plan_.reset();
+  insert_event_.reset();
+  save_snapshot_.reset();
+  page_count_.reset();
+  set_watermark_.reset();
+  get_watermark_.reset();
+  sqlite3_close(db_);
+  close(lock_fd_);
+}
+
+absl::Status SqliteStore::Exec(const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    absl::Status st = SqliteError(db_, rc, absl::StrCat(path_, ": ", sql));
+    sqlite3_free(err);
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Migrate() {
+  auto pragma_int = [&](const char* sql) -> absl::StatusOr<int64_t> {
+    absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, sql);
+    if (!st.ok()) return st.status();
+    absl::StatusOr<bool> row = (*st)->Step(sql);
+    if (!row.ok()) return row.status();
+    return *row ? (*st)->Int(0) : 0;
+  };
+  absl::StatusOr<int64_t> app = pragma_int("PRAGMA application_id");
+  if (!app.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, " is not a flightplan database (", app.status().message(),
+                     "); flightpland leaves it untouched. Point --db at a new file."));
+  }
+  absl::StatusOr<int64_t> tables = pragma_int("SELECT count(*) FROM sqlite_master");
+  if (!tables.ok()) return tables.status();
+  if (*app != kApplicationId && (*app != 0 || *tables > 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path_, " is not a flightplan database (application_id ", *app, ", ", *tables,
+        " schema objects); flightpland leaves it untouched. Point --db at a new file."));
+  }
+  absl::StatusOr<int64_t> version = pragma_int("PRAGMA user_version");
+  if (!version.ok()) return version.status();
+  if (*version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path_, " has schema version ", *version, ", newer than this flightpland's ", kSchemaVersion,
+        "; upgrade flightpland (the database is left as it is)."));
+  }
+  if (absl::Status st = Exec("PRAGMA journal_mode=WAL"); !st.ok()) return st;
+  if (absl::Status st = Exec("PRAGMA busy_timeout=5000"); !st.ok()) return st;
+  if (*version == kSchemaVersion) return absl::OkStatus();
+
+  if (absl::Status st = Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+  for (int64_t v = *version; v < kSchemaVersion; ++v) {
+    if (absl::Status st = Exec(Migrations()[static_cast<size_t>(v)]); !st.ok()) {
+      Exec("ROLLBACK").IgnoreError();
+      return st;
+    }
+  }
+  const std::string bump = absl::StrCat("PRAGMA application_id=", kApplicationId,
+                                        "; PRAGMA user_version=", kSchemaVersion, ";");
+  if (absl::Status st = Exec(bump.c_str()); !st.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return st;
+  }
+  return Exec("COMMIT");
+}
+
+absl::Status SqliteStore::Prepare() {
+  struct Entry {
+    std::unique_ptr<Statement>* slot;
+    const char* sql;
+  };
+  const Entry entries[] = {
+      {&begin_, "BEGIN"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&savepoint_, "SAVEPOINT request"},
+      {&rollback_to_, "ROLLBACK TO request"},
+      {&release_, "RELEASE request"},
+      {&insert_run_, "INSERT INTO runs(name, created_us) VALUES(?1, ?2)"},
+      {&insert_plan_, "INSERT INTO plans(run_id, revision, plan, created_us) VALUES(?1, ?2, ?3, ?4)"},
+      {&insert_event_,
+       "INSERT INTO events(run_id, key, time_us, event) VALUES(?1, ?2, ?3, ?4) "
+       "ON CONFLICT(run_id, key) DO NOTHING"},
+      {&save_snapshot_,
+       "INSERT INTO snapshots(run_id, seq, state) VALUES(?1, ?2, ?3) "
+       "ON CONFLICT(run_id) DO UPDATE SET seq = excluded.seq, state = excluded.state"},
+      {&set_watermark_, "UPDATE meta SET value = ?1 WHERE key = 'snapshot_watermark'"},
+      {&get_watermark_, "SELECT value FROM meta WHERE key = 'snapshot_watermark'"},
+      {&page_count_,
+       "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"},
+  };
+  for (const Entry& e : entries) {
+    absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, e.sql);
+    if (!st.ok()) return st.status();
+    *e.slot = std::move(*st);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::ForEachRun(const std::function<void(const StoredRun&)>& fn) {
+  static const char* kSql =
+      "SELECT r.id, r.name, p.revision, p.plan, s.seq, s.state FROM runs r "
+      "JOIN plans p ON p.run_id = r.id AND "
+      "  p.revision = (SELECT MAX(revision) FROM plans WHERE run_id = r.id) "
+      "LEFT JOIN snapshots s ON s.run_id = r.id ORDER BY r.id";
+  absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, kSql);
+  if (!st.ok()) return st.status();
+  Statement& s = **st;
+  while (true) {
+    absl::StatusOr<bool> row = s.Step("read runs");
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    StoredRun run;
+    run.id = s.Int(0);
+    run.name = s.Text(1);
+    run.plan_revision = static_cast<uint32_t>(s.Int(2));
+    run.plan = s.Text(3);
+    if (!s.IsNull(4)) {
+      run.snapshot_seq = s.Int(4);
+      run.snapshot = s.Text(5);
+    }
+    fn(run);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::ForEachEventAfter(
+    int64_t after_seq,
+    const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) {
+  absl::StatusOr<std::unique_ptr<Statement>> st =
+      Statement::Make(db_, "SELECT seq, run_id, event FROM events WHERE seq > ?1 ORDER BY seq");
+  if (!st.ok()) return st.status();
+  Statement& s = **st;
+  s.Bind(1, after_seq);
+  while (true) {
+    absl::StatusOr<bool> row = s.Step("read events");
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (absl::Status status = fn(s.Int(0), s.Int(1), s.Text(2)); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Begin() { return begin_->Reset().Run("BEGIN"); }
+absl::Status SqliteStore::Commit() {
+  absl::Status st = commit_->Reset().Run("COMMIT");
+  if (!st.ok() && !sqlite3_get_autocommit(db_)) Rollback();
+  return st;
+}
+void SqliteStore::Rollback() {
+  if (!sqlite3_get_autocommit(db_)) rollback_->Reset().Run("ROLLBACK").IgnoreError();
+}
+absl::Status SqliteStore::Savepoint() { return savepoint_->Reset().Run("SAVEPOINT"); }
+void SqliteStore::RollbackToSavepoint() {
+  rollback_to_->Reset().Run("ROLLBACK TO").IgnoreError();
+  release_->Reset().Run("RELEASE").IgnoreError();
+}
+absl::Status SqliteStore::ReleaseSavepoint() { return release_->Reset().Run("RELEASE"); }
+
+absl::StatusOr<int64_t> SqliteStore::InsertRun(const std::string& name, absl::Time now) {
+  absl::Status st = insert_run_->Reset().Bind(1, name).Bind(2, absl::ToUnixMicros(now)).Run("insert run");
+  if (!st.ok()) return st;
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
+                                     absl::Time now) {
+  return insert_plan_->Reset()
+      .Bind(1, run_id)
+      .Bind(2, int64_t{revision})
+      .BindBlob(3, plan)
+      .Bind(4, absl::ToUnixMicros(now))
+      .Run("insert plan");
+}
+
+absl::StatusOr<int64_t> SqliteStore::InsertEvent(int64_t run_id, const std::string& key,
+                                                 absl::Time time, const std::string& event) {
+  absl::Status st = insert_event_->Reset()
+                        .Bind(1, run_id)
+                        .Bind(2, key)
+                        .Bind(3, absl::ToUnixMicros(time))
+                        .BindBlob(4, event)
+                        .Run("insert event");
+  if (!st.ok()) return st;
+  if (sqlite3_changes(db_) == 0) return 0;
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::Status SqliteStore::SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) {
+  return save_snapshot_->Reset().Bind(1, run_id).Bind(2, seq).BindBlob(3, state).Run("save snapshot");
+}
+
+absl::Status SqliteStore::SetSnapshotWatermark(int64_t seq) {
+  return set_watermark_->Reset().Bind(1, seq).Run("set snapshot watermark");
+}
+
+absl::StatusOr<int64_t> SqliteStore::SnapshotWatermark() {
+  absl::StatusOr<bool> row = get_watermark_->Reset().Step("read snapshot watermark");
+  if (!row.ok()) return row.status();
+  const int64_t seq = *row ? get_watermark_->Int(0) : 0;
+  get_watermark_->Reset();
+  return seq;
+}
+
+int64_t SqliteStore::DatabaseBytes() {
+  absl::StatusOr<bool> row = page_count_->Reset().Step("page count");
+  const int64_t bytes = row.ok() && *row ? page_count_->Int(0) : 0;
+  page_count_->Reset();
+  return bytes;
+}
+
+}  // namespace flightplan::storage
