@@ -1,0 +1,480 @@
+// flightpland end to end in-process: a real SQLite file, a real gRPC server on
+// 127.0.0.1 port 0, real clients.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/daemon.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "cli/plan_file.h"
+#include "tests/event_log.h"
+#include "tests/subprocess.h"
+
+namespace flightplan {
+namespace {
+
+using testing::CheckpointAt;
+using testing::InterruptedAt;
+using testing::StartedAt;
+using testing::StepsAt;
+using testing::TempDir;
+
+const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
+
+v1::Plan FlagshipPlan() {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(kFlagship);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *plan;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+
+  void Start(daemon::TrackerOptions tracker = {}) {
+    daemon::DaemonOptions options;
+    options.listen = "127.0.0.1:0";
+    options.metrics = "";
+    options.db = db_path_;
+    tracker.events_clock = true;  // deterministic "now": the latest event
+    options.tracker = tracker;
+    absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = std::move(*d);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::Tracker::NewStub(channel_);
+  }
+
+  void Restart(daemon::TrackerOptions tracker = {}) {
+    stub_.reset();
+    channel_.reset();
+    daemon_->Shutdown();
+    daemon_.reset();
+    Start(tracker);
+  }
+
+  grpc::Status Create(const v1::Plan& plan, v1::CreateRunResponse* response = nullptr,
+                      const std::string& run = "") {
+    grpc::ClientContext ctx;
+    v1::CreateRunRequest request;
+    request.set_run(run);
+    *request.mutable_plan() = plan;
+    v1::CreateRunResponse local;
+    return stub_->CreateRun(&ctx, request, response ? response : &local);
+  }
+
+  grpc::Status Report(const std::vector<v1::Event>& events, v1::BatchAck* ack = nullptr) {
+    grpc::ClientContext ctx;
+    v1::EventBatch batch;
+    for (const v1::Event& e : events) *batch.add_events() = e;
+    v1::BatchAck local;
+    return stub_->ReportBatch(&ctx, batch, ack ? ack : &local);
+  }
+
+  v1::RunStatus Status(const std::string& run = "dense-70b-10t") {
+    grpc::ClientContext ctx;
+    v1::GetStatusRequest request;
+    request.set_run(run);
+    v1::RunStatus status;
+    grpc::Status st = stub_->GetStatus(&ctx, request, &status);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    status.clear_as_of();
+    return status;
+  }
+
+  TempDir dir_;
+  std::string db_path_ = dir_.path() + "/flightplan.db";
+  std::unique_ptr<daemon::Daemon> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Tracker::Stub> stub_;
+};
+
+const char kRun[] = "dense-70b-10t";
+
+TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
+  v1::CreateRunResponse r;
+  ASSERT_TRUE(Create(FlagshipPlan(), &r).ok());
+  EXPECT_TRUE(r.created());
+  EXPECT_EQ(r.plan_revision(), 1u);
+  EXPECT_GT(r.report().schedule().total_seconds(), 0);
+  ASSERT_TRUE(Create(FlagshipPlan(), &r).ok());
+  EXPECT_FALSE(r.created());
+
+  v1::Plan other = FlagshipPlan();
+  other.mutable_fleet()->set_gpus(8192);
+  other.mutable_layout()->set_dp(256);
+  EXPECT_EQ(Create(other).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+
+  grpc::ClientContext ctx;
+  v1::UpdatePlanRequest update;
+  update.set_run(kRun);
+  *update.mutable_plan() = other;
+  v1::UpdatePlanResponse updated;
+  ASSERT_TRUE(stub_->UpdatePlan(&ctx, update, &updated).ok());
+  EXPECT_EQ(updated.plan_revision(), 2u);
+  EXPECT_EQ(Status().plan_revision(), 2u);
+  // Kept across a restart.
+  Restart();
+  EXPECT_EQ(Status().plan_revision(), 2u);
+}
+
+TEST_F(DaemonTest, PlanThatFailsItsOwnChecksIsRefusedWithTheFindings) {
+  v1::Plan bad = FlagshipPlan();
+  bad.mutable_data()->set_token_dtype("uint16");
+  grpc::Status st = Create(bad);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("TOKEN_DTYPE_OVERFLOW"), std::string::npos) << st.error_message();
+  grpc::ClientContext ctx;
+  v1::ListRunsResponse runs;
+  ASSERT_TRUE(stub_->ListRuns(&ctx, v1::ListRunsRequest(), &runs).ok());
+  EXPECT_EQ(runs.runs_size(), 0);
+  EXPECT_EQ(Create(FlagshipPlan(), nullptr, "bad name!").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  // The crash of tests/accounting_test.cc, over gRPC, in two batches, the second out of order.
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 300, 100, 1000),
+                      StepsAt(kRun, 360, 110, 1100), StepsAt(kRun, 420, 120, 1200),
+                      CheckpointAt(kRun, 430, 120, 10)})
+                  .ok());
+  v1::BatchAck ack;
+  ASSERT_TRUE(Report({StepsAt(kRun, 1060, 140, 1400), StepsAt(kRun, 490, 130, 1300),
+                      InterruptedAt(kRun, 580, "gpu"), StepsAt(kRun, 550, 140, 1400),
+                      StartedAt(kRun, 880, 2, 120), StepsAt(kRun, 1000, 130, 1300)},
+                     &ack)
+                  .ok());
+  EXPECT_EQ(ack.accepted(), 6u);
+  v1::RunStatus s = Status();
+  EXPECT_EQ(s.state(), "running");
+  EXPECT_EQ(s.progress().tokens(), 1400);
+  EXPECT_DOUBLE_EQ(s.time_seconds().productive(), 180);
+  EXPECT_DOUBLE_EQ(s.time_seconds().checkpoint(), 10);
+  EXPECT_DOUBLE_EQ(s.time_seconds().lost(), 150);
+  EXPECT_DOUBLE_EQ(s.time_seconds().startup(), 420);
+  EXPECT_DOUBLE_EQ(s.time_seconds().down_unplanned(), 300);
+  EXPECT_DOUBLE_EQ(s.time_seconds().elapsed(), 1060);
+  ASSERT_EQ(s.interruptions_size(), 1);
+  EXPECT_EQ(s.interruptions(0).cause(), "gpu");
+  EXPECT_DOUBLE_EQ(s.failure_budget_consumed_seconds(), 570);
+  EXPECT_GT(s.throughput().plan_tokens_per_second(), 3e6);
+
+  Restart();
+  EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+TEST_F(DaemonTest, DuplicatesAreAcknowledgedAndIgnored) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  v1::Event started = StartedAt(kRun, 0, 1, 0);
+  started.set_id("a1");
+  v1::Event steps = StepsAt(kRun, 60, 10, 100);
+  steps.set_id("s10");
+  ASSERT_TRUE(Report({started, steps}).ok());
+  const v1::RunStatus before = Status();
+  v1::BatchAck ack;
+  // Same ids; and an event without id whose natural key repeats.
+  v1::Event no_id = StepsAt(kRun, 120, 20, 200);
+  ASSERT_TRUE(Report({started, steps, no_id}, &ack).ok());
+  EXPECT_EQ(ack.accepted(), 1u);
+  EXPECT_EQ(ack.duplicates(), 2u);
+  ASSERT_TRUE(Report({no_id, steps}, &ack).ok());
+  EXPECT_EQ(ack.accepted(), 0u);
+  EXPECT_EQ(ack.duplicates(), 2u);
+  const v1::RunStatus after = Status();
+  EXPECT_EQ(after.events(), before.events() + 1);
+  EXPECT_EQ(after.progress().tokens(), 200);
+}
+
+struct BadBatch {
+  const char* name;
+  std::vector<v1::Event> events;
+  grpc::StatusCode code;
+  const char* says;
+};
+
+v1::Event NoTime() {
+  v1::Event e = StepsAt(kRun, 500, 31, 310);
+  e.clear_time();
+  return e;
+}
+v1::Event NoKind() {
+  v1::Event e = StepsAt(kRun, 500, 31, 310);
+  e.clear_steps();
+  return e;
+}
+v1::Event FromAttempt(v1::Event e, uint32_t attempt) {
+  e.set_attempt(attempt);
+  return e;
+}
+
+TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
+                      InterruptedAt(kRun, 150, "gpu"), StartedAt(kRun, 200, 2, 0),
+                      StepsAt(kRun, 300, 20, 200), CheckpointAt(kRun, 310, 20, 10),
+                      StepsAt(kRun, 400, 30, 300)})
+                  .ok());
+  const v1::RunStatus before = Status();
+  const BadBatch cases[] = {
+      {"unknown run", {StepsAt("nope", 500, 31, 310)}, grpc::StatusCode::NOT_FOUND,
+       "run 'nope' does not exist"},
+      {"no time", {NoTime()}, grpc::StatusCode::INVALID_ARGUMENT, "event.time is required"},
+      {"no kind", {NoKind()}, grpc::StatusCode::INVALID_ARGUMENT, "event has no kind"},
+      {"negative tokens", {StepsAt(kRun, 500, 31, -5)}, grpc::StatusCode::INVALID_ARGUMENT,
+       "steps.tokens -5 is negative"},
+      {"tokens backwards", {StepsAt(kRun, 500, 31, 250)}, grpc::StatusCode::FAILED_PRECONDITION,
+       "without a restore"},
+      {"superseded attempt", {FromAttempt(StepsAt(kRun, 500, 31, 310), 1)},
+       grpc::StatusCode::FAILED_PRECONDITION, "which attempt 2 superseded"},
+      // One bad event spoils its batch: the good one before it is not stored either.
+      {"good then bad", {StepsAt(kRun, 500, 31, 310), StepsAt(kRun, 510, 32, 100)},
+       grpc::StatusCode::FAILED_PRECONDITION, "events[1]"},
+      {"bad run name", {StepsAt("a/b", 500, 31, 310)}, grpc::StatusCode::INVALID_ARGUMENT,
+       "run name"},
+  };
+  for (const BadBatch& c : cases) {
+    grpc::Status st = Report(c.events);
+    EXPECT_EQ(st.error_code(), c.code) << c.name << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find(c.says), std::string::npos) << c.name << ": " << st.error_message();
+    EXPECT_EQ(Status().DebugString(), before.DebugString()) << c.name;
+  }
+  // Over the batch limit.
+  std::vector<v1::Event> huge(10001, StepsAt(kRun, 500, 31, 310));
+  EXPECT_EQ(Report(huge).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Status().DebugString(), before.DebugString());
+}
+
+TEST_F(DaemonTest, RestoreToAStepNeverCheckpointedIsAcceptedAndFlagged) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
+                      StepsAt(kRun, 200, 20, 200), InterruptedAt(kRun, 210, "gpu"),
+                      StartedAt(kRun, 300, 2, 15)})
+                  .ok());
+  const v1::RunStatus s = Status();
+  ASSERT_EQ(s.flags_size(), 1);
+  EXPECT_NE(s.flags(0).find("never checkpointed"), std::string::npos);
+}
+
+TEST_F(DaemonTest, GarbageOnTheWireIsRefusedAndTheDaemonServesOn) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  grpc::GenericStub generic(channel_);
+  grpc::ClientContext ctx;
+  const char garbage[] = "\xff\xff\xff\xff\x0f this is not a protobuf";
+  grpc::Slice slice(garbage, sizeof(garbage) - 1);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status result;
+  generic.UnaryCall(&ctx, "/flightplan.v1.Tracker/ReportBatch", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status st) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      result = st;
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(Status().events(), 0u);
+  EXPECT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
+}
+
+TEST_F(DaemonTest, StreamAcknowledgesEachBatchAndSurvivesABadOne) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub_->ReportEvents(&ctx);
+  v1::EventBatch b1, b2, b3;
+  b1.set_sequence(1);
+  *b1.add_events() = StartedAt(kRun, 0, 1, 0);
+  *b1.add_events() = StepsAt(kRun, 60, 10, 100);
+  b2.set_sequence(2);
+  *b2.add_events() = StepsAt(kRun, 120, 5, 50);  // backwards: refused
+  b3.set_sequence(3);
+  *b3.add_events() = StepsAt(kRun, 120, 20, 200);
+  ASSERT_TRUE(stream->Write(b1));
+  ASSERT_TRUE(stream->Write(b2));
+  ASSERT_TRUE(stream->Write(b3));
+  stream->WritesDone();
+  std::vector<v1::BatchAck> acks;
+  v1::BatchAck ack;
+  while (stream->Read(&ack)) acks.push_back(ack);
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(acks.size(), 3u);
+  EXPECT_EQ(acks[0].sequence(), 1u);
+  EXPECT_EQ(acks[0].accepted(), 2u);
+  EXPECT_EQ(acks[1].sequence(), 2u);
+  EXPECT_EQ(acks[1].code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  EXPECT_NE(acks[1].message().find("goes backwards"), std::string::npos);
+  EXPECT_EQ(acks[2].accepted(), 1u);
+  EXPECT_EQ(Status().progress().tokens(), 200);
+}
+
+TEST_F(DaemonTest, WatchPushesWhenTheRunChanges) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
+  grpc::ClientContext ctx;
+  v1::GetStatusRequest request;
+  request.set_run(kRun);
+  auto reader = stub_->WatchStatus(&ctx, request);
+  v1::RunStatus s;
+  ASSERT_TRUE(reader->Read(&s));
+  EXPECT_EQ(s.events(), 1u);
+  ASSERT_TRUE(Report({StepsAt(kRun, 60, 10, 100)}).ok());
+  // Coalesced pushes: read until the change shows (bounded by the test's own timeout).
+  while (s.events() < 2 && reader->Read(&s)) {
+  }
+  EXPECT_EQ(s.events(), 2u);
+  EXPECT_EQ(s.progress().tokens(), 100);
+  ctx.TryCancel();
+  v1::RunStatus rest;
+  while (reader->Read(&rest)) {
+  }
+  // An unknown run ends the watch with NOT_FOUND.
+  grpc::ClientContext ctx2;
+  request.set_run("nope");
+  auto missing = stub_->WatchStatus(&ctx2, request);
+  EXPECT_FALSE(missing->Read(&s));
+  EXPECT_EQ(missing->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(DaemonTest, HealthServiceServes) {
+  grpc::ClientContext ctx;
+  grpc::ByteBuffer unused;
+  auto health = daemon_->grpc_port();
+  EXPECT_GT(health, 0);
+  // The standard service answers SERVING for the whole server ("").
+  std::shared_ptr<grpc::Channel> ch = channel_;
+  grpc::GenericStub generic(ch);
+  const char empty_request[] = "";  // HealthCheckRequest{service: ""} encodes to nothing
+  grpc::Slice slice(empty_request, 0);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status result;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status st) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      result = st;
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
+  ASSERT_TRUE(result.ok()) << result.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
+}
+
+TEST_F(DaemonTest, SnapshotsMakeARestartFoldOnlyTheTail) {
+  daemon::TrackerOptions often;
+  often.snapshot_every_events = 100;
+  Restart(often);
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 3000, 7);
+  for (size_t i = 0; i < log.size(); i += 250) {
+    std::vector<v1::Event> batch(log.begin() + static_cast<long>(i),
+                                 log.begin() + static_cast<long>(std::min(log.size(), i + 250)));
+    ASSERT_TRUE(Report(batch).ok());
+  }
+  const v1::RunStatus s = Status();
+  EXPECT_EQ(s.events(), log.size());
+  EXPECT_EQ(s.state(), "finished");
+  Restart(often);
+  EXPECT_EQ(Status().DebugString(), s.DebugString());
+  // The restart found a snapshot and a watermark near the end of the log: it folded only
+  // the events after it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db_path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT value FROM meta WHERE key = 'snapshot_watermark'), "
+                               "(SELECT max(seq) FROM events), (SELECT count(*) FROM snapshots)",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  const int64_t watermark = sqlite3_column_int64(stmt, 0);
+  const int64_t max_seq = sqlite3_column_int64(stmt, 1);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 2), 1);
+  EXPECT_GT(watermark, 0);
+  EXPECT_LE(max_seq - watermark, 350);  // at most one batch past a 100-event round
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  // And with snapshots every 100 events, a database written by the restart is read the same
+  // by a daemon that snapshots rarely.
+  Restart();
+  EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+TEST(DaemonStorage, RefusesAFileThatIsNotOursAndANewerSchema) {
+  TempDir dir;
+  daemon::DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics = "";
+  options.db = dir.Write("notes.db", "these are my notes, not a database");
+  absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(d.status().message()).find("is not a flightplan database"), std::string::npos);
+  std::ifstream in(options.db);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "these are my notes, not a database");  // untouched
+
+  // Another application's SQLite file.
+  options.db = dir.path() + "/other.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(options.db.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  d = daemon::Daemon::Start(options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(std::string(d.status().message()).find("is not a flightplan database"), std::string::npos);
+
+  // Ours, but from a newer flightpland.
+  options.db = dir.path() + "/newer.db";
+  d = daemon::Daemon::Start(options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  (*d)->Shutdown();
+  d->reset();
+  ASSERT_EQ(sqlite3_open(options.db.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  d = daemon::Daemon::Start(options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(std::string(d.status().message()).find("schema version 99, newer"), std::string::npos)
+      << d.status();
+}
+
+TEST(DaemonStorage, ASecondDaemonOnTheSameFileFailsAtOnce) {
+  TempDir dir;
+  daemon::DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics = "";
+  options.db = dir.path() + "/f.db";
+  absl::StatusOr<std::unique_ptr<daemon::Daemon>> first = daemon::Daemon::Start(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<daemon::Daemon>> second = daemon::Daemon::Start(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(std::string(second.status().message()).find("in use by another flightpland"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace flightplan
