@@ -5,7 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -50,6 +54,55 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   r.out = Slurp(out_path);
   r.err = Slurp(err_path);
   return r;
+}
+
+Child::Child(const std::vector<std::string>& argv, const std::string& log_path) : log_path_(log_path) {
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int in = open("/dev/null", O_RDONLY);
+    if (out < 0 || in < 0) _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Child::~Child() {
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+void Child::Signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+int Child::Wait() {
+  if (!reaped_) {
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+  }
+  return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_);
+}
+
+std::string Child::WaitForLog(const std::string& text, double seconds) const {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  std::string log;
+  while (std::chrono::steady_clock::now() < deadline) {
+    log = Slurp(log_path_);
+    if (log.find(text) != std::string::npos) return log;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return log;
 }
 
 TempDir::TempDir() {

@@ -17,6 +17,27 @@ struct ProcessResult {
 // Runs argv[0] with argv, feeding `input` on standard input.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "");
 
+// A child running in the background, its stdout and stderr going to `log_path`.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& log_path);
+  ~Child();  // SIGKILLs it if still running
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  void Signal(int sig);
+  // Waits for the exit; returns the exit code, or -signal when killed by one.
+  int Wait();
+  // Waits up to `seconds` for `text` to appear in the log; returns the log.
+  std::string WaitForLog(const std::string& text, double seconds) const;
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  std::string log_path_;
+};
+
 // A fresh temporary directory, removed with its contents when destroyed.
 class TempDir {
  public:

@@ -1,0 +1,198 @@
+// flightpland and flightplan as real processes: a kill -9 in the middle of a replay, a
+// SIGTERM drain, and the command line's errors.
+#include <signal.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/event_log.h"
+#include "tests/subprocess.h"
+
+namespace flightplan {
+namespace {
+
+using testing::Child;
+using testing::RunProcess;
+using testing::TempDir;
+
+const std::string kDaemon = FLIGHTPLAN_DAEMON_BIN;
+const std::string kCli = FLIGHTPLAN_BIN;
+const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
+const char kRun[] = "dense-70b-10t";
+
+// A flightpland child on a free port, with the event clock.
+class DaemonProcess {
+ public:
+  DaemonProcess(const std::string& db, const std::string& log)
+      : child_({kDaemon, "--db", db, "--listen", "127.0.0.1:0", "--metrics", "", "--clock", "events"},
+               log) {
+    const std::string text = child_.WaitForLog("serving gRPC on", 20);
+    std::smatch m;
+    static const std::regex kPort("serving gRPC on 127\\.0\\.0\\.1:([0-9]+)");
+    if (std::regex_search(text, m, kPort)) address_ = "127.0.0.1:" + m[1].str();
+  }
+  const std::string& address() const { return address_; }
+  Child& child() { return child_; }
+
+  v1::RunStatus Status() const {
+    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::GetStatusRequest request;
+    request.set_run(kRun);
+    v1::RunStatus status;
+    const grpc::Status st = stub->GetStatus(&ctx, request, &status);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return status;
+  }
+
+ private:
+  Child child_;
+  std::string address_;
+};
+
+testing::ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
+  std::vector<std::string> argv = {kCli, "--server", server};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
+TEST(Process, KillNineMidReplayThenRestartAndReplayEqualsACleanReplay) {
+  TempDir dir;
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 60000, 11);
+  const std::string events = dir.Write("events.jsonl", testing::ToJsonLines(log));
+
+  // The reference: a clean replay into a fresh database.
+  v1::RunStatus clean;
+  {
+    DaemonProcess d(dir.path() + "/clean.db", dir.path() + "/clean.log");
+    ASSERT_FALSE(d.address().empty());
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    const auto r = Cli(d.address(), {"replay", events, "--batch", "200"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(" accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+    clean = d.Status();
+    ASSERT_EQ(clean.events(), log.size());
+    ASSERT_EQ(clean.state(), "finished");
+  }
+
+  const std::string db = dir.path() + "/crash.db";
+  uint64_t seen_before_kill = 0;
+  {
+    DaemonProcess d(db, dir.path() + "/crash1.log");
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    Child replay({kCli, "--server", d.address(), "replay", events, "--batch", "200"},
+                 dir.path() + "/replay1.log");
+    // Wait until about a third is committed, then kill the daemon without warning.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      seen_before_kill = d.Status().events();
+      if (seen_before_kill > log.size() / 3) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_GT(seen_before_kill, 0u);
+    ASSERT_LT(seen_before_kill, log.size()) << "the replay finished before the kill";
+    d.child().Signal(SIGKILL);
+    EXPECT_EQ(d.child().Wait(), -SIGKILL);
+    EXPECT_NE(replay.Wait(), 0);  // the client saw the daemon die
+  }
+  {
+    DaemonProcess d(db, dir.path() + "/crash2.log");
+    // Everything acknowledged (seen committed) before the kill is there.
+    EXPECT_GE(d.Status().events(), seen_before_kill);
+    const auto r = Cli(d.address(), {"replay", events, "--batch", "200"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(" 0 rejected"), std::string::npos) << r.out;
+    v1::RunStatus after = d.Status();
+    after.clear_as_of();
+    clean.clear_as_of();
+    EXPECT_EQ(after.DebugString(), clean.DebugString());
+  }
+}
+
+TEST(Process, SigtermDrainsAndExitsZero) {
+  TempDir dir;
+  const std::string db = dir.path() + "/f.db";
+  const std::string events = dir.Write("events.jsonl", testing::ToJsonLines(testing::SyntheticRun(kRun, 2000, 3)));
+  v1::RunStatus before;
+  {
+    DaemonProcess d(db, dir.path() + "/1.log");
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    ASSERT_EQ(Cli(d.address(), {"replay", events}).exit_code, 0);
+    before = d.Status();
+    d.child().Signal(SIGTERM);
+    EXPECT_EQ(d.child().Wait(), 0);
+    EXPECT_NE(d.child().WaitForLog("stopped", 5).find("flightpland: stopped"), std::string::npos);
+  }
+  DaemonProcess d(db, dir.path() + "/2.log");
+  EXPECT_EQ(d.Status().DebugString(), before.DebugString());
+}
+
+TEST(Process, CommandLineShowsTheDaemonsErrors) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  auto r = Cli(d.address(), {"status", "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND: run 'nope' does not exist"), std::string::npos) << r.err;
+
+  r = Cli(d.address(), {"runs"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("no runs"), std::string::npos);
+
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  r = Cli(d.address(), {"create", kFlagship});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("already exists with this plan"), std::string::npos);
+
+  r = Cli(d.address(), {"report", kRun, "--started", "1", "--time", "2027-01-04T00:00:00Z"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(d.address(), {"report", kRun, "--step", "10", "--tokens", "100", "--time",
+                        "2027-01-04T00:10:00Z"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(d.address(), {"report", kRun, "--step", "5", "--tokens", "50", "--time",
+                        "2027-01-04T00:20:00Z"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION"), std::string::npos) << r.err;
+  r = Cli(d.address(), {"report", kRun});
+  EXPECT_EQ(r.exit_code, 2);  // no event kind given
+
+  r = Cli(d.address(), {"status", kRun, "--json"});
+  ASSERT_EQ(r.exit_code, 0);
+  v1::RunStatus status;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &status).ok()) << r.out;
+  EXPECT_EQ(status.progress().tokens(), 100);
+  EXPECT_DOUBLE_EQ(status.time_seconds().startup(), 600);
+  EXPECT_NE(r.out.find("\"down_unplanned\""), std::string::npos);  // proto field names
+
+  r = Cli(d.address(), {"status", kRun});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("startup"), std::string::npos);
+
+  // A replay with a bad line and a refused event: counted, named by line, exit 1.
+  const std::string bad = dir.Write(
+      "bad.jsonl",
+      "{\"run\":\"dense-70b-10t\",\"time\":\"2027-01-04T00:30:00Z\",\"steps\":{\"step\":20,\"tokens\":200}}\n"
+      "this is not json\n"
+      "{\"run\":\"dense-70b-10t\",\"time\":\"2027-01-04T00:40:00Z\",\"steps\":{\"step\":15,\"tokens\":150}}\n"
+      "{\"run\":\"dense-70b-10t\",\"time\":\"2027-01-04T00:30:00Z\",\"steps\":{\"step\":20,\"tokens\":200}}\n");
+  r = Cli(d.address(), {"replay", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("1 accepted, 1 duplicates, 2 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("line 2: not a flightplan.v1.Event"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("line 3: FAILED_PRECONDITION"), std::string::npos) << r.out;
+
+  // Nobody listening.
+  r = Cli("127.0.0.1:1", {"--timeout", "2", "runs"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace flightplan
