@@ -146,10 +146,12 @@ void AddMark(RunState& s, int64_t step) {
 }
 
 void PushSample(RunState& s, absl::Time t) {
-  // Samples closer than 1/256 of the window replace the newest one, so an hour holds at
-  // most ~257 whatever the report rate.
+  // The newest sample is replaced while it sits closer than 1/256 of the window to the one
+  // before it, so kept samples are that far apart: an hour holds at most ~257 of them,
+  // whatever the report rate.
   const ThroughputSample sample{t, s.seconds.productive, s.productive_tokens};
-  if (s.recent.size() >= 2 && t - s.recent[s.recent.size() - 2].time < kRecentWindow / 256) {
+  if (s.recent.size() >= 2 &&
+      s.recent.back().time - s.recent[s.recent.size() - 2].time < kRecentWindow / 256) {
     s.recent.back() = sample;
   } else {
     s.recent.push_back(sample);
