@@ -1,0 +1,190 @@
+// Ingest benchmark: events/s through a real flightpland (gRPC on loopback, the writer,
+// SQLite) beside this machine's SQLite ceiling measured in the same run: bulk inserts of
+// as many rows, with the same unique key, in transactions of the same size. Also the
+// restart time on the resulting database, with and without snapshots.
+//
+//   flightplan_bench [--events N] [--batch B]
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/plan_file.h"
+#include "daemon/daemon.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tests/event_log.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void Check(int rc, sqlite3* db) {
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) {
+    std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
+    std::exit(1);
+  }
+}
+
+// Raw SQLite: the same table, index, journal and sync mode as flightpland, one prepared
+// INSERT, `batch` rows per transaction. The payloads are the same serialized events.
+double SqliteCeiling(const std::string& path, const std::vector<std::string>& payloads,
+                     const std::vector<std::string>& keys, size_t batch) {
+  sqlite3* db = nullptr;
+  Check(sqlite3_open(path.c_str(), &db), db);
+  Check(sqlite3_exec(db,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                     "CREATE TABLE events(seq INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, "
+                     "key TEXT NOT NULL, time_us INTEGER NOT NULL, event BLOB NOT NULL);"
+                     "CREATE UNIQUE INDEX events_by_key ON events(run_id, key);",
+                     nullptr, nullptr, nullptr),
+        db);
+  sqlite3_stmt* insert = nullptr;
+  Check(sqlite3_prepare_v2(db,
+                           "INSERT INTO events(run_id, key, time_us, event) VALUES(1, ?1, ?2, ?3) "
+                           "ON CONFLICT(run_id, key) DO NOTHING",
+                           -1, &insert, nullptr),
+        db);
+  const auto start = Clock::now();
+  for (size_t i = 0; i < payloads.size(); i += batch) {
+    Check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db);
+    for (size_t j = i; j < std::min(payloads.size(), i + batch); ++j) {
+      sqlite3_bind_text(insert, 1, keys[j].data(), static_cast<int>(keys[j].size()), SQLITE_STATIC);
+      sqlite3_bind_int64(insert, 2, static_cast<sqlite3_int64>(j));
+      sqlite3_bind_blob(insert, 3, payloads[j].data(), static_cast<int>(payloads[j].size()), SQLITE_STATIC);
+      Check(sqlite3_step(insert), db);
+      sqlite3_reset(insert);
+    }
+    Check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db);
+  }
+  const double seconds = Since(start);
+  sqlite3_finalize(insert);
+  sqlite3_close(db);
+  return static_cast<double>(payloads.size()) / seconds;
+}
+
+flightplan::daemon::DaemonOptions Options(const std::string& db, uint64_t snapshot_every) {
+  flightplan::daemon::DaemonOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics = "";
+  o.db = db;
+  o.tracker.events_clock = true;
+  o.tracker.snapshot_every_events = snapshot_every;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t events = 300000, batch = 1000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--events") events = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--batch") batch = std::strtoull(argv[i + 1], nullptr, 10);
+  }
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           absl::StrCat("flightplan-bench-", getpid())).string();
+  std::filesystem::create_directories(dir);
+  const std::string run = "bench";
+  std::vector<flightplan::v1::Event> log = flightplan::testing::SyntheticRun(run, static_cast<int64_t>(events), 1);
+  log.resize(std::min(log.size(), events));
+  std::vector<std::string> payloads, keys;
+  for (const auto& e : log) {
+    payloads.push_back(e.SerializeAsString());
+    keys.push_back(e.id());
+  }
+  std::printf("flightplan ingest benchmark: %zu events in batches of %zu\n", log.size(), batch);
+
+  const double ceiling = SqliteCeiling(dir + "/ceiling.db", payloads, keys, batch);
+  std::printf("  SQLite ceiling (bulk insert, same schema and key, WAL, NORMAL): %10.0f rows/s\n", ceiling);
+
+  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
+  if (!plan.ok()) return 1;
+  plan->set_name(run);
+  const std::string db = dir + "/daemon.db";
+  double streamed = 0;
+  {
+    auto d = flightplan::daemon::Daemon::Start(Options(db, 20000));
+    if (!d.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(d.status().message()).c_str());
+      return 1;
+    }
+    auto stub = flightplan::v1::Tracker::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+    {
+      grpc::ClientContext ctx;
+      flightplan::v1::CreateRunRequest create;
+      *create.mutable_plan() = *plan;
+      flightplan::v1::CreateRunResponse response;
+      if (!stub->CreateRun(&ctx, create, &response).ok()) return 1;
+    }
+    grpc::ClientContext ctx;
+    auto stream = stub->ReportEvents(&ctx);
+    const auto start = Clock::now();
+    uint64_t sequence = 0;
+    std::thread writer([&] {
+      for (size_t i = 0; i < log.size(); i += batch) {
+        flightplan::v1::EventBatch b;
+        b.set_sequence(++sequence);
+        for (size_t j = i; j < std::min(log.size(), i + batch); ++j) *b.add_events() = log[j];
+        stream->Write(b);
+      }
+      stream->WritesDone();
+    });
+    flightplan::v1::BatchAck ack;
+    uint64_t accepted = 0, refused = 0;
+    while (stream->Read(&ack)) {
+      accepted += ack.accepted();
+      if (ack.code() != 0) ++refused;
+    }
+    writer.join();
+    const grpc::Status st = stream->Finish();
+    streamed = static_cast<double>(accepted) / Since(start);
+    if (!st.ok() || accepted != log.size()) {
+      std::fprintf(stderr, "stream: %s, %llu accepted, %llu batches refused\n",
+                   st.error_message().c_str(), static_cast<unsigned long long>(accepted),
+                   static_cast<unsigned long long>(refused));
+      return 1;
+    }
+    std::printf("  flightpland, ReportEvents stream over loopback gRPC:          %10.0f events/s\n", streamed);
+
+    // One event per unary call, one at a time: the latency a training loop's client sees.
+    const int calls = 2000;
+    const auto unary_start = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      grpc::ClientContext c;
+      flightplan::v1::EventBatch b;
+      *b.add_events() = log[static_cast<size_t>(i)];  // duplicates: the full round trip, no state change
+      flightplan::v1::BatchAck a;
+      stub->ReportBatch(&c, b, &a);
+    }
+    std::printf("  unary ReportBatch, 1 event, sequential: %.0f us per call\n",
+                Since(unary_start) / calls * 1e6);
+  }
+  std::printf("  ratio to the SQLite ceiling: %.2f\n", streamed / ceiling);
+
+  // Restart on the database just written: with snapshots (every 20,000 events), then
+  // forcing a fold of the whole log.
+  auto restart = [&](const char* what) {
+    const auto t = Clock::now();
+    auto d = flightplan::daemon::Daemon::Start(Options(db, 20000));
+    const double seconds = Since(t);
+    const uint64_t folded = d.ok() ? (*d)->tracker().Find(run)->state.events : 0;
+    std::printf("  restart %s: %.3f s to serve (%llu events in the run's state)\n", what, seconds,
+                static_cast<unsigned long long>(folded));
+  };
+  restart("with snapshots");
+  sqlite3* raw = nullptr;
+  sqlite3_open(db.c_str(), &raw);
+  sqlite3_exec(raw, "DELETE FROM snapshots; UPDATE meta SET value = 0;", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  restart("folding the whole log");
+  std::filesystem::remove_all(dir);
+  return 0;
+}
