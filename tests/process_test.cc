@@ -1,6 +1,10 @@
 // flightpland and flightplan as real processes: a kill -9 in the middle of a replay, a
 // SIGTERM drain, and the command line's errors.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <regex>
@@ -30,15 +34,19 @@ const char kRun[] = "dense-70b-10t";
 // A flightpland child on a free port, with the event clock.
 class DaemonProcess {
  public:
-  DaemonProcess(const std::string& db, const std::string& log)
-      : child_({kDaemon, "--db", db, "--listen", "127.0.0.1:0", "--metrics", "", "--clock", "events"},
+  DaemonProcess(const std::string& db, const std::string& log, bool metrics = false)
+      : child_({kDaemon, "--db", db, "--listen", "127.0.0.1:0", "--metrics",
+                metrics ? "127.0.0.1:0" : "", "--clock", "events"},
                log) {
     const std::string text = child_.WaitForLog("serving gRPC on", 20);
     std::smatch m;
     static const std::regex kPort("serving gRPC on 127\\.0\\.0\\.1:([0-9]+)");
     if (std::regex_search(text, m, kPort)) address_ = "127.0.0.1:" + m[1].str();
+    static const std::regex kMetrics("metrics on http://127\\.0\\.0\\.1:([0-9]+)/metrics");
+    if (std::regex_search(text, m, kMetrics)) metrics_port_ = std::stoi(m[1].str());
   }
   const std::string& address() const { return address_; }
+  int metrics_port() const { return metrics_port_; }
   Child& child() { return child_; }
 
   v1::RunStatus Status() const {
@@ -56,7 +64,32 @@ class DaemonProcess {
  private:
   Child child_;
   std::string address_;
+  int metrics_port_ = 0;
 };
+
+// GET http://127.0.0.1:port/path with a plain socket; returns the whole response.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (write(fd, request.data(), request.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return response;
+}
 
 testing::ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
   std::vector<std::string> argv = {kCli, "--server", server};
@@ -192,6 +225,30 @@ TEST(Process, CommandLineShowsTheDaemonsErrors) {
   r = Cli("127.0.0.1:1", {"--timeout", "2", "runs"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
+}
+
+TEST(Process, MetricsShowIngestAndStorage) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true);
+  ASSERT_GT(d.metrics_port(), 0);
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  const std::string events = dir.Write("e.jsonl", testing::ToJsonLines(testing::SyntheticRun(kRun, 100, 5)));
+  ASSERT_EQ(Cli(d.address(), {"replay", events}).exit_code, 0);
+  ASSERT_EQ(Cli(d.address(), {"replay", events}).exit_code, 0);  // all duplicates
+  ASSERT_EQ(Cli(d.address(), {"report", kRun, "--step", "1", "--tokens", "0", "--attempt", "1"}).exit_code, 1);
+  const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  const size_t n = testing::SyntheticRun(kRun, 100, 5).size();
+  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"accepted\"} ", n)),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"duplicate\"} ", n)),
+            std::string::npos);
+  EXPECT_NE(metrics.find("flightplan_ingest_rejected_events_total{code=\"failed_precondition\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("flightplan_storage_commit_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.find("flightplan_runs 1"), std::string::npos);
+  EXPECT_NE(metrics.find("# HELP flightplan_storage_database_bytes"), std::string::npos);
 }
 
 }  // namespace
