@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "proto/grpc/reflection/v1alpha/reflection_min.pb.h"
 #include "cli/plan_file.h"
 #include "tests/event_log.h"
 #include "tests/subprocess.h"
@@ -381,6 +383,31 @@ TEST_F(DaemonTest, HealthServiceServes) {
   std::string bytes;
   for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
+}
+
+TEST_F(DaemonTest, ReflectionListsTheServices) {
+  namespace refl = ::flightplan::testing::reflection;
+  const grpc::internal::RpcMethod method(
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+      grpc::internal::RpcMethod::BIDI_STREAMING, channel_);
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>>
+      stream(grpc::internal::ClientReaderWriterFactory<
+             refl::ServerReflectionRequest, refl::ServerReflectionResponse>::Create(channel_.get(),
+                                                                                    method, &ctx));
+  refl::ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  refl::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::set<std::string> names;
+  for (const auto& s : response.list_services_response().service()) names.insert(s.name());
+  EXPECT_TRUE(names.count("flightplan.v1.Tracker"));
+  EXPECT_TRUE(names.count("grpc.health.v1.Health"));
+  while (stream->Read(&response)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 TEST_F(DaemonTest, SnapshotsMakeARestartFoldOnlyTheTail) {
