@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -186,13 +187,42 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
     in = &file;
   }
   auto stub = Connect(client);
+  ReplayCounts counts;
+  Progress progress(options.progress && isatty(STDERR_FILENO), total_bytes);
+  google::protobuf::util::JsonParseOptions parse;
+  parse.ignore_unknown_fields = false;
+  size_t line_no = 0;
+  uint64_t bytes = 0, sent = 0;
+  // The next batch from the file; false at the end. Bad lines are counted as rejected.
+  auto next_batch = [&](PendingBatch& batch) {
+    batch = PendingBatch{};
+    std::string line;
+    while (batch.events.size() < options.batch_events && std::getline(*in, line)) {
+      ++line_no;
+      bytes += line.size() + 1;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      v1::Event event;
+      const auto st = google::protobuf::util::JsonStringToMessage(line, &event, parse);
+      if (!st.ok()) {
+        counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message().as_string()));
+        continue;
+      }
+      batch.events.push_back(std::move(event));
+      batch.lines.push_back(line_no);
+    }
+    sent += batch.events.size();
+    progress.Update(bytes, sent);
+    return !batch.events.empty();
+  };
+
+  // Phase 1: stream batches, pipelined, until the file ends or a batch is refused (the
+  // daemon then refuses the rest of the stream, to keep the events in order).
+  std::mutex mu;
+  std::map<uint64_t, PendingBatch> pending;  // sent, not yet acknowledged
+  std::map<uint64_t, PendingBatch> refused;  // to resend in order
+  std::atomic<bool> stop{false};
   grpc::ClientContext ctx;  // the stream lives as long as the replay: no deadline
   auto stream = stub->ReportEvents(&ctx);
-
-  std::mutex mu;
-  ReplayCounts counts;
-  std::map<uint64_t, PendingBatch> pending;
-  std::vector<PendingBatch> retry, split;
   std::thread reader([&] {
     v1::BatchAck ack;
     while (stream->Read(&ack)) {
@@ -202,27 +232,17 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
       if (ack.code() == 0) {
         counts.accepted += ack.accepted();
         counts.duplicates += ack.duplicates();
-      } else if (ack.code() == static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED) ||
-                 ack.code() == static_cast<int>(grpc::StatusCode::UNAVAILABLE)) {
-        retry.push_back(std::move(it->second));
       } else {
-        split.push_back(std::move(it->second));
+        refused[ack.sequence()] = std::move(it->second);
+        stop = true;
       }
       pending.erase(it);
     }
   });
-
-  Progress progress(options.progress && isatty(STDERR_FILENO), total_bytes);
-  google::protobuf::util::JsonParseOptions parse;
-  parse.ignore_unknown_fields = false;
-  std::string line;
-  size_t line_no = 0;
-  uint64_t bytes = 0, sent = 0;
   uint64_t sequence = 0;
-  bool broken = false;
   PendingBatch batch;
-  auto flush = [&] {
-    if (batch.events.empty() || broken) return;
+  bool more = true;
+  while (!stop && (more = next_batch(batch))) {
     v1::EventBatch msg;
     msg.set_sequence(++sequence);
     for (const v1::Event& e : batch.events) *msg.add_events() = e;
@@ -230,55 +250,39 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
       std::lock_guard<std::mutex> lock(mu);
       pending[sequence] = std::move(batch);
     }
-    batch = PendingBatch{};
-    if (!stream->Write(msg)) broken = true;
-  };
-  while (std::getline(*in, line)) {
-    ++line_no;
-    bytes += line.size() + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    v1::Event event;
-    const auto st = google::protobuf::util::JsonStringToMessage(line, &event, parse);
-    if (!st.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message().as_string()));
-      continue;
-    }
-    batch.events.push_back(std::move(event));
-    batch.lines.push_back(line_no);
-    ++sent;
-    if (batch.events.size() >= options.batch_events) flush();
-    progress.Update(bytes, sent);
-    if (broken) break;
+    if (!stream->Write(msg)) break;
   }
-  flush();
+  if (stop && more && !batch.events.empty() && pending.count(sequence) == 0) {
+    // Read but not sent: goes after the refused ones.
+    refused[++sequence] = std::move(batch);
+  }
   stream->WritesDone();
   reader.join();
-  grpc::Status st = stream->Finish();
-  progress.Update(bytes, sent, true);
-  if (!st.ok() || broken) {
-    err << "flightplan replay: stream ended: " << CodeName(st.error_code()) << ": "
-        << st.error_message() << "\n";
-    for (auto& [seq, b] : pending) retry.push_back(std::move(b));
-    pending.clear();
-    if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      Fail(err, "replay", st, client);
-      return 1;
-    }
+  const grpc::Status st = stream->Finish();
+  for (auto& [seq, b] : pending) refused[seq] = std::move(b);  // never acknowledged
+  pending.clear();
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    progress.Update(bytes, sent, true);
+    return Fail(err, "replay", st, client);
   }
-  for (const PendingBatch& b : retry) {
+
+  // Phase 2: one batch at a time, in order: first the refused ones, then the rest of the
+  // file. A batch still refused is sent event by event to tell the good from the bad.
+  auto send_in_order = [&](const PendingBatch& b) {
     v1::EventBatch msg;
     for (const v1::Event& e : b.events) *msg.add_events() = e;
     v1::BatchAck ack;
-    grpc::Status rs = SendWithRetry(*stub, client, msg, ack);
+    const grpc::Status rs = SendWithRetry(*stub, client, msg, ack);
     if (rs.ok()) {
       counts.accepted += ack.accepted();
       counts.duplicates += ack.duplicates();
     } else {
-      split.push_back(b);
+      Split(*stub, client, b, counts);
     }
-  }
-  for (const PendingBatch& b : split) Split(*stub, client, b, counts);
+  };
+  for (const auto& [seq, b] : refused) send_in_order(b);
+  while (next_batch(batch)) send_in_order(batch);
+  progress.Update(bytes, sent, true);
 
   out << "replayed " << units::Count(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected))
       << " events from " << options.path << ": " << units::Count(static_cast<double>(counts.accepted))

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "proto/plan_convert.h"
 
@@ -39,12 +40,29 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
     }
     const uint64_t sequence = batch_.sequence();
     std::vector<v1::Event> events(batch_.events().begin(), batch_.events().end());
+    uint64_t refused_since = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++in_flight_;
+      refused_since = refused_ ? refused_since_ : 0;
+      if (refused_) refused_since = std::max<uint64_t>(refused_since, 1);
     }
-    absl::Status st = tracker_->SubmitEvents(
-        std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); });
+    absl::Status st;
+    if (refused_since != 0) {
+      // The stream is an ordered log: after a batch was refused before reaching the queue,
+      // later ones are refused too (the writer does the same for the ones it refuses).
+      st = absl::AbortedError(absl::StrCat("batch ", refused_since,
+                                           " of this stream was refused; resend from it, in order"));
+    } else {
+      st = tracker_->SubmitEvents(
+          std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); }, order_,
+          sequence);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        refused_ = true;
+        refused_since_ = sequence;
+      }
+    }
     if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0});
     bool read_more = false;
     {
@@ -111,6 +129,9 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   std::mutex mu_;
   std::deque<v1::BatchAck> acks_;
   size_t in_flight_ = 0;
+  bool refused_ = false;        // a batch was refused before the queue
+  uint64_t refused_since_ = 0;  // its sequence
+  std::shared_ptr<OrderedStream> order_ = std::make_shared<OrderedStream>();
   bool writing_ = false, write_failed_ = false, reads_done_ = false, paused_ = false,
        finished_ = false;
 };
@@ -129,41 +150,50 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
       return;
     }
     subscription_ = tracker_->Subscribe(run_, [this] { Changed(); });
-    Changed();
+    Changed();  // the status as it is now
   }
 
-  // The run changed (writer thread) or a write finished: send the latest status, once.
+  // The run changed (writer thread): send the latest status, or mark it pending.
   void Changed() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finished_) return;
-      if (writing_) {
-        pending_ = true;
-        return;
-      }
-      writing_ = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || finish_wanted_) return;
+    if (writing_) {
+      pending_ = true;
+      return;
     }
-    Send();
+    SendLocked();
   }
 
   void OnWriteDone(bool ok) override {
+    grpc::Status finish;
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
-      if (!ok || finished_) return;
-      if (!pending_) return;
-      pending_ = false;
-      writing_ = true;
+      if (finish_wanted_ && !finished_) {
+        finished_ = true;
+        finish = finish_status_;
+      } else {
+        if (!ok || finished_ || !pending_) return;
+        pending_ = false;
+        SendLocked();
+        return;
+      }
     }
-    Send();
+    Finish(finish);
   }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
+  // Finishes the call now, or after the write in flight: never a write after Finish.
   void End(const grpc::Status& status) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (finished_) return;
+      if (finished_ || finish_wanted_) return;
+      if (writing_) {
+        finish_wanted_ = true;
+        finish_status_ = status;
+        return;
+      }
       finished_ = true;
     }
     Finish(status);
@@ -176,13 +206,17 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   }
 
  private:
-  void Send() {
+  // Under mu_: StartWrite never races with End (gRPC does not run OnWriteDone inline).
+  void SendLocked() {
     absl::StatusOr<v1::RunStatus> status = tracker_->Status(run_);
     if (!status.ok()) {
-      End(ToGrpc(status.status()));
+      finished_ = true;
+      // Finish outside the lock is not needed: it does not re-enter this reactor inline.
+      Finish(ToGrpc(status.status()));
       return;
     }
     status_ = std::move(*status);
+    writing_ = true;
     StartWrite(&status_);
   }
 
@@ -192,7 +226,8 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   uint64_t subscription_ = 0;
   v1::RunStatus status_;
   std::mutex mu_;
-  bool writing_ = false, pending_ = false, finished_ = false;
+  bool writing_ = false, pending_ = false, finished_ = false, finish_wanted_ = false;
+  grpc::Status finish_status_;
 };
 
 grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext* context,

@@ -28,6 +28,8 @@ struct Tracker::Request {
   std::vector<Item> items;  // in time order
   std::function<void(BatchResult)> events_done;
   BatchResult batch_result;
+  std::shared_ptr<OrderedStream> stream;
+  uint64_t sequence = 0;
 
   std::string run;
   std::shared_ptr<const RunPlan> plan;
@@ -190,7 +192,17 @@ absl::Status Tracker::Enqueue(std::unique_ptr<Request> request) {
 }
 
 absl::Status Tracker::SubmitEvents(std::vector<v1::Event> events,
-                                   std::function<void(BatchResult)> done) {
+                                   std::function<void(BatchResult)> done,
+                                   std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
+  const uint32_t count = static_cast<uint32_t>(events.size());
+  absl::Status st = Submit(std::move(events), std::move(done), std::move(stream), sequence);
+  // Refusals before the queue are counted here; the writer counts its own.
+  if (!st.ok() && metrics_) metrics_->CountBatch(0, 0, count, st.code());
+  return st;
+}
+
+absl::Status Tracker::Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
+                             std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   if (events.size() > options_.max_batch_events) {
     return absl::ResourceExhaustedError(absl::StrCat("batch of ", events.size(),
                                                      " events is over the limit of ",
@@ -213,10 +225,14 @@ absl::Status Tracker::SubmitEvents(std::vector<v1::Event> events,
     item.bytes = Deterministic(events[i]);
     request->items.push_back(std::move(item));
   }
-  // Out-of-order delivery inside a batch is sorted by time (stable: ties keep their order).
+  // Out-of-order delivery inside a batch is sorted by time (ties: by attempt, then kind).
   std::stable_sort(request->items.begin(), request->items.end(),
-                   [](const Request::Item& a, const Request::Item& b) { return a.event.time < b.event.time; });
+                   [](const Request::Item& a, const Request::Item& b) {
+                     return forecast::EventBefore(a.event, b.event);
+                   });
   request->events_done = std::move(done);
+  request->stream = std::move(stream);
+  request->sequence = sequence;
   return Enqueue(std::move(request));
 }
 
@@ -334,6 +350,19 @@ void Tracker::WriterLoop() {
 }
 
 absl::Status Tracker::ProcessEvents(Request& request, Group& group, BatchResult& result) {
+  if (request.stream && request.stream->refused) {
+    return absl::AbortedError(absl::StrCat("batch ", request.stream->first_refused,
+                                           " of this stream was refused; resend from it, in order"));
+  }
+  absl::Status status = ProcessEventsInOrder(request, group, result);
+  if (!status.ok() && request.stream) {
+    request.stream->refused = true;
+    request.stream->first_refused = request.sequence;
+  }
+  return status;
+}
+
+absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, BatchResult& result) {
   // Runs whose state this request changed, as they were before it (to undo a refusal).
   std::map<std::string, std::unique_ptr<RunView>> before;
   const bool many = request.items.size() > 1;
@@ -352,9 +381,9 @@ absl::Status Tracker::ProcessEvents(Request& request, Group& group, BatchResult&
     }
     RunView& run = *it->second;
     if (many && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
-    const uint32_t attempt = item.event.attempt ? item.event.attempt : run.state.attempt;
-    absl::StatusOr<int64_t> seq = store_->InsertEvent(
-        run.id, forecast::EventKey(item.event, attempt), item.event.time, item.bytes);
+    absl::StatusOr<int64_t> seq =
+        store_->InsertEvent(run.id, forecast::EventKey(item.event, forecast::AttemptOf(run.state, item.event)),
+                            item.event.time, item.bytes);
     if (!seq.ok()) {
       status = absl::UnavailableError(absl::StrCat("storage: ", seq.status().message()));
       break;
@@ -491,8 +520,15 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
           group_status = released;
           break;
         }
-      } else {
-        store_->RollbackToSavepoint();
+      } else if (absl::Status undone = store_->RollbackToSavepoint(); !undone.ok()) {
+        group_status = undone;
+        break;
+      }
+      // A storage error (disk full, I/O) may have ended the whole transaction: then
+      // nothing of the group may be acknowledged.
+      if (!store_->InTransaction()) {
+        group_status = absl::UnavailableError("the storage transaction was aborted");
+        break;
       }
     }
     if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
@@ -509,6 +545,10 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
     for (std::unique_ptr<Request>& r : requests) {
       r->batch_result = BatchResult{unavailable, 0, 0};
       r->create_result = CreateResult{unavailable, false, nullptr};
+      if (r->stream && !r->stream->refused) {
+        r->stream->refused = true;
+        r->stream->first_refused = r->sequence;
+      }
     }
   } else {
     Publish(group);

@@ -71,6 +71,14 @@ struct RunView {
   uint64_t version = 0;                 // bumps on every change
 };
 
+// The batches of one ReportEvents stream form an ordered log: once one is refused, the
+// later ones are refused too (ABORTED), so that a client resending from the first refusal
+// keeps its events in order. Touched only by the writer thread.
+struct OrderedStream {
+  bool refused = false;
+  uint64_t first_refused = 0;
+};
+
 struct BatchResult {
   absl::Status status;  // OK, or why the whole batch was refused (nothing stored)
   uint32_t accepted = 0;
@@ -101,8 +109,11 @@ class Tracker {
   // Each Submit either refuses at once (the returned status: RESOURCE_EXHAUSTED when the
   // queue is full, UNAVAILABLE when stopping, INVALID_ARGUMENT for a malformed request) and
   // never calls `done`, or returns OK and calls `done` exactly once, after the commit.
+  // `stream` (optional) ties the batch to the batches before it on the same stream.
   [[nodiscard]] absl::Status SubmitEvents(std::vector<v1::Event> events,
-                                          std::function<void(BatchResult)> done);
+                                          std::function<void(BatchResult)> done,
+                                          std::shared_ptr<OrderedStream> stream = nullptr,
+                                          uint64_t sequence = 0);
   [[nodiscard]] absl::Status SubmitCreateRun(std::string run, v1::Plan plan,
                                              std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
@@ -129,10 +140,13 @@ class Tracker {
   Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
           exporters::DaemonMetrics* metrics, TrackerOptions options);
   absl::Status Recover();
+  absl::Status Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
+                      std::shared_ptr<OrderedStream> stream, uint64_t sequence);
   absl::Status Enqueue(std::unique_ptr<Request> request);
   void WriterLoop();
   void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests);
   absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
+  absl::Status ProcessEventsInOrder(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
   absl::Status SnapshotRuns(Group& group, bool all_dirty);
   void Publish(Group& group);

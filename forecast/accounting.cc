@@ -39,7 +39,10 @@ struct Split {
   double stalled = 0;
 };
 Split SplitStall(double gap, double typical) {
-  if (typical <= 0) return {gap, 0};
+  if (typical <= 0) {
+    if (gap <= kStallUnknownSeconds) return {gap, 0};
+    return {kStallUnknownSeconds, gap - kStallUnknownSeconds};
+  }
   const double threshold = std::max(kStallFactor * typical, kStallMinSeconds);
   if (gap <= threshold) return {gap, 0};
   return {typical, gap - typical};
@@ -85,7 +88,7 @@ CheckpointMark MarkAt(const RunState& s, int64_t step, bool& exact) {
   if (exact) return below;
   for (const CheckpointMark& m : s.checkpoints) {
     if (m.step == step) {
-      exact = true;
+      exact = m.exact;
       return m;
     }
     if (m.step < step) below = m;
@@ -101,6 +104,7 @@ CheckpointMark MarkAt(const RunState& s, int64_t step, bool& exact) {
   m.tokens = below.tokens + static_cast<int64_t>(std::llround(f * static_cast<double>(above.tokens - below.tokens)));
   m.productive_seconds = below.productive_seconds + f * (above.productive_seconds - below.productive_seconds);
   m.productive_tokens = below.productive_tokens + f * (above.productive_tokens - below.productive_tokens);
+  m.exact = false;
   return m;
 }
 
@@ -108,16 +112,27 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
   if (step == s.step) return;
   if (step > s.step) {
     AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
-                            ", beyond the latest reported step ", s.step));
+                            ", beyond the latest reported step ", s.step,
+                            "; its tokens are taken from the attempt's first report"));
     s.step = step;
+    s.tokens_uncertain = true;
     return;
   }
   bool exact = false;
   const CheckpointMark m = MarkAt(s, step, exact);
+  const bool known = std::any_of(s.checkpoints.begin(), s.checkpoints.end(),
+                                 [step](const CheckpointMark& c) { return c.step == step; });
   if (!exact) {
-    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
-                            ", which was never checkpointed; its time and tokens were interpolated"));
+    const bool evicted = s.checkpoints_evicted && !s.checkpoints.empty() &&
+                         step < s.checkpoints.front().step;
+    AddFlag(s, absl::StrCat(
+                   "attempt ", attempt, " restored step ", step,
+                   known ? ", a checkpoint whose tokens were interpolated"
+                         : evicted ? ", older than the checkpoints remembered"
+                                   : ", which was never checkpointed",
+                   "; time and tokens interpolated, tokens set by the attempt's first report"));
   }
+  s.tokens_uncertain = !exact;
   // The time and tokens of steps S..F no longer count.
   s.seconds.lost += s.seconds.productive - m.productive_seconds;
   s.seconds.productive = m.productive_seconds;
@@ -131,9 +146,12 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
 }
 
 void AddMark(RunState& s, int64_t step) {
+  // A save while the lineage's tokens are unknown (after a restore beyond the reports)
+  // is not remembered: a restore to it interpolates instead.
+  if (s.tokens_uncertain) return;
   bool exact = false;
   CheckpointMark m = step == s.step
-                         ? CheckpointMark{s.step, s.tokens, s.seconds.productive, s.productive_tokens}
+                         ? CheckpointMark{s.step, s.tokens, s.seconds.productive, s.productive_tokens, true}
                          : MarkAt(s, step, exact);
   auto it = std::lower_bound(s.checkpoints.begin(), s.checkpoints.end(), step,
                              [](const CheckpointMark& c, int64_t v) { return c.step < v; });
@@ -142,7 +160,10 @@ void AddMark(RunState& s, int64_t step) {
   } else {
     s.checkpoints.insert(it, m);
   }
-  if (s.checkpoints.size() > kMaxCheckpointMarks) s.checkpoints.erase(s.checkpoints.begin());
+  if (s.checkpoints.size() > kMaxCheckpointMarks) {
+    s.checkpoints.erase(s.checkpoints.begin());
+    s.checkpoints_evicted = true;
+  }
 }
 
 void PushSample(RunState& s, absl::Time t) {
@@ -170,6 +191,10 @@ absl::Status Precondition(const std::string& message) {
 absl::Status ValidateEvent(const Event& e) {
   if (e.id.size() > 128) {
     return absl::InvalidArgumentError(absl::StrCat("id is ", e.id.size(), " bytes; at most 128"));
+  }
+  if (!e.id.empty() && e.id[0] == '~') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("id '", e.id.substr(0, 40), "' starts with '~', reserved for natural keys"));
   }
   switch (e.kind) {
     case EventKind::kJobStarted:
@@ -248,7 +273,9 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     }
   }
   if (e.kind == EventKind::kSteps) {
-    if (e.step < s.step || e.tokens < s.tokens) {
+    // After a restore to an estimated state, the first report sets the tokens.
+    const bool rebase = s.tokens_uncertain && !s.saw_step_in_attempt;
+    if (e.step < s.step || (e.tokens < s.tokens && !rebase)) {
       return Precondition(absl::StrCat("steps.tokens ", e.tokens, " at step ", e.step,
                                        " goes backwards from ", s.tokens, " at step ", s.step,
                                        " without a restore"));
@@ -281,12 +308,15 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       Restore(s, e.restored_step, e.attempt);
       s.phase = Phase::kStarting;
       s.attempt = e.attempt;
+      s.attempt_starts.push_back({e.attempt, e.time});
+      if (s.attempt_starts.size() > kMaxAttemptStarts) s.attempt_starts.erase(s.attempt_starts.begin());
       s.saw_step_in_attempt = false;
       break;
     case EventKind::kSteps:
       if (s.phase == Phase::kStarting) {
         ChargeStartup(s, gap);  // launch to first step
         s.phase = Phase::kRunning;
+        s.tokens_uncertain = false;
       } else {
         ChargeWork(s, gap, s.seconds.productive);
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
@@ -338,6 +368,33 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   s.last_time = e.time;
   ++s.events;
   return absl::OkStatus();
+}
+
+uint32_t AttemptOf(const RunState& s, const Event& e) {
+  if (e.kind == EventKind::kJobStarted || e.attempt != 0) return e.attempt;
+  for (auto it = s.attempt_starts.rbegin(); it != s.attempt_starts.rend(); ++it) {
+    if (it->time < e.time) return it->attempt;
+  }
+  return s.attempt_starts.empty() ? s.attempt : s.attempt_starts.front().attempt;
+}
+
+namespace {
+int KindRank(EventKind k) {
+  switch (k) {
+    case EventKind::kJobStarted: return 0;
+    case EventKind::kSteps: return 1;
+    case EventKind::kCheckpointSaved: return 2;
+    case EventKind::kInterruption: return 3;
+    case EventKind::kRunFinished: return 4;
+  }
+  return 5;
+}
+}  // namespace
+
+bool EventBefore(const Event& a, const Event& b) {
+  if (a.time != b.time) return a.time < b.time;
+  if (a.attempt != b.attempt) return a.attempt < b.attempt;
+  return KindRank(a.kind) < KindRank(b.kind);
 }
 
 RunSnapshot Snapshot(const RunState& s, absl::Time now) {

@@ -23,6 +23,10 @@ namespace flightplan::forecast {
 // kStallMinSeconds) is a stall: the usual gap still counts as work, the rest is `stalled`.
 inline constexpr double kStallFactor = 5.0;
 inline constexpr double kStallMinSeconds = 120.0;
+// Until two reports have shown the usual gap, a gap past this is stalled beyond it.
+inline constexpr double kStallUnknownSeconds = 1800.0;
+// Attempt start times remembered to resolve an event's attempt from its time.
+inline constexpr size_t kMaxAttemptStarts = 4096;
 // Checkpoints remembered for restores (the newest); older restores are interpolated.
 inline constexpr size_t kMaxCheckpointMarks = 512;
 // Window of the recent throughput.
@@ -51,6 +55,12 @@ struct CheckpointMark {
   int64_t tokens = 0;
   double productive_seconds = 0;
   double productive_tokens = 0;
+  bool exact = true;  // false: interpolated (a save of an older step than the latest report)
+};
+
+struct AttemptStart {
+  uint32_t attempt = 0;
+  absl::Time time;
 };
 
 struct ThroughputSample {
@@ -80,6 +90,11 @@ struct RunState {
   // EWMA of the gap between step reports while running; 0 until the second report.
   double typical_step_gap = 0;
   bool saw_step_in_attempt = false;
+  // The lineage's tokens are an estimate (a restore to an interpolated or unknown step):
+  // the attempt's first step report sets them, even below the estimate.
+  bool tokens_uncertain = false;
+  bool checkpoints_evicted = false;  // older marks were dropped (kMaxCheckpointMarks)
+  std::vector<AttemptStart> attempt_starts;     // oldest first, at most kMaxAttemptStarts
 
   std::vector<InterruptionCount> interruptions;
   std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
@@ -93,8 +108,19 @@ struct RunState {
 // backwards without a restore, a superseded or unstarted attempt, an event after the finish).
 [[nodiscard]] absl::Status ApplyEvent(RunState& state, const Event& event);
 
-// Checks an event on its own (no run state): kind-specific fields, ranges, cause format.
+// Checks an event on its own (no run state): kind-specific fields, ranges, cause format,
+// ids (a leading '~' is reserved for natural keys).
 [[nodiscard]] absl::Status ValidateEvent(const Event& event);
+
+// The attempt an event belongs to: its own (job_started, or a non-zero `attempt`), else
+// the latest attempt that started strictly before the event's time (so a resent event
+// gets the same attempt, and the same natural key, as when it first arrived).
+[[nodiscard]] uint32_t AttemptOf(const RunState& state, const Event& event);
+
+// Order of events within a batch: time, then attempt (an attempt's events follow its
+// job_started at the same instant), then kind (steps before the checkpoint of that step,
+// before an interruption, before the finish).
+[[nodiscard]] bool EventBefore(const Event& a, const Event& b);
 
 // The run as of `now`: the folded seconds plus the open interval since the latest event,
 // charged by the current phase (down, starting, running — with a stall past the usual

@@ -32,6 +32,11 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
   e.attempt = p.attempt();
   switch (p.kind_case()) {
     case v1::Event::kJobStarted:
+      if (p.attempt() != 0 && p.attempt() != p.job_started().attempt()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "event.attempt ", p.attempt(), " contradicts job_started.attempt ",
+            p.job_started().attempt(), " (run ", p.run(), ")"));
+      }
       e.kind = EventKind::kJobStarted;
       e.attempt = p.job_started().attempt();
       e.restored_step = p.job_started().restored_step();
@@ -129,6 +134,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pm->set_tokens(m.tokens);
     pm->set_productive_seconds(m.productive_seconds);
     pm->set_productive_tokens(m.productive_tokens);
+    pm->set_inexact(!m.exact);
   }
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
@@ -137,6 +143,13 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pr->set_productive_tokens(r.productive_tokens);
   }
   for (const auto& f : s.flags) p.add_flags(f);
+  p.set_tokens_uncertain(s.tokens_uncertain);
+  p.set_checkpoints_evicted(s.checkpoints_evicted);
+  for (const auto& a : s.attempt_starts) {
+    auto* pa = p.add_attempt_starts();
+    pa->set_attempt(a.attempt);
+    pa->set_time_us(Micros(a.time));
+  }
   return p;
 }
 
@@ -161,12 +174,16 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.saw_step_in_attempt = p.saw_step_in_attempt();
   for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
   for (const auto& m : p.checkpoints()) {
-    s.checkpoints.push_back({m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens()});
+    s.checkpoints.push_back(
+        {m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens(), !m.inexact()});
   }
   for (const auto& r : p.recent()) {
     s.recent.push_back({FromMicros(r.time_us()), r.productive_seconds(), r.productive_tokens()});
   }
   for (const auto& f : p.flags()) s.flags.push_back(f);
+  s.tokens_uncertain = p.tokens_uncertain();
+  s.checkpoints_evicted = p.checkpoints_evicted();
+  for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
   return s;
 }
 

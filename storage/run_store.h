@@ -41,10 +41,14 @@ class RunStore {
   [[nodiscard]] virtual absl::Status Begin() = 0;
   [[nodiscard]] virtual absl::Status Commit() = 0;
   virtual void Rollback() = 0;
-  // Savepoints inside a transaction: one per request.
+  // Savepoints inside a transaction: one per request. Savepoint() refuses outside a
+  // transaction (it would start one of its own).
   [[nodiscard]] virtual absl::Status Savepoint() = 0;
-  virtual void RollbackToSavepoint() = 0;
+  [[nodiscard]] virtual absl::Status RollbackToSavepoint() = 0;
   [[nodiscard]] virtual absl::Status ReleaseSavepoint() = 0;
+  // Whether a transaction is open: a failed statement (disk full, I/O error) can make
+  // SQLite roll back the whole transaction by itself.
+  [[nodiscard]] virtual bool InTransaction() = 0;
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
   [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,

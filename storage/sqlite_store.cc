@@ -328,11 +328,15 @@ absl::Status SqliteStore::Commit() {
 void SqliteStore::Rollback() {
   if (!sqlite3_get_autocommit(db_)) rollback_->Reset().Run("ROLLBACK").IgnoreError();
 }
-absl::Status SqliteStore::Savepoint() { return savepoint_->Reset().Run("SAVEPOINT"); }
-void SqliteStore::RollbackToSavepoint() {
-  rollback_to_->Reset().Run("ROLLBACK TO").IgnoreError();
-  release_->Reset().Run("RELEASE").IgnoreError();
+absl::Status SqliteStore::Savepoint() {
+  if (!InTransaction()) return absl::FailedPreconditionError("SAVEPOINT outside a transaction");
+  return savepoint_->Reset().Run("SAVEPOINT");
 }
+absl::Status SqliteStore::RollbackToSavepoint() {
+  if (absl::Status st = rollback_to_->Reset().Run("ROLLBACK TO"); !st.ok()) return st;
+  return release_->Reset().Run("RELEASE");
+}
+bool SqliteStore::InTransaction() { return sqlite3_get_autocommit(db_) == 0; }
 absl::Status SqliteStore::ReleaseSavepoint() { return release_->Reset().Run("RELEASE"); }
 
 absl::StatusOr<int64_t> SqliteStore::InsertRun(const std::string& name, absl::Time now) {

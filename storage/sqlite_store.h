@@ -45,7 +45,8 @@ class SqliteStore final : public RunStore {
   absl::Status Commit() override;
   void Rollback() override;
   absl::Status Savepoint() override;
-  void RollbackToSavepoint() override;
+  absl::Status RollbackToSavepoint() override;
+  bool InTransaction() override;
   absl::Status ReleaseSavepoint() override;
   absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) override;
   absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,

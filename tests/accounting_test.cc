@@ -195,6 +195,79 @@ TEST(Accounting, RestoreToANeverCheckpointedStepIsAcceptedAndFlagged) {
   ExpectSeconds(snap, {.productive = 100, .lost = 100, .startup = 100, .down_unplanned = 100});
 }
 
+TEST(Accounting, AfterAnInterpolatedRestoreTheFirstReportSetsTheTokens) {
+  // Tokens per step grew (a batch ramp): the interpolation at step 150 over-estimates.
+  RunState s = Fold({
+      Started(0, 1, 0),
+      Steps(100, 100, 1000),
+      Steps(200, 200, 3000),
+      Interrupted(210, "gpu"),
+      Started(300, 2, 150),  // never checkpointed: estimated at 2,000 tokens... or so
+  });
+  ASSERT_TRUE(s.tokens_uncertain);
+  // The job knows better: 1,500 tokens at step 150. Accepted, not "backwards".
+  ASSERT_TRUE(ApplyEvent(s, Steps(400, 150, 1500)).ok());
+  EXPECT_EQ(s.tokens, 1500);
+  EXPECT_FALSE(s.tokens_uncertain);
+  // From then on the usual rule holds.
+  EXPECT_EQ(ApplyEvent(s, Steps(500, 160, 1400)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Accounting, RestoreBeyondTheReportsDoesNotRememberStaleTokens) {
+  RunState s = Fold({
+      Started(0, 1, 0),
+      Steps(100, 200, 2000),
+      Interrupted(110, "gpu"),
+      Started(200, 2, 300),      // beyond step 200: tokens unknown
+      Checkpoint(210, 300, 5),   // saved during startup, tokens still unknown: not a mark
+      Interrupted(220, "gpu"),
+      Started(300, 3, 300),
+      Steps(400, 310, 3100),     // the first report sets the tokens
+  });
+  const RunSnapshot snap = Snapshot(s, At(400));
+  EXPECT_EQ(snap.tokens, 3100);
+  EXPECT_EQ(snap.step, 310);
+}
+
+TEST(Accounting, ChecksAgainstAnExactCheckpointStillHold) {
+  RunState s = Fold({Started(0, 1, 0), Steps(100, 100, 1000), Checkpoint(105, 100, 5),
+                     Steps(200, 200, 2000), Interrupted(210, "gpu"), Started(300, 2, 100)});
+  EXPECT_FALSE(s.tokens_uncertain);
+  EXPECT_EQ(ApplyEvent(s, Steps(400, 110, 900)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Accounting, AStallIsSeenBeforeTheUsualGapIsKnown) {
+  // One report, then silence: past 30 minutes without a known cadence, the rest is stalled.
+  const RunState s = Fold({Started(0, 1, 0), Steps(60, 10, 100)});
+  ExpectSeconds(Snapshot(s, At(60 + 1800)), {.productive = 1800, .startup = 60});
+  ExpectSeconds(Snapshot(s, At(60 + 5000)), {.productive = 1800, .startup = 60, .stalled = 3200});
+}
+
+TEST(Accounting, SameInstantEventsAreOrderedByAttemptAndKind) {
+  Event steps = Steps(100, 10, 100);
+  Event checkpoint = Checkpoint(100, 10, 0);
+  Event interruption = Interrupted(100, "gpu");
+  EXPECT_TRUE(EventBefore(steps, checkpoint));
+  EXPECT_TRUE(EventBefore(checkpoint, interruption));
+  EXPECT_FALSE(EventBefore(interruption, steps));
+  Event old_attempt = Steps(100, 10, 100, 1);
+  Event next_start = Started(100, 2, 0);
+  Event next_steps = Steps(100, 0, 0, 2);
+  EXPECT_TRUE(EventBefore(old_attempt, next_start));
+  EXPECT_TRUE(EventBefore(next_start, next_steps));
+}
+
+TEST(Accounting, AnEventsAttemptFollowsFromItsTime) {
+  const RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Interrupted(150, "gpu"),
+                           Started(200, 2, 0), Steps(300, 10, 100)});
+  // Resent later, an attempt-1 event without an attempt still belongs to attempt 1, so its
+  // natural key is the one it was stored under.
+  EXPECT_EQ(AttemptOf(s, Steps(100, 10, 100)), 1u);
+  EXPECT_EQ(AttemptOf(s, Interrupted(150, "gpu")), 1u);
+  EXPECT_EQ(AttemptOf(s, Steps(300, 10, 100)), 2u);
+  EXPECT_EQ(AttemptOf(s, Steps(300, 10, 100, 7)), 7u);  // its own, when given
+}
+
 TEST(Accounting, PlannedMaintenanceIsNotChargedToTheBudget) {
   const RunState s = Fold({
       Started(0, 1, 0),
@@ -298,6 +371,8 @@ const BadEvent kBadEvents[] = {
      "interruption.cause 'GPU Xid 79!'"},
     {"LongId", WithId(Steps(500, 31, 310), std::string(200, 'x')),
      absl::StatusCode::kInvalidArgument, "id is 200 bytes"},
+    {"ReservedId", WithId(Steps(500, 31, 310), "~st/a2/s31"), absl::StatusCode::kInvalidArgument,
+     "reserved for natural keys"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Accounting, BadEvents, ::testing::ValuesIn(kBadEvents),

@@ -198,6 +198,22 @@ TEST_F(DaemonTest, DuplicatesAreAcknowledgedAndIgnored) {
   EXPECT_EQ(after.progress().tokens(), 200);
 }
 
+TEST_F(DaemonTest, EventsWithoutIdsAreIdempotentAcrossARelaunch) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  // No ids: natural keys. Attempt 1 runs, crashes, attempt 2 restarts from scratch.
+  const std::vector<v1::Event> log = {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
+                                      InterruptedAt(kRun, 150, "gpu"), StartedAt(kRun, 200, 2, 0),
+                                      StepsAt(kRun, 300, 10, 100), StepsAt(kRun, 400, 20, 200)};
+  for (const v1::Event& e : log) ASSERT_TRUE(Report({e}).ok());
+  const v1::RunStatus before = Status();
+  // A client retrying everything: every event is recognised, nothing is refused.
+  v1::BatchAck ack;
+  ASSERT_TRUE(Report(log, &ack).ok());
+  EXPECT_EQ(ack.accepted(), 0u);
+  EXPECT_EQ(ack.duplicates(), log.size());
+  EXPECT_EQ(Status().DebugString(), before.DebugString());
+}
+
 struct BadBatch {
   const char* name;
   std::vector<v1::Event> events;
@@ -244,6 +260,8 @@ TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
        grpc::StatusCode::FAILED_PRECONDITION, "events[1]"},
       {"bad run name", {StepsAt("a/b", 500, 31, 310)}, grpc::StatusCode::INVALID_ARGUMENT,
        "run name"},
+      {"attempt contradicts job_started", {FromAttempt(StartedAt(kRun, 500, 3, 0), 4)},
+       grpc::StatusCode::INVALID_ARGUMENT, "contradicts job_started.attempt"},
   };
   for (const BadBatch& c : cases) {
     grpc::Status st = Report(c.events);
@@ -294,7 +312,7 @@ TEST_F(DaemonTest, GarbageOnTheWireIsRefusedAndTheDaemonServesOn) {
   EXPECT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
 }
 
-TEST_F(DaemonTest, StreamAcknowledgesEachBatchAndSurvivesABadOne) {
+TEST_F(DaemonTest, StreamAcknowledgesEachBatchInOrder) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   grpc::ClientContext ctx;
   auto stream = stub_->ReportEvents(&ctx);
@@ -320,7 +338,13 @@ TEST_F(DaemonTest, StreamAcknowledgesEachBatchAndSurvivesABadOne) {
   EXPECT_EQ(acks[1].sequence(), 2u);
   EXPECT_EQ(acks[1].code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
   EXPECT_NE(acks[1].message().find("goes backwards"), std::string::npos);
-  EXPECT_EQ(acks[2].accepted(), 1u);
+  // The stream is an ordered log: the batch after a refused one is refused too (ABORTED),
+  // so that a client resending from the refusal keeps its events in order.
+  EXPECT_EQ(acks[2].code(), static_cast<int>(grpc::StatusCode::ABORTED));
+  EXPECT_NE(acks[2].message().find("batch 2 of this stream was refused"), std::string::npos);
+  EXPECT_EQ(Status().progress().tokens(), 100);
+  v1::BatchAck resent;
+  ASSERT_TRUE(Report({StepsAt(kRun, 120, 20, 200)}, &resent).ok());
   EXPECT_EQ(Status().progress().tokens(), 200);
 }
 

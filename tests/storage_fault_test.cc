@@ -1,0 +1,169 @@
+// The writer under storage faults: a RunStore wrapper injects a failure that aborts the
+// whole SQLite transaction (as SQLITE_FULL or an I/O error can), and nothing of the
+// group may then be acknowledged, stored, or folded into a run.
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+
+#include "cli/plan_file.h"
+#include "daemon/tracker.h"
+#include "gtest/gtest.h"
+#include "storage/sqlite_store.h"
+#include "tests/event_log.h"
+#include "tests/subprocess.h"
+
+namespace flightplan {
+namespace {
+
+using testing::StartedAt;
+using testing::StepsAt;
+
+// Forwards to a real store; can hold the writer at InsertRun and fail the Nth InsertEvent.
+class FaultyStore final : public storage::RunStore {
+ public:
+  explicit FaultyStore(std::unique_ptr<storage::RunStore> inner) : inner_(std::move(inner)) {}
+
+  void HoldNextInsertRun() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = true;
+  }
+  // Waits until the writer is held inside InsertRun.
+  void WaitUntilHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return held_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = false;
+    cv_.notify_all();
+  }
+  // The nth InsertEvent from now fails and takes the transaction with it (0: never).
+  void FailInsertEvent(int nth) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_in_ = nth;
+  }
+
+  absl::Status ForEachRun(const std::function<void(const storage::StoredRun&)>& fn) override {
+    return inner_->ForEachRun(fn);
+  }
+  absl::Status ForEachEventAfter(
+      int64_t after, const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) override {
+    return inner_->ForEachEventAfter(after, fn);
+  }
+  absl::Status Begin() override { return inner_->Begin(); }
+  absl::Status Commit() override { return inner_->Commit(); }
+  void Rollback() override { inner_->Rollback(); }
+  absl::Status Savepoint() override { return inner_->Savepoint(); }
+  absl::Status RollbackToSavepoint() override { return inner_->RollbackToSavepoint(); }
+  absl::Status ReleaseSavepoint() override { return inner_->ReleaseSavepoint(); }
+  bool InTransaction() override { return inner_->InTransaction(); }
+  absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    held_ = hold_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !hold_; });
+    held_ = false;
+    lock.unlock();
+    return inner_->InsertRun(name, now);
+  }
+  absl::Status InsertPlan(int64_t run, uint32_t rev, const std::string& plan, absl::Time now) override {
+    return inner_->InsertPlan(run, rev, plan, now);
+  }
+  absl::StatusOr<int64_t> InsertEvent(int64_t run, const std::string& key, absl::Time time,
+                                      const std::string& event) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fail_in_ > 0 && --fail_in_ == 0) {
+        inner_->Rollback();  // what SQLite does to the transaction on SQLITE_FULL
+        return absl::UnavailableError("database or disk is full (injected)");
+      }
+    }
+    return inner_->InsertEvent(run, key, time, event);
+  }
+  absl::Status SaveSnapshot(int64_t run, int64_t seq, const std::string& state) override {
+    return inner_->SaveSnapshot(run, seq, state);
+  }
+  absl::Status SetSnapshotWatermark(int64_t seq) override { return inner_->SetSnapshotWatermark(seq); }
+  absl::StatusOr<int64_t> SnapshotWatermark() override { return inner_->SnapshotWatermark(); }
+  int64_t DatabaseBytes() override { return inner_->DatabaseBytes(); }
+
+ private:
+  std::unique_ptr<storage::RunStore> inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  bool held_ = false;
+  int fail_in_ = 0;
+};
+
+int64_t CountEvents(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &stmt, nullptr);
+  sqlite3_step(stmt);
+  const int64_t n = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return n;
+}
+
+TEST(StorageFaults, AnAbortedTransactionAcknowledgesAndKeepsNothingOfItsGroup) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/f.db";
+  auto sqlite = storage::SqliteStore::Open(path, storage::Sync::kNormal);
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+  auto faulty_owned = std::make_unique<FaultyStore>(std::move(*sqlite));
+  FaultyStore* faulty = faulty_owned.get();
+  daemon::WallClock clock;
+  auto tracker = daemon::Tracker::Start(std::move(faulty_owned), &clock, nullptr, {});
+  ASSERT_TRUE(tracker.ok()) << tracker.status();
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  ASSERT_TRUE(plan.ok());
+
+  auto create = [&](const std::string& run) {
+    auto done = std::make_shared<std::promise<daemon::CreateResult>>();
+    EXPECT_TRUE((*tracker)->SubmitCreateRun(run, *plan, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
+    return done->get_future();
+  };
+  auto submit = [&](std::vector<v1::Event> events) {
+    auto done = std::make_shared<std::promise<daemon::BatchResult>>();
+    EXPECT_TRUE((*tracker)->SubmitEvents(std::move(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
+    return done->get_future();
+  };
+  ASSERT_TRUE(create("r").get().status.ok());
+
+  // Hold the writer inside another request, so that the next three queue up and land in
+  // one group.
+  faulty->HoldNextInsertRun();
+  auto blocker = create("blocker");
+  faulty->WaitUntilHeld();
+  auto a = submit({StartedAt("r", 0, 1, 0)});
+  auto b = submit({StepsAt("r", 100, 10, 100)});
+  auto c = submit({StepsAt("r", 200, 20, 200)});
+  faulty->FailInsertEvent(2);  // b's insert fails and aborts the transaction
+  faulty->Release();
+  EXPECT_TRUE(blocker.get().status.ok());  // its own group, committed before the fault
+  // a was stored and folded before b's fault aborted the transaction: it is refused too,
+  // and so is c, which came after (it must not be committed on its own).
+  EXPECT_EQ(a.get().status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(b.get().status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(c.get().status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*tracker)->Find("r")->state.events, 0u);
+  EXPECT_EQ(CountEvents(path), 0);
+
+  // The fault clears; the client's retry is stored and folded.
+  auto retry = submit({StartedAt("r", 0, 1, 0), StepsAt("r", 100, 10, 100), StepsAt("r", 200, 20, 200)});
+  const daemon::BatchResult r = retry.get();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 3u);
+  EXPECT_EQ((*tracker)->Find("r")->state.tokens, 200);
+  (*tracker)->Stop();
+  EXPECT_EQ(CountEvents(path), 3);
+}
+
+}  // namespace
+}  // namespace flightplan
