@@ -34,10 +34,9 @@ const char kRun[] = "dense-70b-10t";
 // A flightpland child on a free port, with the event clock.
 class DaemonProcess {
  public:
-  DaemonProcess(const std::string& db, const std::string& log, bool metrics = false)
-      : child_({kDaemon, "--db", db, "--listen", "127.0.0.1:0", "--metrics",
-                metrics ? "127.0.0.1:0" : "", "--clock", "events"},
-               log) {
+  DaemonProcess(const std::string& db, const std::string& log, bool metrics = false,
+                std::vector<std::string> extra = {})
+      : child_(Args(db, metrics, std::move(extra)), log) {
     const std::string text = child_.WaitForLog("serving gRPC on", 20);
     std::smatch m;
     static const std::regex kPort("serving gRPC on 127\\.0\\.0\\.1:([0-9]+)");
@@ -47,6 +46,14 @@ class DaemonProcess {
   }
   const std::string& address() const { return address_; }
   int metrics_port() const { return metrics_port_; }
+
+  static std::vector<std::string> Args(const std::string& db, bool metrics,
+                                       std::vector<std::string> extra) {
+    std::vector<std::string> args = {kDaemon, "--db", db, "--listen", "127.0.0.1:0", "--metrics",
+                                     metrics ? "127.0.0.1:0" : "", "--clock", "events"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
   Child& child() { return child_; }
 
   v1::RunStatus Status() const {
@@ -148,6 +155,26 @@ TEST(Process, KillNineMidReplayThenRestartAndReplayEqualsACleanReplay) {
     clean.clear_as_of();
     EXPECT_EQ(after.DebugString(), clean.DebugString());
   }
+}
+
+TEST(Process, BackPressureNeverReordersOrLosesAReplay) {
+  // A queue of one request: most stream batches are refused with RESOURCE_EXHAUSTED (and
+  // the rest of the stream with ABORTED); the replay resends them in order.
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", true, {"--max-queue", "1"});
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 5000, 9);
+  const std::string events = dir.Write("e.jsonl", testing::ToJsonLines(log));
+  auto r = Cli(d.address(), {"replay", events, "--batch", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+  EXPECT_EQ(d.Status().events(), log.size());
+  // The back-pressure did happen.
+  EXPECT_NE(HttpGet(d.metrics_port(), "/metrics")
+                .find("flightplan_ingest_rejected_events_total{code=\"resource_exhausted\"}"),
+            std::string::npos);
+  r = Cli(d.address(), {"replay", events, "--batch", "5"});
+  EXPECT_NE(r.out.find(" 0 accepted,"), std::string::npos) << r.out;
 }
 
 TEST(Process, SigtermDrainsAndExitsZero) {
