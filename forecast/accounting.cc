@@ -63,6 +63,47 @@ void CountInterruption(RunState& s, const std::string& cause, bool planned) {
   s.interruptions.push_back({cause, planned, 1});
 }
 
+void OpenIncident(RunState& s) {
+  if (s.incident_open) return;  // a crash during the recovery from another: one incident
+  s.incident_open = true;
+  s.incident_start_budget = BudgetConsumed(s);
+}
+
+void CloseIncident(RunState& s) {
+  if (!s.incident_open) return;
+  s.incident_open = false;
+  const double loss = BudgetConsumed(s) - s.incident_start_budget;
+  s.incident_losses.push_back(loss);
+  if (s.incident_losses.size() > kMaxIncidentLosses) s.incident_losses.pop_front();
+  ++s.incidents;
+  s.incident_loss_sum += loss;
+}
+
+void PushTokenSample(RunState& s, absl::Time t) {
+  const TokenSample sample{t, s.tokens};
+  if (s.wall_tokens.size() >= 2 &&
+      s.wall_tokens.back().time - s.wall_tokens[s.wall_tokens.size() - 2].time < kRecentWindow / 256) {
+    s.wall_tokens.back() = sample;
+  } else {
+    s.wall_tokens.push_back(sample);
+  }
+  while (s.wall_tokens.size() >= 2 && s.wall_tokens[1].time <= t - kRecentWindow) s.wall_tokens.pop_front();
+}
+
+void PushBudgetSample(RunState& s, absl::Time t) {
+  const BudgetSample sample{t, BudgetConsumed(s)};
+  if (s.budget_samples.size() >= 2 &&
+      s.budget_samples.back().time - s.budget_samples[s.budget_samples.size() - 2].time <
+          kBudgetSampleSpacing) {
+    s.budget_samples.back() = sample;
+  } else {
+    s.budget_samples.push_back(sample);
+  }
+  while (s.budget_samples.size() >= 2 && s.budget_samples[1].time <= t - kBudgetHistory) {
+    s.budget_samples.pop_front();
+  }
+}
+
 void ChargeDown(RunState& s, double seconds) {
   (s.down_planned ? s.seconds.down_planned : s.seconds.down_unplanned) += seconds;
 }
@@ -298,8 +339,10 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     case EventKind::kJobStarted:
       if (running) {
         // No interruption was reported: the previous attempt died at its latest event.
+        OpenIncident(s);
         s.seconds.down_unplanned += gap;
         CountInterruption(s, "unknown", false);
+        ++s.unplanned_interruptions;
         s.down_planned = false;
         s.last_stop_unplanned = true;
       } else if (s.phase == Phase::kDown) {
@@ -314,9 +357,19 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       break;
     case EventKind::kSteps:
       if (s.phase == Phase::kStarting) {
-        ChargeStartup(s, gap);  // launch to first step
+        // Launch to first step. A report covers the steps before it: with the usual
+        // seconds per step, those steps were work, and only the time before them startup.
+        const double work = s.typical_seconds_per_step > 0 && e.step > s.step
+                                ? std::min(gap, static_cast<double>(e.step - s.step) * s.typical_seconds_per_step)
+                                : 0.0;
+        ChargeStartup(s, gap - work);
+        s.seconds.productive += work;
+        if (work > 0 && !s.tokens_uncertain) {
+          s.productive_tokens += static_cast<double>(std::max<int64_t>(0, e.tokens - s.tokens));
+        }
         s.phase = Phase::kRunning;
         s.tokens_uncertain = false;
+        CloseIncident(s);
       } else {
         ChargeWork(s, gap, s.seconds.productive);
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
@@ -327,6 +380,13 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.typical_step_gap = s.typical_step_gap > 0
                                  ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * usual
                                  : usual;
+        if (e.step > s.step) {
+          const double per_step = usual / static_cast<double>(e.step - s.step);
+          s.typical_seconds_per_step =
+              s.typical_seconds_per_step > 0
+                  ? (1 - kTypicalGapWeight) * s.typical_seconds_per_step + kTypicalGapWeight * per_step
+                  : per_step;
+        }
       }
       s.step = e.step;
       s.tokens = e.tokens;
@@ -336,6 +396,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     case EventKind::kCheckpointSaved: {
       const double blocking = std::min(e.blocking_seconds, gap);
       s.seconds.checkpoint += blocking;
+      ++s.checkpoint_count;
+      s.checkpoint_blocking_sum += blocking;
       if (s.phase == Phase::kStarting) {
         ChargeStartup(s, gap - blocking);
       } else {
@@ -345,6 +407,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       break;
     }
     case EventKind::kInterruption:
+      if (!e.planned) OpenIncident(s);
       if (s.phase == Phase::kStarting) {
         ChargeStartup(s, gap);
       } else {
@@ -352,6 +415,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         ChargeWork(s, gap, s.seconds.lost);
       }
       CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned);
+      if (!e.planned) ++s.unplanned_interruptions;
       s.phase = Phase::kDown;
       s.down_planned = e.planned;
       s.last_stop_unplanned = !e.planned;
@@ -367,7 +431,13 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   }
   s.last_time = e.time;
   ++s.events;
+  PushBudgetSample(s, e.time);
+  PushTokenSample(s, e.time);
   return absl::OkStatus();
+}
+
+double BudgetConsumed(const RunState& s) {
+  return s.seconds.lost + s.seconds.down_unplanned + s.seconds.stalled + s.startup_after_unplanned;
 }
 
 uint32_t AttemptOf(const RunState& s, const Event& e) {
@@ -436,6 +506,8 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
       break;
   }
   out.elapsed_seconds = absl::ToDoubleSeconds(as_of - s.first_time);
+  out.running_seconds = out.seconds.startup + out.seconds.productive + out.seconds.checkpoint +
+                        out.seconds.lost + out.seconds.stalled;
   out.failure_budget_consumed_seconds =
       out.seconds.lost + out.seconds.down_unplanned + out.seconds.stalled + startup_after_unplanned;
   out.tokens_per_second = s.seconds.productive > 0 ? s.productive_tokens / s.seconds.productive : 0;

@@ -58,6 +58,18 @@ struct CheckpointMark {
   bool exact = true;  // false: interpolated (a save of an older step than the latest report)
 };
 
+// Failure budget consumed at a moment (for burn rates over windows).
+struct BudgetSample {
+  absl::Time time;
+  double consumed_seconds = 0;
+};
+// Budget samples are kept this far back (the longest burn-rate window), one per
+// kBudgetSampleSpacing at most.
+inline constexpr absl::Duration kBudgetHistory = absl::Hours(72);
+inline constexpr absl::Duration kBudgetSampleSpacing = absl::Minutes(5);
+// Losses of the most recent incidents kept for the forecaster's loss distribution.
+inline constexpr size_t kMaxIncidentLosses = 256;
+
 struct AttemptStart {
   uint32_t attempt = 0;
   absl::Time time;
@@ -67,6 +79,12 @@ struct ThroughputSample {
   absl::Time time;
   double productive_seconds = 0;
   double productive_tokens = 0;
+};
+
+// The lineage's tokens at a moment (for "tokens per wall second over the last hour").
+struct TokenSample {
+  absl::Time time;
+  int64_t tokens = 0;
 };
 
 struct RunState {
@@ -89,6 +107,9 @@ struct RunState {
   double productive_tokens = 0;
   // EWMA of the gap between step reports while running; 0 until the second report.
   double typical_step_gap = 0;
+  // EWMA of seconds per training step while running; 0 until the second report. It dates
+  // an attempt's first step when reports are coarser than steps.
+  double typical_seconds_per_step = 0;
   bool saw_step_in_attempt = false;
   // The lineage's tokens are an estimate (a restore to an interpolated or unknown step):
   // the attempt's first step report sets them, even below the estimate.
@@ -97,8 +118,21 @@ struct RunState {
   std::vector<AttemptStart> attempt_starts;     // oldest first, at most kMaxAttemptStarts
 
   std::vector<InterruptionCount> interruptions;
+  uint32_t unplanned_interruptions = 0;
+  // An incident is an unplanned stop, from the last work before it to the first step after
+  // the restart; its loss is the failure budget it consumed (lost work, downtime, stall,
+  // restart).
+  bool incident_open = false;
+  double incident_start_budget = 0;
+  std::deque<double> incident_losses;           // the newest, at most kMaxIncidentLosses
+  uint32_t incidents = 0;
+  double incident_loss_sum = 0;
+  uint32_t checkpoint_count = 0;
+  double checkpoint_blocking_sum = 0;
+  std::deque<BudgetSample> budget_samples;      // kBudgetHistory back, thinned
   std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
   std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
+  std::deque<TokenSample> wall_tokens;          // within kRecentWindow, never cleared
   std::vector<std::string> flags;               // accepted but suspicious, at most 32
 };
 
@@ -141,9 +175,15 @@ struct RunSnapshot {
   std::vector<InterruptionCount> interruptions;
   double tokens_per_second = 0;
   double recent_tokens_per_second = 0;
+  // Seconds the job was up: startup, productive, checkpoint, lost, stalled.
+  double running_seconds = 0;
   std::vector<std::string> flags;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
+
+// Failure budget consumed by the folded state (no open interval): lost + down_unplanned
+// + stalled + startup after an unplanned stop.
+[[nodiscard]] double BudgetConsumed(const RunState& state);
 
 }  // namespace flightplan::forecast
 

@@ -121,6 +121,12 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_last_stop_unplanned(s.last_stop_unplanned);
   p.set_productive_tokens(s.productive_tokens);
   p.set_typical_step_gap(s.typical_step_gap);
+  p.set_typical_seconds_per_step(s.typical_seconds_per_step);
+  for (const auto& t : s.wall_tokens) {
+    auto* pt = p.add_wall_tokens();
+    pt->set_time_us(Micros(t.time));
+    pt->set_tokens(t.tokens);
+  }
   p.set_saw_step_in_attempt(s.saw_step_in_attempt);
   for (const auto& i : s.interruptions) {
     auto* pi = p.add_interruptions();
@@ -150,6 +156,19 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pa->set_attempt(a.attempt);
     pa->set_time_us(Micros(a.time));
   }
+  p.set_unplanned_interruptions(s.unplanned_interruptions);
+  p.set_incident_open(s.incident_open);
+  p.set_incident_start_budget(s.incident_start_budget);
+  for (double l : s.incident_losses) p.add_incident_losses(l);
+  p.set_incidents(s.incidents);
+  p.set_incident_loss_sum(s.incident_loss_sum);
+  p.set_checkpoint_count(s.checkpoint_count);
+  p.set_checkpoint_blocking_sum(s.checkpoint_blocking_sum);
+  for (const auto& b : s.budget_samples) {
+    auto* pb = p.add_budget_samples();
+    pb->set_time_us(Micros(b.time));
+    pb->set_consumed_seconds(b.consumed_seconds);
+  }
   return p;
 }
 
@@ -171,6 +190,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.last_stop_unplanned = p.last_stop_unplanned();
   s.productive_tokens = p.productive_tokens();
   s.typical_step_gap = p.typical_step_gap();
+  s.typical_seconds_per_step = p.typical_seconds_per_step();
+  for (const auto& t : p.wall_tokens()) s.wall_tokens.push_back({FromMicros(t.time_us()), t.tokens()});
   s.saw_step_in_attempt = p.saw_step_in_attempt();
   for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
   for (const auto& m : p.checkpoints()) {
@@ -184,6 +205,17 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.tokens_uncertain = p.tokens_uncertain();
   s.checkpoints_evicted = p.checkpoints_evicted();
   for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
+  s.unplanned_interruptions = p.unplanned_interruptions();
+  s.incident_open = p.incident_open();
+  s.incident_start_budget = p.incident_start_budget();
+  for (double l : p.incident_losses()) s.incident_losses.push_back(l);
+  s.incidents = p.incidents();
+  s.incident_loss_sum = p.incident_loss_sum();
+  s.checkpoint_count = p.checkpoint_count();
+  s.checkpoint_blocking_sum = p.checkpoint_blocking_sum();
+  for (const auto& b : p.budget_samples()) {
+    s.budget_samples.push_back({FromMicros(b.time_us()), b.consumed_seconds()});
+  }
   return s;
 }
 

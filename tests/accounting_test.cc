@@ -84,11 +84,11 @@ TEST(Accounting, CrashAndRestoreFromTheLatestCheckpoint) {
       Steps(550, 140, 1400),      // productive 60
       Interrupted(580, "gpu"),    // 30 s since the last report: lost
       Started(880, 2, 120),       // down 300; steps 120..140 (120 s) rolled back to lost
-      Steps(1000, 130, 1300),     // startup 120, after an unplanned stop
+      Steps(1000, 130, 1300),     // 10 steps at the usual 6 s: 60 s of work, 60 s startup
       Steps(1060, 140, 1400),     // productive 60
   });
   const RunSnapshot snap = Snapshot(s, At(1060));
-  ExpectSeconds(snap, {.productive = 180, .checkpoint = 10, .lost = 150, .startup = 420,
+  ExpectSeconds(snap, {.productive = 240, .checkpoint = 10, .lost = 150, .startup = 360,
                        .down_unplanned = 300});
   EXPECT_DOUBLE_EQ(snap.elapsed_seconds, 1060);
   EXPECT_EQ(snap.tokens, 1400);
@@ -98,11 +98,15 @@ TEST(Accounting, CrashAndRestoreFromTheLatestCheckpoint) {
   EXPECT_EQ(snap.interruptions[0].cause, "gpu");
   EXPECT_FALSE(snap.interruptions[0].planned);
   EXPECT_EQ(snap.interruptions[0].count, 1u);
-  // Budget: lost 150 + down 300 + startup after the crash 120.
-  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 570);
+  // Budget: lost 150 + down 300 + startup after the crash 60.
+  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 510);
   // Throughput per productive second that still counts: 200 tokens in the 120 s up to
-  // the checkpoint, then 100 in 60 s.
-  EXPECT_DOUBLE_EQ(snap.tokens_per_second, 300.0 / 180.0);
+  // the checkpoint, then 100 in 60 s twice.
+  EXPECT_DOUBLE_EQ(snap.tokens_per_second, 400.0 / 240.0);
+  // One incident: from the crash's lost tail to the first step after: 30 + 120 rolled
+  // back + 300 down + 60 startup.
+  ASSERT_EQ(s.incident_losses.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.incident_losses[0], 510);
   EXPECT_TRUE(snap.flags.empty());
 }
 
@@ -137,15 +141,16 @@ TEST(Accounting, UnreportedCrashImpliesAnInterruptionAtTheLastEvent) {
       Steps(310, 30, 300),      // productive 100
       // the job dies silently here
       Started(1000, 2, 20),     // down_unplanned 690 since 310; steps 20..30 lost (100 s)
-      Steps(1100, 30, 300),     // startup 100
+      Steps(1150, 30, 300),     // 10 steps at 10 s: 100 s of work, 50 s startup
   });
-  const RunSnapshot snap = Snapshot(s, At(1100));
-  ExpectSeconds(snap, {.productive = 100, .checkpoint = 10, .lost = 100, .startup = 200,
+  const RunSnapshot snap = Snapshot(s, At(1150));
+  ExpectSeconds(snap, {.productive = 200, .checkpoint = 10, .lost = 100, .startup = 150,
                        .down_unplanned = 690});
   ASSERT_EQ(snap.interruptions.size(), 1u);
   EXPECT_EQ(snap.interruptions[0].cause, "unknown");
   EXPECT_FALSE(snap.interruptions[0].planned);
-  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 100 + 690 + 100);
+  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 100 + 690 + 50);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
 }
 
 TEST(Accounting, RestoreToAnOlderCheckpoint) {
@@ -167,10 +172,10 @@ TEST(Accounting, RestoreToAnOlderCheckpoint) {
                        .down_unplanned = 300});
   EXPECT_EQ(snap.tokens, 200);
   EXPECT_EQ(snap.step, 20);
-  ASSERT_TRUE(ApplyEvent(s, Steps(920, 30, 300)).ok());   // startup 100
-  ASSERT_TRUE(ApplyEvent(s, Steps(1020, 40, 400)).ok());  // productive 100
-  snap = Snapshot(s, At(1020));
-  ExpectSeconds(snap, {.productive = 200, .checkpoint = 10, .lost = 310, .startup = 200,
+  ASSERT_TRUE(ApplyEvent(s, Steps(950, 30, 300)).ok());   // 100 s of work, 30 s startup
+  ASSERT_TRUE(ApplyEvent(s, Steps(1050, 40, 400)).ok());  // productive 100
+  snap = Snapshot(s, At(1050));
+  ExpectSeconds(snap, {.productive = 300, .checkpoint = 10, .lost = 310, .startup = 130,
                        .down_unplanned = 300});
   EXPECT_EQ(snap.tokens, 400);
   EXPECT_TRUE(snap.flags.empty());
@@ -276,10 +281,10 @@ TEST(Accounting, PlannedMaintenanceIsNotChargedToTheBudget) {
       Checkpoint(205, 20, 5),
       Interrupted(205, "maintenance", true),
       Started(3805, 2, 20),  // down_planned 3,600; nothing lost
-      Steps(3905, 30, 300),  // startup 100, not charged: the stop was planned
+      Steps(3955, 30, 300),  // 100 s of work, 50 s startup, not charged: the stop was planned
   });
-  const RunSnapshot snap = Snapshot(s, At(3905));
-  ExpectSeconds(snap, {.productive = 100, .checkpoint = 5, .startup = 200,
+  const RunSnapshot snap = Snapshot(s, At(3955));
+  ExpectSeconds(snap, {.productive = 200, .checkpoint = 5, .startup = 150,
                        .down_planned = 3600});
   EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 0);
   ASSERT_EQ(snap.interruptions.size(), 1u);

@@ -161,15 +161,15 @@ TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
   v1::RunStatus s = Status();
   EXPECT_EQ(s.state(), "running");
   EXPECT_EQ(s.progress().tokens(), 1400);
-  EXPECT_DOUBLE_EQ(s.time_seconds().productive(), 180);
+  EXPECT_DOUBLE_EQ(s.time_seconds().productive(), 240);
   EXPECT_DOUBLE_EQ(s.time_seconds().checkpoint(), 10);
   EXPECT_DOUBLE_EQ(s.time_seconds().lost(), 150);
-  EXPECT_DOUBLE_EQ(s.time_seconds().startup(), 420);
+  EXPECT_DOUBLE_EQ(s.time_seconds().startup(), 360);
   EXPECT_DOUBLE_EQ(s.time_seconds().down_unplanned(), 300);
   EXPECT_DOUBLE_EQ(s.time_seconds().elapsed(), 1060);
   ASSERT_EQ(s.interruptions_size(), 1);
   EXPECT_EQ(s.interruptions(0).cause(), "gpu");
-  EXPECT_DOUBLE_EQ(s.failure_budget_consumed_seconds(), 570);
+  EXPECT_DOUBLE_EQ(s.failure_budget_consumed_seconds(), 510);
   EXPECT_GT(s.throughput().plan_tokens_per_second(), 3e6);
 
   Restart();

@@ -1,0 +1,110 @@
+#include "forecast/backtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace flightplan::forecast {
+namespace {
+
+double Error(absl::Time predicted, absl::Time actual) {
+  if (predicted == absl::InfiniteFuture()) return INFINITY;
+  return std::fabs(absl::ToDoubleSeconds(predicted - actual));
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const ForecastPrior& prior,
+                                     const ForecastOptions& options) {
+  // First pass: the actual finish.
+  Backtest bt;
+  {
+    RunState s;
+    std::set<std::string> keys;
+    for (const Event& e : events) {
+      if (!keys.insert(EventKey(e, AttemptOf(s, e))).second) continue;
+      if (!ApplyEvent(s, e).ok()) continue;
+      if (s.phase == Phase::kFinished || (prior.target_tokens > 0 && s.tokens >= prior.target_tokens)) {
+        bt.actual_finish = s.last_time;
+        break;
+      }
+    }
+    if (s.phase != Phase::kFinished && s.tokens < prior.target_tokens) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the run never reaches its target (", s.tokens, " of ", prior.target_tokens,
+          " tokens, no run_finished): there is no actual finish to test against"));
+    }
+  }
+  // Second pass: forecast each time progress crosses a tenth.
+  RunState s;
+  std::set<std::string> keys;
+  int next_tenth = 1;
+  for (const Event& e : events) {
+    if (!keys.insert(EventKey(e, AttemptOf(s, e))).second) continue;
+    if (!ApplyEvent(s, e).ok()) continue;
+    if (s.phase == Phase::kFinished) break;
+    while (next_tenth <= 9 && static_cast<double>(s.tokens) >=
+                                  static_cast<double>(prior.target_tokens) * next_tenth / 10.0) {
+      const Forecast f = ComputeForecast(s, prior, s.last_time, options);
+      BacktestPoint p;
+      p.tenth = next_tenth++;
+      p.as_of = f.as_of;
+      p.p10 = f.finish_p10;
+      p.p50 = f.finish_p50;
+      p.p90 = f.finish_p90;
+      p.naive_lifetime = f.naive_lifetime_finish;
+      p.naive_recent = f.naive_recent_finish;
+      p.inside = p.p10 <= bt.actual_finish && bt.actual_finish <= p.p90;
+      p.p50_error_seconds = Error(p.p50, bt.actual_finish);
+      p.naive_lifetime_error_seconds = Error(p.naive_lifetime, bt.actual_finish);
+      p.naive_recent_error_seconds = Error(p.naive_recent, bt.actual_finish);
+      bt.points.push_back(p);
+    }
+  }
+  std::vector<double> p50, life, recent;
+  size_t inside = 0;
+  for (const BacktestPoint& p : bt.points) {
+    inside += p.inside ? 1 : 0;
+    p50.push_back(p.p50_error_seconds);
+    life.push_back(p.naive_lifetime_error_seconds);
+    recent.push_back(p.naive_recent_error_seconds);
+  }
+  bt.coverage = bt.points.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(bt.points.size());
+  bt.median_p50_error_seconds = Median(p50);
+  bt.median_naive_lifetime_error_seconds = Median(life);
+  bt.median_naive_recent_error_seconds = Median(recent);
+  return bt;
+}
+
+BacktestSummary Summarize(const std::vector<Backtest>& backtests) {
+  BacktestSummary s;
+  std::vector<double> p50, life, recent, width;
+  size_t inside = 0;
+  for (const Backtest& b : backtests) {
+    for (const BacktestPoint& p : b.points) {
+      ++s.points;
+      inside += p.inside ? 1 : 0;
+      p50.push_back(p.p50_error_seconds);
+      life.push_back(p.naive_lifetime_error_seconds);
+      recent.push_back(p.naive_recent_error_seconds);
+      width.push_back(absl::ToDoubleSeconds(p.p90 - p.p10));
+    }
+  }
+  s.coverage = s.points ? static_cast<double>(inside) / static_cast<double>(s.points) : 0;
+  s.median_p50_error_seconds = Median(p50);
+  s.median_naive_lifetime_error_seconds = Median(life);
+  s.median_naive_recent_error_seconds = Median(recent);
+  s.median_interval_width_seconds = Median(width);
+  return s;
+}
+
+}  // namespace flightplan::forecast

@@ -1,0 +1,112 @@
+// The forecaster (DESIGN.md §6): from the plan (the prior) and the run so far (the
+// evidence), when the run will finish (P10/P50/P90 by Monte Carlo) and how its failure
+// budget stands.
+//
+// Pure: no I/O, no clock (`now` is a parameter), deterministic for a given history (the
+// random draws are seeded from it). Thread-safe.
+#ifndef FLIGHTPLAN_FORECAST_FORECASTER_H_
+#define FLIGHTPLAN_FORECAST_FORECASTER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/time/time.h"
+#include "forecast/accounting.h"
+#include "forecast/plan.h"
+
+namespace flightplan::forecast {
+
+// What the forecaster takes from the plan.
+struct ForecastPrior {
+  int64_t target_tokens = 0;
+  absl::Time plan_start = absl::UnixEpoch();
+  absl::Time plan_finish = absl::UnixEpoch();
+  std::optional<absl::Time> deadline;
+  double plan_tokens_per_second = 0;
+  double plan_total_seconds = 0;        // the whole schedule
+  double plan_active_seconds = 0;       // active compute
+  double plan_checkpoint_seconds = 0;   // checkpoint overhead over the run
+  double plan_availability_seconds = 0; // planned downtime over the run
+  double budget_seconds = 0;            // the failure budget
+  double job_mtbf_seconds = 0;
+  double loss_per_interruption_seconds = 0;
+  double checkpoint_blocking_seconds = 0;
+  double checkpoint_interval_seconds = 0;
+};
+[[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
+
+struct ForecastOptions {
+  int draws = 2000;
+};
+
+struct Forecast {
+  absl::Time as_of = absl::UnixEpoch();
+  uint64_t events = 0;
+  bool finished = false;
+
+  // Throughput, tokens per productive second.
+  double tokens_per_second = 0;
+  double recent_tokens_per_second = 0;
+  double plan_tokens_per_second = 0;
+  double forecast_tokens_per_second = 0;  // what the simulation centres on
+  bool throughput_shifted = false;        // recent differs from the lifetime rate
+
+  // Finish.
+  absl::Time finish_p10 = absl::UnixEpoch();
+  absl::Time finish_p50 = absl::UnixEpoch();
+  absl::Time finish_p90 = absl::UnixEpoch();
+  absl::Time plan_finish = absl::UnixEpoch();
+  std::optional<absl::Time> deadline;
+  double slip_seconds = 0;              // finish_p50 - plan_finish
+  double deadline_probability = 0;      // P(finish <= deadline), 0 without one
+
+  // Failure budget.
+  double budget_seconds = 0;
+  double consumed_seconds = 0;
+  double remaining_seconds = 0;
+  double burn_rate = 0;  // share of budget used / share of the planned schedule elapsed
+  double burn_rate_1h = 0, burn_rate_6h = 0, burn_rate_1d = 0, burn_rate_3d = 0;
+  double projected_at_finish_seconds = 0;  // P50 of consumed + the loss still to come
+  double exhaustion_probability = 0;
+  std::optional<absl::Time> exhausted_at;  // at the current burn; past when already spent
+
+  // Reliability.
+  double goodput = 0;
+  double observed_mtbf_seconds = 0;  // running time / unplanned interruptions; 0 before one
+  double plan_mtbf_seconds = 0;
+  double posterior_mtbf_seconds = 0;  // Gamma-Poisson: the plan's as a prior
+  double mean_loss_per_interruption_seconds = 0;
+  double recommended_checkpoint_interval_seconds = 0;  // Daly, observed cost and MTBF
+  double plan_checkpoint_interval_seconds = 0;
+
+  // Naive estimates, for backtests: remaining tokens / lifetime tokens per wall second,
+  // and / the last hour's (InfiniteFuture when the rate is 0).
+  absl::Time naive_lifetime_finish = absl::InfiniteFuture();
+  absl::Time naive_recent_finish = absl::InfiniteFuture();
+};
+
+// Everything but the simulation: cheap, for every status read and scrape.
+[[nodiscard]] Forecast ForecastNow(const RunState& state, const ForecastPrior& prior, absl::Time now);
+
+// The simulation's outcome, as offsets from its `as_of`, so a cached one can be read later.
+struct Simulation {
+  absl::Time as_of = absl::UnixEpoch();
+  uint64_t events = 0;
+  double forecast_tokens_per_second = 0;
+  bool throughput_shifted = false;
+  double finish_p10_seconds = 0, finish_p50_seconds = 0, finish_p90_seconds = 0;
+  double future_loss_p50_seconds = 0;
+  double exhaustion_probability = 0;
+  double deadline_probability = 0;
+};
+[[nodiscard]] Simulation Simulate(const RunState& state, const ForecastPrior& prior, absl::Time now,
+                                  const ForecastOptions& options = {});
+
+// Both: ForecastNow with the simulation's fields filled in.
+[[nodiscard]] Forecast Combine(Forecast now_part, const Simulation& simulation);
+[[nodiscard]] Forecast ComputeForecast(const RunState& state, const ForecastPrior& prior,
+                                       absl::Time now, const ForecastOptions& options = {});
+
+}  // namespace flightplan::forecast
+
+#endif  // FLIGHTPLAN_FORECAST_FORECASTER_H_
