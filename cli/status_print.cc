@@ -1,5 +1,7 @@
 #include "cli/status_print.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/units.h"
@@ -57,8 +59,50 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         "throughput", Si(tp.tokens_per_second(), "tokens/s"),
                                         Si(tp.recent_tokens_per_second(), "tokens/s"),
                                         Si(tp.plan_tokens_per_second(), "tokens/s")));
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %s (lost + unplanned down + stalled + restarts)\n",
-                                        "failure budget used", Duration(s.failure_budget_consumed_seconds())));
+  const v1::Forecast& fc = s.forecast();
+  absl::StrAppend(&out, "\n");
+  if (fc.has_finish_p50()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s P10 %s, P50 %s, P90 %s\n", "finish forecast",
+                                          DateOnly(TimeFromProto(fc.finish_p10())),
+                                          Date(TimeFromProto(fc.finish_p50())),
+                                          DateOnly(TimeFromProto(fc.finish_p90()))));
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s, P50 %s %s\n", "plan finish",
+                                          Date(TimeFromProto(fc.plan_finish())),
+                                          fc.slip_seconds() >= 0 ? "later by" : "earlier by",
+                                          Duration(std::fabs(fc.slip_seconds()))));
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
+                                          Date(TimeFromProto(fc.plan_finish()))));
+  }
+  if (fc.has_deadline()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",
+                                          Date(TimeFromProto(fc.deadline())),
+                                          Percent(fc.deadline_probability(), 0)));
+  }
+  const v1::FailureBudget& b = s.failure_budget();
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %s of %s used (%s), %s left\n", "failure budget",
+                                        Duration(b.consumed_seconds()), Duration(b.budget_seconds()),
+                                        Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0),
+                                        Duration(b.remaining_seconds())));
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %.2f overall; 1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f (1 = on plan)\n",
+                                        "burn rate", b.burn_rate(), b.burn_rate_1h(), b.burn_rate_6h(),
+                                        b.burn_rate_1d(), b.burn_rate_3d()));
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %s projected at finish, P(exhausted) %s%s\n", "",
+                                        Duration(b.projected_at_finish_seconds()),
+                                        Percent(b.exhaustion_probability(), 0),
+                                        b.has_exhausted_at()
+                                            ? absl::StrCat(", runs out ", Date(TimeFromProto(b.exhausted_at())),
+                                                           " at this burn")
+                                            : ""));
+  const v1::Reliability& r = s.reliability();
+  absl::StrAppend(&out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n",
+                                        "reliability", Percent(r.goodput()),
+                                        r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "-",
+                                        Duration(r.plan_mtbf_seconds()),
+                                        Duration(r.mean_loss_per_interruption_seconds())));
+  absl::StrAppend(&out, absl::StrFormat("  %-22s every %s (plan: %s)\n", "checkpoint interval",
+                                        Duration(r.recommended_checkpoint_interval_seconds()),
+                                        Duration(r.plan_checkpoint_interval_seconds())));
   for (const std::string& f : s.flags()) absl::StrAppend(&out, "  FLAG: ", f, "\n");
   return out;
 }

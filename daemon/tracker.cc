@@ -73,7 +73,9 @@ std::string Deterministic(const google::protobuf::Message& m) {
 std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
   auto p = std::make_shared<RunPlan>();
   p->revision = revision;
-  p->report = forecast::ComputePlan(PlanFromProto(plan));
+  const forecast::PlanSpec spec = PlanFromProto(plan);
+  p->report = forecast::ComputePlan(spec);
+  p->prior = forecast::PriorFromPlan(spec, p->report);
   p->plan = std::move(plan);
   return p;
 }
@@ -98,6 +100,8 @@ absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage:
   std::unique_ptr<Tracker> t(new Tracker(std::move(store), clock, metrics, options));
   if (absl::Status st = t->Recover(); !st.ok()) return st;
   t->writer_ = std::thread([p = t.get()] { p->WriterLoop(); });
+  t->forecaster_ = std::thread([p = t.get()] { p->ForecasterLoop(); });
+  for (const auto& view : t->List()) t->MarkForForecast(view->name);
   return t;
 }
 
@@ -171,6 +175,12 @@ void Tracker::Stop() {
     }
     queue_cv_.notify_all();
     if (writer_.joinable()) writer_.join();
+    {
+      std::lock_guard<std::mutex> lock(forecasts_mu_);
+      forecasts_stop_ = true;
+    }
+    forecasts_cv_.notify_all();
+    if (forecaster_.joinable()) forecaster_.join();
   });
 }
 
@@ -288,14 +298,84 @@ std::vector<std::shared_ptr<const RunView>> Tracker::List() const {
 }
 
 v1::RunStatus Tracker::StatusOf(const RunView& view) const {
-  const absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
+  absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
+  if (now == absl::InfinitePast()) now = clock_->Now();  // no events yet
   const forecast::RunSnapshot snap = forecast::Snapshot(view.state, now);
   const auto& plan = view.plan->plan;
   v1::RunStatus status =
       StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
                     view.plan->report.compute.tokens_per_second);
   status.set_plan_revision(view.plan->revision);
+  // The cheap part now; the simulation as last computed (never waited for).
+  forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
+  std::shared_ptr<const forecast::Simulation> sim;
+  {
+    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    auto it = simulations_.find(view.name);
+    if (it != simulations_.end()) sim = it->second;
+  }
+  if (sim) f = forecast::Combine(f, *sim);
+  ForecastToProto(f, sim ? std::max<uint64_t>(sim->events, 1) : 0, status);
   return status;
+}
+
+void Tracker::MarkForForecast(const std::string& run) {
+  {
+    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    forecast_due_.insert(run);
+  }
+  forecasts_cv_.notify_one();
+}
+
+void Tracker::ForecasterLoop() {
+  std::map<std::string, absl::Time> last_run;  // when each run was last simulated (wall)
+  std::unique_lock<std::mutex> lock(forecasts_mu_);
+  while (!forecasts_stop_) {
+    const bool woke = forecasts_cv_.wait_for(
+        lock, absl::ToChronoSeconds(options_.forecast_refresh) + std::chrono::seconds(0),
+        [this] { return forecasts_stop_ || !forecast_due_.empty(); });
+    if (forecasts_stop_) break;
+    std::set<std::string> due;
+    if (woke) {
+      due.swap(forecast_due_);
+    } else if (!options_.events_clock) {
+      for (const auto& view : List()) due.insert(view->name);  // time moves: refresh all
+    }
+    lock.unlock();
+    const absl::Time wall = absl::Now();
+    std::set<std::string> later;
+    for (const std::string& run : due) {
+      auto last = last_run.find(run);
+      if (last != last_run.end() && wall - last->second < options_.forecast_min_interval) {
+        later.insert(run);
+        continue;
+      }
+      std::shared_ptr<const RunView> view = Find(run);
+      if (!view) continue;
+      absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
+      if (now == absl::InfinitePast()) now = clock_->Now();
+      forecast::ForecastOptions options;
+      options.draws = options_.forecast_draws;
+      auto sim = std::make_shared<const forecast::Simulation>(
+          forecast::Simulate(view->state, view->plan->prior, now, options));
+      last_run[run] = absl::Now();
+      {
+        std::lock_guard<std::mutex> store(forecasts_mu_);
+        simulations_[run] = std::move(sim);
+      }
+      std::lock_guard<std::mutex> subs(subscribers_mu_);
+      for (const auto& [id, sub] : subscribers_) {
+        if (sub.first == run) sub.second();
+      }
+    }
+    lock.lock();
+    if (!later.empty()) {
+      forecast_due_.insert(later.begin(), later.end());
+      // Throttled runs: come back when their interval has passed.
+      forecasts_cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.forecast_min_interval),
+                             [this] { return forecasts_stop_; });
+    }
+  }
 }
 
 absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
@@ -590,6 +670,7 @@ void Tracker::Publish(Group& group) {
     metrics_->SetRuns(runs);
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
+  for (const std::string& run : changed) MarkForForecast(run);
   std::lock_guard<std::mutex> lock(subscribers_mu_);
   for (const auto& [id, sub] : subscribers_) {
     if (changed.count(sub.first)) sub.second();

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "flightplan/v1/plan.pb.h"
 #include "flightplan/v1/status.pb.h"
 #include "forecast/accounting.h"
+#include "forecast/forecaster.h"
 #include "forecast/plan.h"
 #include "storage/run_store.h"
 
@@ -51,6 +53,12 @@ struct TrackerOptions {
   uint64_t snapshot_every_events = 20000;
   // "now" of a run is its latest event instead of the wall clock (replays, backfills).
   bool events_clock = false;
+  // Forecasts run on their own thread, at most this often per run (a busy run is not
+  // simulated per event), and again every `forecast_refresh` on the wall clock (a silent
+  // run's forecast moves as time passes).
+  absl::Duration forecast_min_interval = absl::Seconds(1);
+  absl::Duration forecast_refresh = absl::Seconds(30);
+  int forecast_draws = 2000;
 };
 
 // What a run's plan says, fixed per plan revision.
@@ -58,6 +66,7 @@ struct RunPlan {
   uint32_t revision = 0;
   v1::Plan plan;
   forecast::PlanReport report;
+  forecast::ForecastPrior prior;
 };
 
 // A run as readers see it; immutable once published.
@@ -150,6 +159,8 @@ class Tracker {
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
   absl::Status SnapshotRuns(Group& group, bool all_dirty);
   void Publish(Group& group);
+  void ForecasterLoop();
+  void MarkForForecast(const std::string& run);
 
   const TrackerOptions options_;
   Clock* const clock_;
@@ -171,7 +182,15 @@ class Tracker {
   std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_
       ABSL_GUARDED_BY(subscribers_mu_);
 
+  mutable std::mutex forecasts_mu_;
+  std::condition_variable forecasts_cv_;
+  std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
+  std::map<std::string, std::shared_ptr<const forecast::Simulation>> simulations_
+      ABSL_GUARDED_BY(forecasts_mu_);
+  bool forecasts_stop_ ABSL_GUARDED_BY(forecasts_mu_) = false;
+
   std::thread writer_;
+  std::thread forecaster_;
   std::once_flag stopped_;
 };
 

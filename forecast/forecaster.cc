@@ -251,6 +251,23 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     return plan_loss_draw(rng);
   };
 
+  // For many interruptions in one draw, their total loss by the central limit theorem:
+  // the mixture's mean and variance, computed once.
+  double obs_mean = 0, obs_sq = 0;
+  for (double l : losses) {
+    obs_mean += l;
+    obs_sq += l * l;
+  }
+  if (!losses.empty()) {
+    obs_mean /= static_cast<double>(losses.size());
+    obs_sq /= static_cast<double>(losses.size());
+  }
+  const double plan_sq = plan_loss * plan_loss * std::exp(kPlanLossSigma * kPlanLossSigma);
+  const double mix_mean = p_observed_loss * obs_mean + (1 - p_observed_loss) * plan_loss;
+  const double mix_var = std::max(
+      0.0, p_observed_loss * obs_sq + (1 - p_observed_loss) * plan_sq - mix_mean * mix_mean);
+  constexpr long kExactLossDraws = 256;
+
   const int draws = std::max(1, options.draws);
   std::vector<double> finish(static_cast<size_t>(draws)), future_loss(static_cast<size_t>(draws));
   int exhausted = 0, on_time = 0;
@@ -264,7 +281,12 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     std::poisson_distribution<long> count(std::max(0.0, lambda * running));
     const long n = count(rng);
     double loss = 0;
-    for (long k = 0; k < n; ++k) loss += draw_loss();
+    if (n <= kExactLossDraws) {
+      for (long k = 0; k < n; ++k) loss += draw_loss();
+    } else {
+      const double nd = static_cast<double>(n);
+      loss = std::max(0.0, nd * mix_mean + std::sqrt(nd * mix_var) * normal(rng));
+    }
     if (in_incident) {
       const double whole = draw_loss();
       loss += whole > incident_so_far ? whole - incident_so_far : 0.1 * incident_so_far;

@@ -260,8 +260,47 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   tp->set_recent_tokens_per_second(s.recent_tokens_per_second);
   tp->set_plan_tokens_per_second(plan_tokens_per_second);
   for (const auto& f : s.flags) p.add_flags(f);
-  p.set_failure_budget_consumed_seconds(s.failure_budget_consumed_seconds);
+  p.mutable_failure_budget()->set_consumed_seconds(s.failure_budget_consumed_seconds);
   return p;
+}
+
+void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::RunStatus& p) {
+  auto finite = [](absl::Time t) { return t != absl::InfiniteFuture() && t != absl::InfinitePast(); };
+  v1::Forecast* fc = p.mutable_forecast();
+  if (forecast_events > 0 || f.finished) {
+    if (finite(f.finish_p10)) *fc->mutable_finish_p10() = TimeToProto(f.finish_p10);
+    if (finite(f.finish_p50)) *fc->mutable_finish_p50() = TimeToProto(f.finish_p50);
+    if (finite(f.finish_p90)) *fc->mutable_finish_p90() = TimeToProto(f.finish_p90);
+    fc->set_slip_seconds(f.slip_seconds);
+    fc->set_deadline_probability(f.deadline_probability);
+  }
+  *fc->mutable_plan_finish() = TimeToProto(f.plan_finish);
+  if (f.deadline) *fc->mutable_deadline() = TimeToProto(*f.deadline);
+  fc->set_forecast_events(forecast_events);
+  fc->set_forecast_tokens_per_second(f.forecast_tokens_per_second);
+  fc->set_throughput_shifted(f.throughput_shifted);
+
+  v1::FailureBudget* b = p.mutable_failure_budget();
+  b->set_budget_seconds(f.budget_seconds);
+  b->set_consumed_seconds(f.consumed_seconds);
+  b->set_remaining_seconds(f.remaining_seconds);
+  b->set_burn_rate(f.burn_rate);
+  b->set_burn_rate_1h(f.burn_rate_1h);
+  b->set_burn_rate_6h(f.burn_rate_6h);
+  b->set_burn_rate_1d(f.burn_rate_1d);
+  b->set_burn_rate_3d(f.burn_rate_3d);
+  b->set_projected_at_finish_seconds(f.projected_at_finish_seconds);
+  b->set_exhaustion_probability(f.exhaustion_probability);
+  if (f.exhausted_at && finite(*f.exhausted_at)) *b->mutable_exhausted_at() = TimeToProto(*f.exhausted_at);
+
+  v1::Reliability* r = p.mutable_reliability();
+  r->set_goodput(f.goodput);
+  r->set_observed_mtbf_seconds(f.observed_mtbf_seconds);
+  r->set_plan_mtbf_seconds(f.plan_mtbf_seconds);
+  r->set_mean_loss_per_interruption_seconds(f.mean_loss_per_interruption_seconds);
+  r->set_recommended_checkpoint_interval_seconds(f.recommended_checkpoint_interval_seconds);
+  r->set_plan_checkpoint_interval_seconds(f.plan_checkpoint_interval_seconds);
+  r->set_posterior_mtbf_seconds(f.posterior_mtbf_seconds);
 }
 
 }  // namespace flightplan

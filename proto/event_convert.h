@@ -9,6 +9,7 @@
 #include "flightplan/v1/status.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/event.h"
+#include "forecast/forecaster.h"
 
 namespace flightplan {
 
@@ -24,6 +25,11 @@ namespace flightplan {
 [[nodiscard]] v1::RunStatus StatusToProto(const std::string& run,
                                           const forecast::RunSnapshot& snapshot,
                                           int64_t target_tokens, double plan_tokens_per_second);
+
+// The forecast, failure budget and reliability sections. Finish quantiles are filled only
+// once a simulation exists (`forecast_events` > 0) or the run has finished.
+void ForecastToProto(const forecast::Forecast& forecast, uint64_t forecast_events,
+                     v1::RunStatus& status);
 
 }  // namespace flightplan
 
