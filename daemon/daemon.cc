@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/service.h"
 #include "exporters/daemon_metrics.h"
+#include "exporters/run_collector.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -35,6 +36,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
           absl::StrCat("cannot serve metrics on ", options.metrics, ": ", e.what()));
     }
     d->exposer_->RegisterCollectable(d->registry_);
+    Tracker* tracker_ptr = d->tracker_.get();
+    d->run_collector_ = std::make_shared<exporters::RunCollector>([tracker_ptr] {
+      std::vector<v1::RunStatus> statuses;
+      for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
+      return statuses;
+    });
+    d->exposer_->RegisterCollectable(d->run_collector_);
     const auto ports = d->exposer_->GetListeningPorts();
     d->metrics_port_ = ports.empty() ? 0 : ports.front();
   }

@@ -21,6 +21,10 @@ class Exposer;
 class Registry;
 }  // namespace prometheus
 
+namespace flightplan::exporters {
+class RunCollector;
+}
+
 namespace flightplan::daemon {
 
 class TrackerService;
@@ -59,6 +63,7 @@ class Daemon {
   WallClock wall_clock_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<exporters::DaemonMetrics> metrics_;
+  std::shared_ptr<exporters::RunCollector> run_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<TrackerService> service_;

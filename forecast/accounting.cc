@@ -391,6 +391,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.step = e.step;
       s.tokens = e.tokens;
       s.saw_step_in_attempt = true;
+      s.last_step_time = e.time;
       PushSample(s, e.time);
       break;
     case EventKind::kCheckpointSaved: {
@@ -479,6 +480,8 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
   out.seconds = s.seconds;
   out.interruptions = s.interruptions;
   out.flags = s.flags;
+  out.last_step_time = s.last_step_time;
+  out.typical_step_gap = s.typical_step_gap;
   double startup_after_unplanned = s.startup_after_unplanned;
   if (s.events == 0) {
     out.as_of = now;

@@ -105,6 +105,7 @@ struct RunState {
   bool last_stop_unplanned = false;
   // Tokens gained in productive time that still counts (throughput's numerator).
   double productive_tokens = 0;
+  absl::Time last_step_time = absl::InfinitePast();  // latest steps event
   // EWMA of the gap between step reports while running; 0 until the second report.
   double typical_step_gap = 0;
   // EWMA of seconds per training step while running; 0 until the second report. It dates
@@ -177,6 +178,8 @@ struct RunSnapshot {
   double recent_tokens_per_second = 0;
   // Seconds the job was up: startup, productive, checkpoint, lost, stalled.
   double running_seconds = 0;
+  absl::Time last_step_time = absl::InfinitePast();
+  double typical_step_gap = 0;
   std::vector<std::string> flags;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);

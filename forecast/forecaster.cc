@@ -22,7 +22,7 @@ constexpr double kPlanLossSigma = 0.5;
 constexpr double kPlanRateSigma = 0.15;
 constexpr double kObservedRateSigma = 0.01;
 // Productive seconds of evidence at which observed throughput outweighs the plan's.
-constexpr double kRateEvidenceSeconds = 3600;
+constexpr double kRateEvidenceSeconds = 900;
 // The recent rate counts as a shift when it differs from the lifetime rate by this much.
 constexpr double kShiftThreshold = 0.03;
 // Unforeseeable change ahead: extra log-normal spread of the future rate per unit of

@@ -122,6 +122,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_productive_tokens(s.productive_tokens);
   p.set_typical_step_gap(s.typical_step_gap);
   p.set_typical_seconds_per_step(s.typical_seconds_per_step);
+  p.set_last_step_time_us(Micros(s.last_step_time));
   for (const auto& t : s.wall_tokens) {
     auto* pt = p.add_wall_tokens();
     pt->set_time_us(Micros(t.time));
@@ -191,6 +192,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.productive_tokens = p.productive_tokens();
   s.typical_step_gap = p.typical_step_gap();
   s.typical_seconds_per_step = p.typical_seconds_per_step();
+  s.last_step_time = p.last_step_time_us() == 0 ? absl::InfinitePast() : FromMicros(p.last_step_time_us());
   for (const auto& t : p.wall_tokens()) s.wall_tokens.push_back({FromMicros(t.time_us()), t.tokens()});
   s.saw_step_in_attempt = p.saw_step_in_attempt();
   for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
@@ -240,6 +242,10 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   progress->set_fraction(target_tokens > 0 ? static_cast<double>(s.tokens) /
                                                  static_cast<double>(target_tokens)
                                            : 0);
+  if (s.last_step_time != absl::InfinitePast() && s.as_of != absl::InfinitePast()) {
+    progress->set_seconds_since_step(absl::ToDoubleSeconds(s.as_of - s.last_step_time));
+  }
+  progress->set_usual_report_interval_seconds(s.typical_step_gap);
   auto* t = p.mutable_time_seconds();
   t->set_productive(s.seconds.productive);
   t->set_checkpoint(s.seconds.checkpoint);

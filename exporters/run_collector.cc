@@ -1,0 +1,192 @@
+#include "exporters/run_collector.h"
+
+#include <map>
+#include <string>
+
+namespace flightplan::exporters {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+double Seconds(const google::protobuf::Timestamp& t) {
+  return static_cast<double>(t.seconds()) + t.nanos() / 1e9;
+}
+
+class Families {
+ public:
+  MetricFamily& Family(const std::string& name, MetricType type, const std::string& help) {
+    auto it = index_.find(name);
+    if (it != index_.end()) return families_[it->second];
+    index_[name] = families_.size();
+    families_.push_back(MetricFamily{name, help, type, {}});
+    return families_.back();
+  }
+  void Add(const std::string& name, MetricType type, const std::string& help,
+           std::vector<ClientMetric::Label> labels, double value) {
+    MetricFamily& f = Family(name, type, help);
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    f.metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> Take() { return std::move(families_); }
+
+ private:
+  std::vector<MetricFamily> families_;
+  std::map<std::string, size_t> index_;
+};
+
+constexpr MetricType kGauge = MetricType::Gauge;
+constexpr MetricType kCounter = MetricType::Counter;
+
+}  // namespace
+
+std::vector<MetricFamily> RunCollector::Collect() const {
+  Families f;
+  for (const v1::RunStatus& s : source_()) {
+    const ClientMetric::Label run{"run", s.run()};
+    auto with = [&](const char* name, std::string value) {
+      return std::vector<ClientMetric::Label>{run, ClientMetric::Label{name, std::move(value)}};
+    };
+    const v1::Progress& p = s.progress();
+    f.Add("flightplan_progress_tokens", kGauge,
+          "Tokens of the run's lineage that still count (rolled-back steps excluded).", {run},
+          static_cast<double>(p.tokens()));
+    f.Add("flightplan_plan_progress_tokens", kGauge,
+          "Where the plan says progress should be now: the target spread evenly over the planned "
+          "schedule (the burn-down's line).",
+          {run}, static_cast<double>(p.plan_tokens()));
+    f.Add("flightplan_target_tokens", kGauge, "The run's training target, tokens.", {run},
+          static_cast<double>(p.target_tokens()));
+    f.Add("flightplan_step_report_age_seconds", kGauge,
+          "Seconds since the latest step report (a stall shows as this growing past the usual "
+          "interval).",
+          {run}, p.seconds_since_step());
+    f.Add("flightplan_step_report_interval_seconds", kGauge,
+          "The usual seconds between step reports while running (0 until known).", {run},
+          p.usual_report_interval_seconds());
+    if (s.has_last_event_time()) {
+      f.Add("flightplan_last_event_timestamp_seconds", kGauge,
+            "Unix time of the run's latest event.", {run}, Seconds(s.last_event_time()));
+    }
+    for (const char* state : {"new", "starting", "running", "down", "finished"}) {
+      f.Add("flightplan_run_state", kGauge, "1 for the run's current state, else 0.",
+            with("state", state), s.state() == state ? 1 : 0);
+    }
+
+    const v1::TimeSeconds& t = s.time_seconds();
+    const std::pair<const char*, double> categories[] = {
+        {"productive", t.productive()}, {"checkpoint", t.checkpoint()}, {"lost", t.lost()},
+        {"startup", t.startup()},       {"down_unplanned", t.down_unplanned()},
+        {"down_planned", t.down_planned()}, {"stalled", t.stalled()}};
+    for (const auto& [category, seconds] : categories) {
+      f.Add("flightplan_time_seconds_total", kGauge,
+            "Wall time of the run by category; the categories add up to the elapsed time. A "
+            "gauge: a restore moves productive time to lost.",
+            with("category", category), seconds);
+    }
+    for (const v1::InterruptionCount& i : s.interruptions()) {
+      f.Add("flightplan_interruptions_total", kCounter,
+            "Interruptions of the run by cause; planned ones are charged to availability, not "
+            "the failure budget.",
+            {run, {"cause", i.cause()}, {"planned", i.planned() ? "true" : "false"}},
+            static_cast<double>(i.count()));
+    }
+
+    const v1::Forecast& fc = s.forecast();
+    const std::pair<const char*, const google::protobuf::Timestamp*> quantiles[] = {
+        {"0.1", fc.has_finish_p10() ? &fc.finish_p10() : nullptr},
+        {"0.5", fc.has_finish_p50() ? &fc.finish_p50() : nullptr},
+        {"0.9", fc.has_finish_p90() ? &fc.finish_p90() : nullptr}};
+    for (const auto& [q, ts] : quantiles) {
+      if (ts == nullptr) continue;
+      f.Add("flightplan_forecast_finish_timestamp_seconds", kGauge,
+            "Forecast finish, Unix time, at the quantile (P10/P50/P90 of a Monte Carlo over "
+            "throughput, interruptions and their losses).",
+            with("quantile", q), Seconds(*ts));
+    }
+    if (fc.has_plan_finish()) {
+      f.Add("flightplan_plan_finish_timestamp_seconds", kGauge,
+            "Finish of the plan's schedule, Unix time.", {run}, Seconds(fc.plan_finish()));
+    }
+    if (fc.has_deadline()) {
+      f.Add("flightplan_deadline_timestamp_seconds", kGauge, "The plan's deadline, Unix time.",
+            {run}, Seconds(fc.deadline()));
+      f.Add("flightplan_forecast_deadline_probability", kGauge,
+            "Probability that the run finishes by its deadline.", {run}, fc.deadline_probability());
+    }
+    if (fc.has_finish_p50()) {
+      f.Add("flightplan_forecast_slip_seconds", kGauge,
+            "Forecast P50 finish minus the plan's finish, seconds (positive: late).", {run},
+            fc.slip_seconds());
+    }
+
+    const v1::FailureBudget& b = s.failure_budget();
+    f.Add("flightplan_failure_budget_seconds", kGauge,
+          "The plan's failure budget: the budget_quantile of interruptions times the loss per "
+          "interruption, seconds.",
+          {run}, b.budget_seconds());
+    f.Add("flightplan_failure_budget_consumed_seconds_total", kCounter,
+          "Failure budget consumed: lost work, unplanned downtime, stalls and restarts after "
+          "unplanned stops, seconds, charged as it happens.",
+          {run}, b.consumed_seconds());
+    f.Add("flightplan_failure_budget_remaining_seconds", kGauge,
+          "Failure budget left, seconds (negative once overspent).", {run}, b.remaining_seconds());
+    const std::pair<const char*, double> burns[] = {{"total", b.burn_rate()},
+                                                    {"1h", b.burn_rate_1h()},
+                                                    {"6h", b.burn_rate_6h()},
+                                                    {"1d", b.burn_rate_1d()},
+                                                    {"3d", b.burn_rate_3d()}};
+    for (const auto& [window, rate] : burns) {
+      f.Add("flightplan_failure_budget_burn_rate", kGauge,
+            "Share of the failure budget used over the window divided by the share of the "
+            "planned schedule the window is; 1 = on plan ('total': since the start).",
+            with("window", window), rate);
+    }
+    f.Add("flightplan_failure_budget_projected_seconds", kGauge,
+          "Failure budget projected to be used by the finish (consumed plus the median loss to "
+          "come), seconds.",
+          {run}, b.projected_at_finish_seconds());
+    f.Add("flightplan_failure_budget_exhaustion_probability", kGauge,
+          "Probability that the failure budget runs out before the finish.", {run},
+          b.exhaustion_probability());
+
+    const v1::Reliability& r = s.reliability();
+    f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
+    f.Add("flightplan_mtbf_seconds", kGauge,
+          "Mean time between unplanned interruptions of the job: observed (0 before the first), "
+          "the plan's, and the posterior the forecast uses.",
+          with("kind", "observed"), r.observed_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, "", with("kind", "plan"), r.plan_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, "", with("kind", "posterior"), r.posterior_mtbf_seconds());
+    f.Add("flightplan_loss_per_interruption_seconds", kGauge,
+          "Mean failure budget consumed per unplanned interruption (the plan's until one is seen).",
+          {run}, r.mean_loss_per_interruption_seconds());
+    f.Add("flightplan_checkpoint_interval_seconds", kGauge,
+          "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.",
+          with("kind", "recommended"), r.recommended_checkpoint_interval_seconds());
+    f.Add("flightplan_checkpoint_interval_seconds", kGauge, "", with("kind", "plan"),
+          r.plan_checkpoint_interval_seconds());
+
+    const v1::Throughput& tp = s.throughput();
+    const std::pair<const char*, double> rates[] = {{"lifetime", tp.tokens_per_second()},
+                                                    {"recent", tp.recent_tokens_per_second()},
+                                                    {"plan", tp.plan_tokens_per_second()},
+                                                    {"forecast", fc.forecast_tokens_per_second()}};
+    for (const auto& [kind, rate] : rates) {
+      f.Add("flightplan_throughput_tokens_per_second", kGauge,
+            "Tokens per productive second: over the run, over the last hour, the plan's, and "
+            "what the forecast assumes.",
+            with("kind", kind), rate);
+    }
+  }
+  return f.Take();
+}
+
+}  // namespace flightplan::exporters

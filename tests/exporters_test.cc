@@ -1,0 +1,85 @@
+// The run metrics through their text exposition (no HTTP).
+#include "exporters/run_collector.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
+
+namespace flightplan::exporters {
+namespace {
+
+v1::RunStatus Example() {
+  v1::RunStatus s;
+  s.set_run("r1");
+  s.set_state("down");
+  s.mutable_progress()->set_tokens(1000);
+  s.mutable_progress()->set_plan_tokens(1200);
+  s.mutable_progress()->set_target_tokens(10000);
+  s.mutable_time_seconds()->set_productive(3000);
+  s.mutable_time_seconds()->set_lost(120);
+  auto* i = s.add_interruptions();
+  i->set_cause("gpu");
+  i->set_count(2);
+  auto* m = s.add_interruptions();
+  m->set_cause("maintenance");
+  m->set_planned(true);
+  m->set_count(1);
+  s.mutable_forecast()->mutable_finish_p50()->set_seconds(1800000000);
+  s.mutable_forecast()->mutable_plan_finish()->set_seconds(1799999000);
+  s.mutable_forecast()->set_slip_seconds(1000);
+  s.mutable_failure_budget()->set_budget_seconds(5000);
+  s.mutable_failure_budget()->set_consumed_seconds(1250);
+  s.mutable_failure_budget()->set_burn_rate_1h(14.4);
+  s.mutable_reliability()->set_goodput(0.9);
+  return s;
+}
+
+std::string Scrape(std::vector<v1::RunStatus> runs) {
+  RunCollector collector([runs] { return runs; });
+  return prometheus::TextSerializer().Serialize(collector.Collect());
+}
+
+TEST(RunCollector, ExposesEveryRunWithItsLabels) {
+  const std::string text = Scrape({Example()});
+  for (const char* line : {
+           "flightplan_progress_tokens{run=\"r1\"} 1000",
+           "flightplan_plan_progress_tokens{run=\"r1\"} 1200",
+           "flightplan_time_seconds_total{run=\"r1\",category=\"productive\"} 3000",
+           "flightplan_time_seconds_total{run=\"r1\",category=\"lost\"} 120",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"false\"} 2",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"maintenance\",planned=\"true\"} 1",
+           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",quantile=\"0.5\"} 1800000000",
+           "flightplan_plan_finish_timestamp_seconds{run=\"r1\"} 1799999000",
+           "flightplan_failure_budget_seconds{run=\"r1\"} 5000",
+           "flightplan_failure_budget_consumed_seconds_total{run=\"r1\"} 1250",
+           "flightplan_failure_budget_remaining_seconds{run=\"r1\"} 0",
+           "flightplan_failure_budget_burn_rate{run=\"r1\",window=\"1h\"} 14.4",
+           "flightplan_goodput_ratio{run=\"r1\"} 0.9",
+           "flightplan_run_state{run=\"r1\",state=\"down\"} 1",
+           "flightplan_run_state{run=\"r1\",state=\"running\"} 0",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  // Types: counters only where monotonic.
+  EXPECT_NE(text.find("# TYPE flightplan_interruptions_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE flightplan_time_seconds_total gauge"), std::string::npos);
+  EXPECT_NE(text.find("# HELP flightplan_goodput_ratio Productive time over elapsed time."), std::string::npos);
+  // No forecast quantile that was not computed.
+  EXPECT_EQ(text.find("quantile=\"0.1\""), std::string::npos);
+}
+
+TEST(RunCollector, OneFamilyPerNameAcrossRuns) {
+  v1::RunStatus other = Example();
+  other.set_run("r2");
+  const std::string text = Scrape({Example(), other});
+  size_t helps = 0;
+  for (size_t at = 0; (at = text.find("# HELP flightplan_progress_tokens ", at)) != std::string::npos; ++at) ++helps;
+  EXPECT_EQ(helps, 1u);
+  EXPECT_NE(text.find("flightplan_progress_tokens{run=\"r2\"} 1000"), std::string::npos);
+  EXPECT_EQ(Scrape({}).find("flightplan_progress_tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flightplan::exporters

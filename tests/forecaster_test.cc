@@ -1,0 +1,187 @@
+// Each estimator of the forecaster on hand-built runs.
+#include "forecast/forecaster.h"
+
+#include <cmath>
+
+#include "forecast/formulas.h"
+#include "gtest/gtest.h"
+
+namespace flightplan::forecast {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1799020800);
+absl::Time At(double s) { return kT0 + absl::Seconds(s); }
+
+Event E(EventKind kind, double t) {
+  Event e;
+  e.kind = kind;
+  e.time = At(t);
+  return e;
+}
+Event Started(double t, uint32_t attempt, int64_t restored) {
+  Event e = E(EventKind::kJobStarted, t);
+  e.attempt = attempt;
+  e.restored_step = restored;
+  return e;
+}
+Event Steps(double t, int64_t step, int64_t tokens) {
+  Event e = E(EventKind::kSteps, t);
+  e.step = step;
+  e.tokens = tokens;
+  return e;
+}
+Event Crash(double t) {
+  Event e = E(EventKind::kInterruption, t);
+  e.cause = "gpu";
+  return e;
+}
+
+// 1,000 tokens/s planned; 1e8 tokens; a 100-hour plan; MTBF 10 h; loss 1,000 s.
+ForecastPrior Prior() {
+  ForecastPrior p;
+  p.target_tokens = 100'000'000;
+  p.plan_start = kT0;
+  p.plan_tokens_per_second = 1000;
+  p.plan_active_seconds = 100000;
+  p.plan_total_seconds = 110000;
+  p.plan_finish = At(110000);
+  p.budget_seconds = 10000;
+  p.job_mtbf_seconds = 36000;
+  p.loss_per_interruption_seconds = 1000;
+  p.checkpoint_blocking_seconds = 10;
+  p.checkpoint_interval_seconds = 600;
+  return p;
+}
+
+// A run at `rate` tokens/s, reporting every 60 s, for `seconds`.
+RunState Running(double rate, double seconds) {
+  RunState s;
+  EXPECT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  for (int i = 1; i * 60.0 <= seconds; ++i) {
+    EXPECT_TRUE(ApplyEvent(s, Steps(i * 60.0, i, static_cast<int64_t>(rate * 60.0 * i))).ok());
+  }
+  return s;
+}
+
+TEST(Forecaster, BeforeAnyEvidenceTheFinishIsThePlans) {
+  RunState s;
+  const Forecast f = ComputeForecast(s, Prior(), kT0);
+  // P50 near the plan's finish (the plan's expected losses are below its P90 budget).
+  EXPECT_NEAR(absl::ToDoubleSeconds(f.finish_p50 - Prior().plan_finish), 0, 0.1 * 110000);
+  EXPECT_LT(f.finish_p10, f.finish_p50);
+  EXPECT_LT(f.finish_p50, f.finish_p90);
+}
+
+TEST(Forecaster, ThroughputEvidenceOutweighsThePlan) {
+  // Half the planned speed for 10 hours: the remaining compute doubles.
+  const RunState s = Running(500, 36000);
+  const Forecast f = ComputeForecast(s, Prior(), At(36000));
+  EXPECT_NEAR(f.tokens_per_second, 500, 1);
+  EXPECT_NEAR(f.forecast_tokens_per_second, 500, 50);
+  // Compute alone at 500 tokens/s, plus interruptions: not the plan's 1,000.
+  const double remaining = (1e8 - 500.0 * 35940) / 500;
+  EXPECT_GT(absl::ToDoubleSeconds(f.finish_p50 - At(36000)), 0.97 * remaining);
+  EXPECT_LT(absl::ToDoubleSeconds(f.finish_p50 - At(36000)), 1.3 * remaining);
+}
+
+TEST(Forecaster, AShiftInThroughputIsDetectedAndTheRecentRateWins) {
+  RunState s = Running(1000, 36000);
+  int64_t tokens = s.tokens;
+  int64_t step = s.step;
+  // The last 3 hours at 700 tokens/s (a slower rack).
+  for (int i = 1; i <= 180; ++i) {
+    tokens += 700 * 60;
+    ASSERT_TRUE(ApplyEvent(s, Steps(36000 + i * 60.0, ++step, tokens)).ok());
+  }
+  const Forecast f = ComputeForecast(s, Prior(), s.last_time);
+  EXPECT_TRUE(f.throughput_shifted);
+  EXPECT_NEAR(f.recent_tokens_per_second, 700, 1);
+  EXPECT_LT(f.forecast_tokens_per_second, 760);
+}
+
+TEST(Forecaster, FailureRateFollowsTheEvidenceOverThePrior) {
+  // Gamma-Poisson: prior 2 interruptions in 2 x 36,000 s; then 10 in 36,000 running s.
+  RunState s;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  double t = 0;
+  int64_t step = 0;
+  for (int k = 0; k < 10; ++k) {
+    for (int i = 0; i < 60; ++i) {
+      t += 60;
+      ++step;
+      ASSERT_TRUE(ApplyEvent(s, Steps(t, step, step * 60000)).ok());
+    }
+    ASSERT_TRUE(ApplyEvent(s, Crash(t)).ok());
+    t += 60;
+    ASSERT_TRUE(ApplyEvent(s, Started(t, static_cast<uint32_t>(k + 2), step)).ok());
+  }
+  const Forecast f = ForecastNow(s, Prior(), At(t));
+  const RunSnapshot snap = Snapshot(s, At(t));
+  EXPECT_EQ(s.unplanned_interruptions, 10u);
+  EXPECT_NEAR(f.observed_mtbf_seconds, snap.running_seconds / 10, 1e-6);
+  EXPECT_NEAR(f.posterior_mtbf_seconds, (2 * 36000 + snap.running_seconds) / 12, 1e-6);
+  EXPECT_LT(f.posterior_mtbf_seconds, 0.5 * Prior().job_mtbf_seconds);
+  // Daly for the posterior MTBF and the plan's checkpoint cost (no checkpoint seen).
+  EXPECT_NEAR(f.recommended_checkpoint_interval_seconds,
+              DalyIntervalSeconds(10, f.posterior_mtbf_seconds), 1e-6);
+}
+
+TEST(Forecaster, BurnRateIsBudgetShareOverScheduleShare) {
+  // 10 h of work, then down (unplanned) for 1 h: 3,600 s of a 10,000 s budget in 11 h of
+  // a 110,000 s schedule: (0.36) / (39,600 / 110,000) = 1.0.
+  RunState s = Running(1000, 36000);
+  ASSERT_TRUE(ApplyEvent(s, Crash(36000)).ok());
+  const Forecast f = ForecastNow(s, Prior(), At(39600));
+  EXPECT_NEAR(f.consumed_seconds, 3600, 1e-6);
+  EXPECT_NEAR(f.remaining_seconds, 6400, 1e-6);
+  EXPECT_NEAR(f.burn_rate, (3600.0 / 10000) / (39600.0 / 110000), 1e-9);
+  // Over the last hour, all of it was downtime: (3,600 / 10,000) / (3,600 / 110,000) = 11.
+  EXPECT_NEAR(f.burn_rate_1h, 11, 1e-6);
+  // Down right now, the budget burns now: at this burn it runs out in 6,400 / (3600/39600) s.
+  ASSERT_TRUE(f.exhausted_at.has_value());
+  EXPECT_NEAR(absl::ToDoubleSeconds(*f.exhausted_at - At(39600)), 6400 / (3600.0 / 39600), 1);
+  // Goodput: 35,940 productive s (the first minute was startup) of 39,600.
+  EXPECT_NEAR(f.goodput, 35940.0 / 39600, 1e-9);
+}
+
+TEST(Forecaster, ExhaustionProbabilityGrowsWithTheBurn) {
+  RunState calm = Running(1000, 36000);
+  RunState burning = Running(1000, 36000);
+  ASSERT_TRUE(ApplyEvent(burning, Crash(36000)).ok());
+  const Forecast a = ComputeForecast(calm, Prior(), At(36000));
+  const Forecast b = ComputeForecast(burning, Prior(), At(36000 + 9800));  // 9,800 s down
+  EXPECT_LT(a.exhaustion_probability, 0.2);
+  EXPECT_GT(b.exhaustion_probability, 0.9);
+  EXPECT_GT(b.projected_at_finish_seconds, 9800);
+}
+
+TEST(Forecaster, DeterministicForAHistory) {
+  const RunState s = Running(900, 20000);
+  const Forecast a = ComputeForecast(s, Prior(), At(20000));
+  const Forecast b = ComputeForecast(s, Prior(), At(20000));
+  EXPECT_EQ(a.finish_p10, b.finish_p10);
+  EXPECT_EQ(a.finish_p50, b.finish_p50);
+  EXPECT_EQ(a.finish_p90, b.finish_p90);
+  EXPECT_EQ(a.exhaustion_probability, b.exhaustion_probability);
+}
+
+TEST(Forecaster, FinishedRunFinishedWhenItDid) {
+  RunState s = Running(1000, 600);
+  ASSERT_TRUE(ApplyEvent(s, E(EventKind::kRunFinished, 700)).ok());
+  const Forecast f = ComputeForecast(s, Prior(), At(5000));
+  EXPECT_EQ(f.finish_p10, At(700));
+  EXPECT_EQ(f.finish_p90, At(700));
+}
+
+TEST(Forecaster, NaiveEstimates) {
+  const RunState s = Running(1000, 7200);
+  const Forecast f = ForecastNow(s, Prior(), At(7200));
+  const double remaining = 1e8 - 1000.0 * 7200;
+  // Lifetime: tokens per wall second since the first event.
+  EXPECT_NEAR(absl::ToDoubleSeconds(f.naive_lifetime_finish - At(7200)), remaining / 1000.0, 1);
+  // Last hour: 3,600 s x 1,000 tokens/s.
+  EXPECT_NEAR(absl::ToDoubleSeconds(f.naive_recent_finish - At(7200)), remaining / 1000.0, 1);
+}
+
+}  // namespace
+}  // namespace flightplan::forecast
