@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "cli/client_commands.h"
 #include "cli/plan_command.h"
+#include "cli/sim_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -89,6 +90,52 @@ int main(int argc, char** argv) {
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
+  flightplan::SimulateOptions sim;
+  CLI::App* simulate = app.add_subcommand(
+      "simulate", "Print a synthetic event log (JSON Lines) drawn from a plan's own assumptions; "
+                  "the flags make reality differ from the plan.");
+  simulate->add_option("PLAN", sim.plan_path, "plan file")->required();
+  simulate->add_option("--run", sim.run, "run name in the events (default: the plan's)");
+  simulate->add_option("--seed", sim.simulation.seed, "random seed")->capture_default_str();
+  simulate->add_option("--failure-rate-factor", sim.simulation.failure_rate_factor,
+                       "failures x k")->capture_default_str();
+  simulate->add_option("--throughput-factor", sim.simulation.throughput_factor,
+                       "achieved / planned tokens per second")->capture_default_str();
+  simulate->add_option("--degrade-per-tenth", sim.simulation.degrade_per_tenth,
+                       "throughput lost per tenth of progress")->capture_default_str();
+  simulate->add_option("--regime-at", sim.simulation.regime_at,
+                       "progress (0-1) where a regime change (a bad rack) starts; 0 = none")
+      ->capture_default_str();
+  simulate->add_option("--regime-failure-factor", sim.simulation.regime_failure_factor,
+                       "failures x k after the regime change")->capture_default_str();
+  simulate->add_option("--regime-throughput-factor", sim.simulation.regime_throughput_factor,
+                       "throughput x f after the regime change")->capture_default_str();
+  simulate->add_option("--restart-tail-alpha", sim.simulation.restart_tail_alpha,
+                       "> 0: Pareto-tailed restarts of this shape")->capture_default_str();
+  simulate->add_option("--hang-fraction", sim.simulation.hang_fraction,
+                       "share of failures that hang until the watchdog")->capture_default_str();
+  simulate->add_option("--watchdog-seconds", sim.simulation.watchdog_seconds, "watchdog timeout")
+      ->capture_default_str();
+  simulate->add_option("--unreported-fraction", sim.simulation.unreported_fraction,
+                       "share of crashes nobody reports")->capture_default_str();
+  simulate->add_option("--duplicate-fraction", sim.simulation.duplicate_fraction,
+                       "share of events sent twice")->capture_default_str();
+  bool no_maintenance = false;
+  simulate->add_flag("--no-maintenance", no_maintenance, "no planned maintenance windows");
+  simulate->add_option("--reports", sim.simulation.target_reports, "step reports over the run")
+      ->capture_default_str();
+
+  flightplan::BacktestOptions backtest_options;
+  CLI::App* backtest = app.add_subcommand(
+      "backtest", "Replay a recorded run offline with the event clock and print, at each tenth "
+                  "of progress, the P10/P50/P90 finish against the actual one, beside two naive "
+                  "estimates.");
+  backtest->add_option("EVENTS", backtest_options.events_path, "events file ('-' reads stdin)")->required();
+  backtest->add_option("--plan", backtest_options.plan_path, "the run's plan")->required();
+  backtest->add_flag("--json", backtest_options.json, "print JSON");
+  backtest->add_option("--draws", backtest_options.draws, "Monte Carlo draws per forecast")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -108,5 +155,12 @@ int main(int argc, char** argv) {
     return flightplan::RunStatus(client, status_run, status_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
+  if (app.got_subcommand(simulate)) {
+    sim.simulation.maintenance = !no_maintenance;
+    return flightplan::RunSimulate(sim, std::cout, std::cerr);
+  }
+  if (app.got_subcommand(backtest)) {
+    return flightplan::RunBacktestCommand(backtest_options, std::cout, std::cerr);
+  }
   return 2;
 }

@@ -78,9 +78,10 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
         static_cast<double>(chunk) * plan_step_seconds / speed * (1 + 0.02 * (uniform(rng) - 0.5));
     if (running + chunk_seconds >= next_failure) {
       // A failure inside this chunk: the work since the last checkpoint is lost.
-      const double into = next_failure - running;
+      // (A failure due during the last save strikes right after it.)
+      const double into = std::max(0.0, next_failure - running);
       t += into;
-      running = next_failure;
+      running += into;
       const bool hang = uniform(rng) < o.hang_fraction;
       if (hang) t += o.watchdog_seconds;
       const bool reported = uniform(rng) >= o.unreported_fraction;

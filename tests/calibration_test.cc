@@ -2,6 +2,7 @@
 // plan, each backtested at every tenth of progress. The actual finish must fall inside
 // P10..P90 in 70-90% of the points, and the P50 must beat the naive estimates.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,16 @@ TEST(Calibration, SimulatedRunsThatDifferFromThePlan) {
       SimulationOptions o = sc.options;
       o.seed = seed * 7919 + static_cast<uint64_t>(all.size());
       const std::vector<Event> events = SimulateRun(plan, report, o);
+      // The simulator writes what a daemon accepts: every event applies or is a duplicate.
+      RunState folded;
+      std::set<std::string> keys;
+      size_t refused = 0;
+      for (const Event& e : events) {
+        if (!keys.insert(EventKey(e, AttemptOf(folded, e))).second) continue;
+        if (!ApplyEvent(folded, e).ok()) ++refused;
+      }
+      EXPECT_EQ(refused, 0u) << sc.name;
+      EXPECT_EQ(folded.phase, Phase::kFinished) << sc.name;
       absl::StatusOr<Backtest> bt = RunBacktest(events, prior, options);
       ASSERT_TRUE(bt.ok()) << sc.name << ": " << bt.status();
       mine.push_back(*bt);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <regex>
 #include <string>
 #include <thread>
@@ -194,6 +195,63 @@ TEST(Process, BackPressureNeverReordersOrLosesAReplay) {
             std::string::npos);
   r = Cli(d.address(), {"replay", events, "--batch", "5"});
   EXPECT_NE(r.out.find(" 0 accepted,"), std::string::npos) << r.out;
+}
+
+TEST(Process, SimulateReplayForecastAndBacktest) {
+  TempDir dir;
+  // A run with twice the plan's failures, from the plan itself.
+  auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "5", "--failure-rate-factor", "2"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string events = dir.Write("sim.jsonl", sim.out);
+  // Half of it into a daemon: a run in progress.
+  std::string half;
+  size_t lines = 0, at = 0;
+  const size_t total = static_cast<size_t>(std::count(sim.out.begin(), sim.out.end(), '\n'));
+  while (lines < total / 2) {
+    at = sim.out.find('\n', at) + 1;
+    ++lines;
+  }
+  const std::string first_half = dir.Write("half.jsonl", sim.out.substr(0, at));
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true);
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  ASSERT_EQ(Cli(d.address(), {"replay", first_half}).exit_code, 0);
+  d.Status();  // until the forecast has caught up
+  auto r = Cli(d.address(), {"status", kRun, "--json"});
+  ASSERT_EQ(r.exit_code, 0);
+  v1::RunStatus s;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &s).ok()) << r.out;
+  EXPECT_EQ(s.state(), "running");
+  EXPECT_TRUE(s.forecast().has_finish_p10());
+  EXPECT_LT(s.forecast().finish_p10().seconds(), s.forecast().finish_p90().seconds());
+  EXPECT_GT(s.failure_budget().budget_seconds(), 0);
+  EXPECT_GT(s.failure_budget().consumed_seconds(), 0);
+  EXPECT_GT(s.failure_budget().burn_rate(), 1.2);  // twice the failures burn faster than plan
+  EXPECT_GT(s.reliability().observed_mtbf_seconds(), 0);
+  EXPECT_LT(s.reliability().observed_mtbf_seconds(), s.reliability().plan_mtbf_seconds());
+  for (const char* field : {"\"finish_p50\"", "\"plan_finish\"", "\"deadline\"", "\"slip_seconds\"",
+                            "\"burn_rate_1h\"", "\"burn_rate_3d\"", "\"projected_at_finish_seconds\"",
+                            "\"exhaustion_probability\"", "\"goodput\"", "\"observed_mtbf_seconds\"",
+                            "\"recommended_checkpoint_interval_seconds\"", "\"plan_tokens_per_second\""}) {
+    EXPECT_NE(r.out.find(field), std::string::npos) << field;
+  }
+  r = Cli(d.address(), {"status", kRun});
+  EXPECT_NE(r.out.find("finish forecast"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("burn rate"), std::string::npos);
+  const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_NE(metrics.find("flightplan_forecast_finish_timestamp_seconds{run=\"dense-70b-10t\",quantile=\"0.5\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("flightplan_failure_budget_burn_rate{run=\"dense-70b-10t\",window=\"6h\"}"),
+            std::string::npos);
+
+  // The whole log, offline.
+  r = RunProcess({kCli, "backtest", events, "--plan", kFlagship, "--draws", "500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("inside P10..P90"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("90%"), std::string::npos);
+  // Half a log never finishes: nothing to test against.
+  r = RunProcess({kCli, "backtest", first_half, "--plan", kFlagship});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("never reaches its target"), std::string::npos) << r.err;
 }
 
 TEST(Process, SigtermDrainsAndExitsZero) {

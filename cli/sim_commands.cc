@@ -1,0 +1,147 @@
+#include "cli/sim_commands.h"
+
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/plan_file.h"
+#include "cli/units.h"
+#include "forecast/backtest.h"
+#include "forecast/plan_engine.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/event_convert.h"
+#include "proto/plan_convert.h"
+
+namespace flightplan {
+namespace {
+
+struct LoadedPlan {
+  forecast::PlanSpec spec;
+  forecast::PlanReport report;
+  std::string name;
+};
+
+int LoadPlan(const std::string& path, const char* command, LoadedPlan& out, std::ostream& err) {
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(path);
+  if (!plan.ok()) {
+    err << "flightplan " << command << ": " << plan.status().message() << "\n";
+    return 2;
+  }
+  out.name = plan->name();
+  out.spec = PlanFromProto(*plan);
+  out.report = forecast::ComputePlan(out.spec);
+  if (out.report.HasError()) {
+    err << "flightplan " << command << ": the plan has errors (flightplan plan " << path << "):\n";
+    for (const auto& f : out.report.findings) {
+      if (f.severity == forecast::Severity::kError) err << "  " << f.code << ": " << f.message << "\n";
+    }
+    return 1;
+  }
+  return 0;
+}
+
+std::string Hours(double seconds) {
+  if (!std::isfinite(seconds)) return "inf";
+  return absl::StrFormat("%.1f h", seconds / 3600);
+}
+
+}  // namespace
+
+int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
+  LoadedPlan plan;
+  if (int rc = LoadPlan(options.plan_path, "simulate", plan, err); rc != 0) return rc;
+  const std::string run = options.run.empty() ? plan.name : options.run;
+  const std::vector<forecast::Event> events = forecast::SimulateRun(plan.spec, plan.report, options.simulation);
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  for (const forecast::Event& e : events) {
+    std::string line;
+    (void)google::protobuf::util::MessageToJsonString(EventToProto(e, run), &line, print);
+    out << line << "\n";
+  }
+  return 0;
+}
+
+int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::ostream& err) {
+  LoadedPlan plan;
+  if (int rc = LoadPlan(options.plan_path, "backtest", plan, err); rc != 0) return rc;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (options.events_path != "-") {
+    file.open(options.events_path);
+    if (!file) {
+      err << "flightplan backtest: " << options.events_path << ": cannot read\n";
+      return 2;
+    }
+    in = &file;
+  }
+  std::vector<forecast::Event> events;
+  std::string line;
+  size_t line_no = 0, bad = 0;
+  while (std::getline(*in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    v1::Event proto;
+    absl::StatusOr<forecast::Event> e = absl::InvalidArgumentError("unparsed");
+    if (google::protobuf::util::JsonStringToMessage(line, &proto).ok()) e = EventFromProto(proto);
+    if (!e.ok()) {
+      if (++bad <= 5) err << "flightplan backtest: line " << line_no << " skipped: " << e.status().message() << "\n";
+      continue;
+    }
+    events.push_back(std::move(*e));
+  }
+  std::stable_sort(events.begin(), events.end(), forecast::EventBefore);
+  const forecast::ForecastPrior prior = forecast::PriorFromPlan(plan.spec, plan.report);
+  forecast::ForecastOptions fo;
+  fo.draws = options.draws;
+  absl::StatusOr<forecast::Backtest> bt = forecast::RunBacktest(events, prior, fo);
+  if (!bt.ok()) {
+    err << "flightplan backtest: " << bt.status().message() << "\n";
+    return 1;
+  }
+  size_t inside = 0;
+  for (const auto& p : bt->points) inside += p.inside ? 1 : 0;
+  if (options.json) {
+    out << "{\"actual_finish\": \"" << absl::FormatTime(absl::RFC3339_sec, bt->actual_finish, absl::UTCTimeZone())
+        << "\", \"plan_finish\": \"" << absl::FormatTime(absl::RFC3339_sec, prior.plan_finish, absl::UTCTimeZone())
+        << "\", \"coverage\": " << bt->coverage << ", \"points\": [";
+    for (size_t i = 0; i < bt->points.size(); ++i) {
+      const auto& p = bt->points[i];
+      auto ts = [](absl::Time t) {
+        return t == absl::InfiniteFuture() ? std::string("null")
+                                           : absl::StrCat("\"", absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone()), "\"");
+      };
+      auto num = [](double v) { return std::isfinite(v) ? absl::StrCat(v) : std::string("null"); };
+      out << (i ? ", " : "") << "{\"progress\": " << p.tenth / 10.0 << ", \"as_of\": " << ts(p.as_of)
+          << ", \"p10\": " << ts(p.p10) << ", \"p50\": " << ts(p.p50) << ", \"p90\": " << ts(p.p90)
+          << ", \"inside\": " << (p.inside ? "true" : "false")
+          << ", \"p50_error_seconds\": " << num(p.p50_error_seconds)
+          << ", \"naive_lifetime_error_seconds\": " << num(p.naive_lifetime_error_seconds)
+          << ", \"naive_recent_error_seconds\": " << num(p.naive_recent_error_seconds) << "}";
+    }
+    out << "]}\n";
+    return 0;
+  }
+  out << "backtest: actual finish " << units::Date(bt->actual_finish) << " (plan "
+      << units::Date(prior.plan_finish) << ")\n";
+  out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n", "progress", "as of", "P10",
+                         "P50", "P90", "inside", "P50 err", "lifetime", "last hour");
+  for (const auto& p : bt->points) {
+    out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n",
+                           absl::StrCat(p.tenth * 10, "%"),
+                           absl::FormatTime("%Y-%m-%d %H:%M", p.as_of, absl::UTCTimeZone()),
+                           units::DateOnly(p.p10),
+                           absl::FormatTime("%Y-%m-%d %H:%M", p.p50, absl::UTCTimeZone()),
+                           units::DateOnly(p.p90), p.inside ? "yes" : "no", Hours(p.p50_error_seconds),
+                           Hours(p.naive_lifetime_error_seconds), Hours(p.naive_recent_error_seconds));
+  }
+  out << absl::StrFormat("coverage %zu/%zu inside P10..P90; median error: P50 %s, lifetime rate %s, last hour %s\n",
+                         inside, bt->points.size(), Hours(bt->median_p50_error_seconds),
+                         Hours(bt->median_naive_lifetime_error_seconds),
+                         Hours(bt->median_naive_recent_error_seconds));
+  return 0;
+}
+
+}  // namespace flightplan

@@ -1,0 +1,32 @@
+// `flightplan simulate` (a synthetic event log from a plan) and `flightplan backtest`
+// (forecasts at each tenth of progress against the actual finish). Offline: no daemon.
+#ifndef FLIGHTPLAN_CLI_SIM_COMMANDS_H_
+#define FLIGHTPLAN_CLI_SIM_COMMANDS_H_
+
+#include <iosfwd>
+#include <string>
+
+#include "forecast/simulator.h"
+
+namespace flightplan {
+
+struct SimulateOptions {
+  std::string plan_path;
+  std::string run;  // default: the plan's name
+  forecast::SimulationOptions simulation;
+};
+// Prints JSON Lines on `out`. Exit 0; 1 when the plan has error findings; 2 when unreadable.
+int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
+
+struct BacktestOptions {
+  std::string events_path;
+  std::string plan_path;
+  bool json = false;
+  int draws = 2000;
+};
+// Exit 0; 1 when the log never reaches its target; 2 when a file is unreadable.
+int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace flightplan
+
+#endif  // FLIGHTPLAN_CLI_SIM_COMMANDS_H_
