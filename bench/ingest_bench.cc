@@ -6,6 +6,7 @@
 //   flightplan_bench [--events N] [--batch B]
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/event_log.h"
+#include "tests/http_get.h"
 
 namespace {
 
@@ -185,6 +187,45 @@ int main(int argc, char** argv) {
   sqlite3_exec(raw, "DELETE FROM snapshots; UPDATE meta SET value = 0;", nullptr, nullptr, nullptr);
   sqlite3_close(raw);
   restart("folding the whole log");
+
+  // Scrapes with 100 active runs, each a few thousand events into its run: GET /metrics
+  // over loopback, median of 20, beside the daemon's own single-run scrape.
+  {
+    flightplan::daemon::DaemonOptions o = Options(dir + "/scrape.db", 20000);
+    o.metrics = "127.0.0.1:0";
+    auto d = flightplan::daemon::Daemon::Start(o);
+    if (!d.ok()) return 1;
+    auto stub = flightplan::v1::Tracker::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+    const int runs = 100;
+    for (int r = 0; r < runs; ++r) {
+      const std::string name = absl::StrCat("run-", r);
+      grpc::ClientContext c1;
+      flightplan::v1::CreateRunRequest create;
+      *create.mutable_plan() = *plan;
+      create.set_run(name);
+      flightplan::v1::CreateRunResponse created;
+      stub->CreateRun(&c1, create, &created);
+      std::vector<flightplan::v1::Event> events = flightplan::testing::SyntheticRun(name, 2000, static_cast<uint32_t>(r));
+      events.resize(events.size() / 2);  // runs in progress
+      for (size_t i = 0; i < events.size(); i += 1000) {
+        grpc::ClientContext c2;
+        flightplan::v1::EventBatch b;
+        for (size_t j = i; j < std::min(events.size(), i + 1000); ++j) *b.add_events() = events[j];
+        flightplan::v1::BatchAck a;
+        stub->ReportBatch(&c2, b, &a);
+      }
+    }
+    std::vector<double> times;
+    size_t bytes = 0;
+    for (int i = 0; i < 20; ++i) {
+      const auto t = Clock::now();
+      bytes = flightplan::testing::HttpGet((*d)->metrics_port(), "/metrics").size();
+      times.push_back(Since(t));
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("  GET /metrics with %d runs: %.1f ms median (%zu bytes)\n", runs, times[10] * 1e3, bytes);
+  }
   std::filesystem::remove_all(dir);
   return 0;
 }

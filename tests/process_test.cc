@@ -1,10 +1,6 @@
 // flightpland and flightplan as real processes: a kill -9 in the middle of a replay, a
 // SIGTERM drain, and the command line's errors.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <algorithm>
@@ -18,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/event_log.h"
+#include "tests/http_get.h"
 #include "tests/subprocess.h"
 
 namespace flightplan {
@@ -25,6 +22,7 @@ namespace {
 
 using testing::Child;
 using testing::RunProcess;
+using testing::HttpGet;
 using testing::TempDir;
 
 const std::string kDaemon = FLIGHTPLAN_DAEMON_BIN;
@@ -93,30 +91,6 @@ class DaemonProcess {
   std::string address_;
   int metrics_port_ = 0;
 };
-
-// GET http://127.0.0.1:port/path with a plain socket; returns the whole response.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, request.data(), request.size()) < 0) {
-    close(fd);
-    return "";
-  }
-  std::string response;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return response;
-}
 
 testing::ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
   std::vector<std::string> argv = {kCli, "--server", server};
