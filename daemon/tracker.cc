@@ -249,29 +249,21 @@ absl::Status Tracker::Submit(std::vector<v1::Event> events, std::function<void(B
 absl::Status Tracker::SubmitCreateRun(std::string run, v1::Plan plan,
                                       std::function<void(CreateResult)> done) {
   if (run.empty()) run = plan.name();
-  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
-  auto request = std::make_unique<Request>();
-  request->kind = Request::Kind::kCreate;
-  request->run = std::move(run);
-  request->plan = MakePlan(1, std::move(plan));
-  if (request->plan->report.HasError()) {
-    std::string findings;
-    for (const forecast::Finding& f : request->plan->report.findings) {
-      if (f.severity == forecast::Severity::kError) absl::StrAppend(&findings, "; ", f.code, ": ", f.message);
-    }
-    return absl::InvalidArgumentError(absl::StrCat("the plan fails its own checks", findings));
-  }
-  request->plan_done = std::move(done);
-  return Enqueue(std::move(request));
+  return SubmitPlan(false, std::move(run), std::move(plan), std::move(done));
 }
 
 absl::Status Tracker::SubmitUpdatePlan(std::string run, v1::Plan plan,
                                        std::function<void(CreateResult)> done) {
+  return SubmitPlan(true, std::move(run), std::move(plan), std::move(done));
+}
+
+absl::Status Tracker::SubmitPlan(bool update, std::string run, v1::Plan plan,
+                                 std::function<void(CreateResult)> done) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   auto request = std::make_unique<Request>();
-  request->kind = Request::Kind::kUpdate;
+  request->kind = update ? Request::Kind::kUpdate : Request::Kind::kCreate;
   request->run = std::move(run);
-  request->plan = MakePlan(0, std::move(plan));  // revision assigned by the writer
+  request->plan = MakePlan(1, std::move(plan));  // an update's revision is set by the writer
   if (request->plan->report.HasError()) {
     std::string findings;
     for (const forecast::Finding& f : request->plan->report.findings) {
@@ -429,7 +421,7 @@ void Tracker::WriterLoop() {
   // Shutting down: snapshot every changed run so the next start folds nothing.
   Group final_group;
   if (store_->Begin().ok()) {
-    if (SnapshotRuns(final_group, true).ok() && store_->Commit().ok()) {
+    if (SnapshotRuns(final_group).ok() && store_->Commit().ok()) {
       Publish(final_group);
     } else {
       store_->Rollback();
@@ -551,8 +543,7 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
   return absl::OkStatus();
 }
 
-absl::Status Tracker::SnapshotRuns(Group& group, bool all_dirty) {
-  if (!all_dirty) return absl::OkStatus();
+absl::Status Tracker::SnapshotRuns(Group& group) {
   for (const std::shared_ptr<const RunView>& base : List()) {
     if (!group.working.count(base->name) && base->events_since_snapshot > 0) {
       group.working.emplace(base->name, std::make_unique<RunView>(*base));
@@ -620,7 +611,7 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
       }
     }
     if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
-      group_status = SnapshotRuns(group, true);
+      group_status = SnapshotRuns(group);
     }
     if (group_status.ok()) group_status = store_->Commit();
   }

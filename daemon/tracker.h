@@ -149,6 +149,8 @@ class Tracker {
   Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
           exporters::DaemonMetrics* metrics, TrackerOptions options);
   absl::Status Recover();
+  absl::Status SubmitPlan(bool update, std::string run, v1::Plan plan,
+                          std::function<void(CreateResult)> done);
   absl::Status Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
                       std::shared_ptr<OrderedStream> stream, uint64_t sequence);
   absl::Status Enqueue(std::unique_ptr<Request> request);
@@ -157,7 +159,8 @@ class Tracker {
   absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessEventsInOrder(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
-  absl::Status SnapshotRuns(Group& group, bool all_dirty);
+  // Saves every run changed since its last snapshot and moves the watermark.
+  absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);
   void ForecasterLoop();
   void MarkForForecast(const std::string& run);

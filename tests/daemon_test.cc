@@ -110,6 +110,43 @@ class DaemonTest : public ::testing::Test {
 
 const char kRun[] = "dense-70b-10t";
 
+// A unary call with raw bytes, as a client with no (or the wrong) .proto would make it.
+struct RawResult {
+  grpc::Status status;
+  std::string response;
+};
+RawResult RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                   const std::string& bytes) {
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext ctx;
+  grpc::Slice slice(bytes.data(), bytes.size());
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  RawResult result;
+  generic.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status st) {
+    std::lock_guard<std::mutex> lock(mu);
+    result.status = st;
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) {
+    result.status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer in 10 s");
+    ctx.TryCancel();
+    cv.wait(lock, [&] { return done; });
+    return result;
+  }
+  std::vector<grpc::Slice> slices;
+  if (response.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) result.response.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return result;
+}
+
+
 TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
   v1::CreateRunResponse r;
   ASSERT_TRUE(Create(FlagshipPlan(), &r).ok());
@@ -295,26 +332,9 @@ TEST_F(DaemonTest, RestoreToAStepNeverCheckpointedIsAcceptedAndFlagged) {
 
 TEST_F(DaemonTest, GarbageOnTheWireIsRefusedAndTheDaemonServesOn) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
-  grpc::GenericStub generic(channel_);
-  grpc::ClientContext ctx;
-  const char garbage[] = "\xff\xff\xff\xff\x0f this is not a protobuf";
-  grpc::Slice slice(garbage, sizeof(garbage) - 1);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status result;
-  generic.UnaryCall(&ctx, "/flightplan.v1.Tracker/ReportBatch", grpc::StubOptions(), &request,
-                    &response, [&](grpc::Status st) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      result = st;
-                      done = true;
-                      cv.notify_one();
-                    });
-  std::unique_lock<std::mutex> lock(mu);
-  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
-  EXPECT_FALSE(result.ok());
+  const RawResult r = RawUnary(channel_, "/flightplan.v1.Tracker/ReportBatch",
+                               "\xff\xff\xff\xff\x0f this is not a protobuf");
+  EXPECT_FALSE(r.status.ok());
   EXPECT_EQ(Status().events(), 0u);
   EXPECT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
 }
@@ -384,36 +404,10 @@ TEST_F(DaemonTest, WatchPushesWhenTheRunChanges) {
 }
 
 TEST_F(DaemonTest, HealthServiceServes) {
-  grpc::ClientContext ctx;
-  grpc::ByteBuffer unused;
-  auto health = daemon_->grpc_port();
-  EXPECT_GT(health, 0);
-  // The standard service answers SERVING for the whole server ("").
-  std::shared_ptr<grpc::Channel> ch = channel_;
-  grpc::GenericStub generic(ch);
-  const char empty_request[] = "";  // HealthCheckRequest{service: ""} encodes to nothing
-  grpc::Slice slice(empty_request, 0);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status result;
-  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                    [&](grpc::Status st) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      result = st;
-                      done = true;
-                      cv.notify_one();
-                    });
-  std::unique_lock<std::mutex> lock(mu);
-  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
-  ASSERT_TRUE(result.ok()) << result.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
+  // HealthCheckRequest{service: ""} encodes to nothing; the answer is status SERVING (1).
+  const RawResult r = RawUnary(channel_, "/grpc.health.v1.Health/Check", "");
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.response, std::string("\x08\x01", 2));
 }
 
 TEST_F(DaemonTest, ReflectionListsTheServices) {
