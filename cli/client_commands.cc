@@ -54,7 +54,8 @@ std::string Json(const google::protobuf::Message& m) {
   print.always_print_primitive_fields = true;
   print.preserve_proto_field_names = true;
   std::string json;
-  (void)google::protobuf::util::MessageToJsonString(m, &json, print);
+  const auto st = google::protobuf::util::MessageToJsonString(m, &json, print);
+  if (!st.ok()) return absl::StrCat("{\"error\": \"cannot print as JSON: ", st.message().as_string(), "\"}\n");
   return json;
 }
 

@@ -328,27 +328,51 @@ void Tracker::MarkForForecast(const std::string& run) {
 }
 
 void Tracker::ForecasterLoop() {
-  std::map<std::string, absl::Time> last_run;  // when each run was last simulated (wall)
+  // When each run was last simulated (wall time): a run is simulated again when it changed
+  // and forecast_min_interval has passed, or (wall clock) when forecast_refresh has.
+  std::map<std::string, absl::Time> last_run;
+  const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
+  const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
+  std::set<std::string> waiting;  // changed, but simulated too recently
   std::unique_lock<std::mutex> lock(forecasts_mu_);
   while (!forecasts_stop_) {
-    const bool woke = forecasts_cv_.wait_for(
-        lock, absl::ToChronoSeconds(options_.forecast_refresh) + std::chrono::seconds(0),
-        [this] { return forecasts_stop_ || !forecast_due_.empty(); });
-    if (forecasts_stop_) break;
-    std::set<std::string> due;
-    if (woke) {
-      due.swap(forecast_due_);
-    } else if (!options_.events_clock) {
-      for (const auto& view : List()) due.insert(view->name);  // time moves: refresh all
+    const absl::Time wall = absl::Now();
+    // Due now: changed runs past their interval; on the wall clock, every run not
+    // simulated for `refresh` (a silent run's forecast moves as time passes).
+    waiting.insert(forecast_due_.begin(), forecast_due_.end());
+    forecast_due_.clear();
+    std::vector<std::string> due;
+    absl::Time next = wall + refresh;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      auto last = last_run.find(*it);
+      const absl::Time ready = last == last_run.end() ? wall : last->second + min_interval;
+      if (ready <= wall) {
+        due.push_back(*it);
+        it = waiting.erase(it);
+      } else {
+        next = std::min(next, ready);
+        ++it;
+      }
+    }
+    if (!options_.events_clock) {
+      for (const auto& [run, at] : last_run) {
+        if (at + refresh <= wall && std::find(due.begin(), due.end(), run) == due.end()) {
+          due.push_back(run);
+        } else {
+          next = std::min(next, at + refresh);
+        }
+      }
+    }
+    if (due.empty()) {
+      forecasts_cv_.wait_for(lock, absl::ToChronoMilliseconds(std::max(next - wall, absl::Milliseconds(1))),
+                             [this] { return forecasts_stop_ || !forecast_due_.empty(); });
+      continue;
     }
     lock.unlock();
-    const absl::Time wall = absl::Now();
-    std::set<std::string> later;
     for (const std::string& run : due) {
-      auto last = last_run.find(run);
-      if (last != last_run.end() && wall - last->second < options_.forecast_min_interval) {
-        later.insert(run);
-        continue;
+      {
+        std::lock_guard<std::mutex> check(forecasts_mu_);
+        if (forecasts_stop_) break;
       }
       std::shared_ptr<const RunView> view = Find(run);
       if (!view) continue;
@@ -369,12 +393,6 @@ void Tracker::ForecasterLoop() {
       }
     }
     lock.lock();
-    if (!later.empty()) {
-      forecast_due_.insert(later.begin(), later.end());
-      // Throttled runs: come back when their interval has passed.
-      forecasts_cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.forecast_min_interval),
-                             [this] { return forecasts_stop_; });
-    }
   }
 }
 
@@ -400,6 +418,7 @@ size_t Tracker::QueueDepth() const {
   std::lock_guard<std::mutex> lock(queue_mu_);
   return queue_.size();
 }
+
 
 void Tracker::WriterLoop() {
   while (true) {

@@ -7,8 +7,12 @@
 // then publishes the new run views and calls each request's completion. Readers get
 // immutable snapshots (shared_ptr<const RunView>) and never wait for the writer.
 //
-// Thread-safe: every public method may be called from any thread. Completions and
-// subscriber callbacks run on the writer thread and must not block.
+// Simulations for the finish forecast run on a third thread, throttled per run, and are
+// cached; readers combine them with the cheap part of the forecast and never wait for one.
+//
+// Thread-safe: every public method may be called from any thread. Completions run on the
+// writer thread, subscriber callbacks on the writer or the forecaster thread; neither may
+// block.
 #ifndef FLIGHTPLAN_DAEMON_TRACKER_H_
 #define FLIGHTPLAN_DAEMON_TRACKER_H_
 

@@ -43,6 +43,11 @@ class Families {
 };
 
 constexpr MetricType kGauge = MetricType::Gauge;
+constexpr char kMtbfHelp[] =
+    "Mean time between unplanned interruptions of the job: observed (0 before the first), the "
+    "plan's, and the posterior the forecast uses.";
+constexpr char kIntervalHelp[] =
+    "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.";
 constexpr MetricType kCounter = MetricType::Counter;
 
 }  // namespace
@@ -132,10 +137,18 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           "The plan's failure budget: the budget_quantile of interruptions times the loss per "
           "interruption, seconds.",
           {run}, b.budget_seconds());
-    f.Add("flightplan_failure_budget_consumed_seconds_total", kCounter,
+    f.Add("flightplan_failure_budget_consumed_seconds_total", kGauge,
           "Failure budget consumed: lost work, unplanned downtime, stalls and restarts after "
-          "unplanned stops, seconds, charged as it happens.",
+          "unplanned stops, seconds, charged as it happens. A gauge: when the first report "
+          "after a restart shows how much of the restart was already training, that share "
+          "moves from the budget to productive time.",
           {run}, b.consumed_seconds());
+    if (b.has_exhausted_at()) {
+      f.Add("flightplan_failure_budget_exhausted_timestamp_seconds", kGauge,
+            "When the failure budget runs out at the current burn (in the past once spent), "
+            "Unix time.",
+            {run}, Seconds(b.exhausted_at()));
+    }
     f.Add("flightplan_failure_budget_remaining_seconds", kGauge,
           "Failure budget left, seconds (negative once overspent).", {run}, b.remaining_seconds());
     const std::pair<const char*, double> burns[] = {{"total", b.burn_rate()},
@@ -159,19 +172,16 @@ std::vector<MetricFamily> RunCollector::Collect() const {
 
     const v1::Reliability& r = s.reliability();
     f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
-    f.Add("flightplan_mtbf_seconds", kGauge,
-          "Mean time between unplanned interruptions of the job: observed (0 before the first), "
-          "the plan's, and the posterior the forecast uses.",
-          with("kind", "observed"), r.observed_mtbf_seconds());
-    f.Add("flightplan_mtbf_seconds", kGauge, "", with("kind", "plan"), r.plan_mtbf_seconds());
-    f.Add("flightplan_mtbf_seconds", kGauge, "", with("kind", "posterior"), r.posterior_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"),
+          r.observed_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "plan"), r.plan_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "posterior"), r.posterior_mtbf_seconds());
     f.Add("flightplan_loss_per_interruption_seconds", kGauge,
           "Mean failure budget consumed per unplanned interruption (the plan's until one is seen).",
           {run}, r.mean_loss_per_interruption_seconds());
-    f.Add("flightplan_checkpoint_interval_seconds", kGauge,
-          "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.",
+    f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp,
           with("kind", "recommended"), r.recommended_checkpoint_interval_seconds());
-    f.Add("flightplan_checkpoint_interval_seconds", kGauge, "", with("kind", "plan"),
+    f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp, with("kind", "plan"),
           r.plan_checkpoint_interval_seconds());
 
     const v1::Throughput& tp = s.throughput();

@@ -375,13 +375,18 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
         const double threshold = s.typical_step_gap > 0
                                      ? std::max(kStallFactor * s.typical_step_gap, kStallMinSeconds)
-                                     : gap;
+                                     : kStallUnknownSeconds;
         const double usual = std::min(gap, threshold);
         s.typical_step_gap = s.typical_step_gap > 0
                                  ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * usual
                                  : usual;
-        if (e.step > s.step) {
-          const double per_step = usual / static_cast<double>(e.step - s.step);
+        // Seconds per step: since the previous report, less saves and any stall.
+        const double since_report = s.last_step_time == absl::InfinitePast()
+                                        ? gap
+                                        : absl::ToDoubleSeconds(e.time - s.last_step_time) -
+                                              s.checkpoint_since_step - (gap - usual);
+        if (e.step > s.step && since_report > 0) {
+          const double per_step = since_report / static_cast<double>(e.step - s.step);
           s.typical_seconds_per_step =
               s.typical_seconds_per_step > 0
                   ? (1 - kTypicalGapWeight) * s.typical_seconds_per_step + kTypicalGapWeight * per_step
@@ -392,11 +397,13 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.tokens = e.tokens;
       s.saw_step_in_attempt = true;
       s.last_step_time = e.time;
+      s.checkpoint_since_step = 0;
       PushSample(s, e.time);
       break;
     case EventKind::kCheckpointSaved: {
       const double blocking = std::min(e.blocking_seconds, gap);
       s.seconds.checkpoint += blocking;
+      s.checkpoint_since_step += blocking;
       ++s.checkpoint_count;
       s.checkpoint_blocking_sum += blocking;
       if (s.phase == Phase::kStarting) {

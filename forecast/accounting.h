@@ -106,6 +106,7 @@ struct RunState {
   // Tokens gained in productive time that still counts (throughput's numerator).
   double productive_tokens = 0;
   absl::Time last_step_time = absl::InfinitePast();  // latest steps event
+  double checkpoint_since_step = 0;  // blocking seconds since it
   // EWMA of the gap between step reports while running; 0 until the second report.
   double typical_step_gap = 0;
   // EWMA of seconds per training step while running; 0 until the second report. It dates

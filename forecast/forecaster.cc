@@ -39,6 +39,8 @@ double Quantile(std::vector<double>& v, double q) {
   return v[k];
 }
 
+double Incidents(const RunState& s) { return s.incidents + (s.incident_open ? 1 : 0); }
+
 absl::Time AtOffset(absl::Time t, double seconds) {
   if (!std::isfinite(seconds)) return absl::InfiniteFuture();
   return t + absl::Seconds(seconds);
@@ -128,15 +130,29 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
     *outs[i] = burn(f.consumed_seconds - before, window);
   }
   f.projected_at_finish_seconds = f.consumed_seconds;
-  if (f.remaining_seconds <= 0 && prior.budget_seconds > 0) {
-    // Already spent: when it ran out, from the samples.
-    f.exhausted_at = f.as_of;
-    for (const BudgetSample& b : s.budget_samples) {
-      if (b.consumed_seconds >= prior.budget_seconds) {
-        f.exhausted_at = b.time;
-        break;
+  if (prior.budget_seconds <= 0) {
+    // No budget to run out of.
+  } else if (f.remaining_seconds <= 0) {
+    // Already spent: when it ran out, between the samples (and now, with what is consumed
+    // now), interpolated.
+    absl::Time prev_time = s.first_time;
+    double prev = 0;
+    auto crossing = [&](absl::Time t, double consumed) -> bool {
+      if (consumed < prior.budget_seconds) {
+        prev_time = t;
+        prev = consumed;
+        return false;
       }
+      const double span = absl::ToDoubleSeconds(t - prev_time);
+      const double share = consumed > prev ? (prior.budget_seconds - prev) / (consumed - prev) : 1.0;
+      f.exhausted_at = prev_time + absl::Seconds(span * std::clamp(share, 0.0, 1.0));
+      return true;
+    };
+    bool found = false;
+    for (const BudgetSample& b : s.budget_samples) {
+      if ((found = crossing(b.time, b.consumed_seconds))) break;
     }
+    if (!found) crossing(f.as_of, f.consumed_seconds);
   } else if (f.consumed_seconds > 0 && elapsed > 0 && !f.finished) {
     const double per_second = f.consumed_seconds / elapsed;
     f.exhausted_at = AtOffset(f.as_of, f.remaining_seconds / per_second);
@@ -147,13 +163,17 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   f.observed_mtbf_seconds =
       s.unplanned_interruptions > 0 ? snap.running_seconds / s.unplanned_interruptions : 0;
   f.plan_mtbf_seconds = prior.job_mtbf_seconds;
-  const double alpha = kPriorInterruptions + s.unplanned_interruptions;
+  // The rate counts incidents (a crash during the recovery from another is one incident,
+  // with one loss), so that rate x loss counts each second once.
+  const double alpha = kPriorInterruptions + Incidents(s);
   const double beta = kPriorInterruptions * prior.job_mtbf_seconds + snap.running_seconds;
   f.posterior_mtbf_seconds = Div(beta, alpha);
   f.mean_loss_per_interruption_seconds =
       s.incidents > 0 ? s.incident_loss_sum / s.incidents : prior.loss_per_interruption_seconds;
-  const double blocking = s.checkpoint_count > 0 ? s.checkpoint_blocking_sum / s.checkpoint_count
-                                                 : prior.checkpoint_blocking_seconds;
+  const double observed_blocking =
+      s.checkpoint_count > 0 ? s.checkpoint_blocking_sum / s.checkpoint_count : 0;
+  // Async saves may block for ~0 s; Daly needs a cost, so the plan's then.
+  const double blocking = observed_blocking > 0 ? observed_blocking : prior.checkpoint_blocking_seconds;
   if (f.posterior_mtbf_seconds > 0) {
     f.recommended_checkpoint_interval_seconds =
         DalyIntervalSeconds(blocking, f.posterior_mtbf_seconds);
@@ -167,7 +187,10 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   if (lifetime_rate > 0) f.naive_lifetime_finish = AtOffset(f.as_of, remaining_tokens / lifetime_rate);
   const double hour_rate = LastHourWallRate(s, f.as_of);
   if (hour_rate > 0) f.naive_recent_finish = AtOffset(f.as_of, remaining_tokens / hour_rate);
-  if (f.finished) f.naive_lifetime_finish = f.naive_recent_finish = s.last_time;
+  if (f.finished) {
+    f.naive_lifetime_finish = f.naive_recent_finish = s.last_time;
+    f.slip_seconds = absl::ToDoubleSeconds(s.last_time - prior.plan_finish);
+  }
   return f;
 }
 
@@ -220,7 +243,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
 
   // Failures: Gamma-Poisson rate per running second; losses from the observed incidents
   // (bootstrap, heavy tails kept) mixed with the plan's.
-  const double alpha = kPriorInterruptions + s.unplanned_interruptions;
+  const double alpha = kPriorInterruptions + Incidents(s);
   const double beta = kPriorInterruptions * prior.job_mtbf_seconds + snap.running_seconds;
   const std::vector<double> losses(s.incident_losses.begin(), s.incident_losses.end());
   const double p_observed_loss =
@@ -307,6 +330,8 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
 }
 
 Forecast Combine(Forecast f, const Simulation& sim) {
+  // A finished run finished when it did, whatever a simulation from before said.
+  if (f.finished) return f;
   f.forecast_tokens_per_second = sim.forecast_tokens_per_second;
   f.throughput_shifted = sim.throughput_shifted;
   f.finish_p10 = AtOffset(sim.as_of, sim.finish_p10_seconds);
@@ -315,11 +340,15 @@ Forecast Combine(Forecast f, const Simulation& sim) {
   // A cached simulation of a run that has been silent since: the finish cannot be earlier
   // than now plus what the simulation still had ahead.
   const double stale = absl::ToDoubleSeconds(f.as_of - sim.as_of);
-  if (stale > 0 && !f.finished && f.events == sim.events) {
+  if (stale > 0 && f.events == sim.events) {
     f.finish_p10 += absl::Seconds(stale);
     f.finish_p50 += absl::Seconds(stale);
     f.finish_p90 += absl::Seconds(stale);
   }
+  // Never a finish before now (a simulation a few events behind).
+  f.finish_p10 = std::max(f.finish_p10, f.as_of);
+  f.finish_p50 = std::max(f.finish_p50, f.as_of);
+  f.finish_p90 = std::max(f.finish_p90, f.as_of);
   f.slip_seconds = absl::ToDoubleSeconds(f.finish_p50 - f.plan_finish);
   f.deadline_probability = sim.deadline_probability;
   f.exhaustion_probability = sim.exhaustion_probability;

@@ -123,6 +123,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_typical_step_gap(s.typical_step_gap);
   p.set_typical_seconds_per_step(s.typical_seconds_per_step);
   p.set_last_step_time_us(Micros(s.last_step_time));
+  p.set_checkpoint_since_step(s.checkpoint_since_step);
   for (const auto& t : s.wall_tokens) {
     auto* pt = p.add_wall_tokens();
     pt->set_time_us(Micros(t.time));
@@ -193,6 +194,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.typical_step_gap = p.typical_step_gap();
   s.typical_seconds_per_step = p.typical_seconds_per_step();
   s.last_step_time = p.last_step_time_us() == 0 ? absl::InfinitePast() : FromMicros(p.last_step_time_us());
+  s.checkpoint_since_step = p.checkpoint_since_step();
   for (const auto& t : p.wall_tokens()) s.wall_tokens.push_back({FromMicros(t.time_us()), t.tokens()});
   s.saw_step_in_attempt = p.saw_step_in_attempt();
   for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
@@ -271,7 +273,11 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
 }
 
 void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::RunStatus& p) {
-  auto finite = [](absl::Time t) { return t != absl::InfiniteFuture() && t != absl::InfinitePast(); };
+  // Timestamp's range is years 1-9999; a time past it (a run that would take millennia at
+  // its current rate) is left out rather than printed wrong.
+  static const absl::Time kMin = absl::FromUnixSeconds(-62135596800);
+  static const absl::Time kMax = absl::FromUnixSeconds(253402300799);
+  auto finite = [](absl::Time t) { return t >= kMin && t <= kMax; };
   v1::Forecast* fc = p.mutable_forecast();
   if (forecast_events > 0 || f.finished) {
     if (finite(f.finish_p10)) *fc->mutable_finish_p10() = TimeToProto(f.finish_p10);

@@ -248,6 +248,20 @@ TEST(Accounting, AStallIsSeenBeforeTheUsualGapIsKnown) {
   ExpectSeconds(Snapshot(s, At(60 + 5000)), {.productive = 1800, .startup = 60, .stalled = 3200});
 }
 
+TEST(Accounting, AHugeFirstGapDoesNotBecomeTheUsualOne) {
+  // The first running gap is a day: it must not teach the run that a day is usual.
+  RunState s = Fold({Started(0, 1, 0), Steps(60, 10, 100), Steps(60 + 86400, 20, 200)});
+  EXPECT_LE(s.typical_step_gap, kStallUnknownSeconds);
+  EXPECT_LE(s.typical_seconds_per_step, kStallUnknownSeconds / 10);
+}
+
+TEST(Accounting, SecondsPerStepLeaveOutTheSaves) {
+  // Reports every 100 s of work for 10 steps, with a 20 s save between two of them.
+  const RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Checkpoint(120, 10, 20),
+                           Steps(220, 20, 200)});
+  EXPECT_DOUBLE_EQ(s.typical_seconds_per_step, 10);
+}
+
 TEST(Accounting, SameInstantEventsAreOrderedByAttemptAndKind) {
   Event steps = Steps(100, 10, 100);
   Event checkpoint = Checkpoint(100, 10, 0);

@@ -63,7 +63,7 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
   }
   // Types: counters only where monotonic.
   EXPECT_NE(text.find("# TYPE flightplan_interruptions_total counter"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds_total gauge"), std::string::npos);
   EXPECT_NE(text.find("# TYPE flightplan_time_seconds_total gauge"), std::string::npos);
   EXPECT_NE(text.find("# HELP flightplan_goodput_ratio Productive time over elapsed time."), std::string::npos);
   // No forecast quantile that was not computed.

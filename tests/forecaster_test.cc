@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "forecast/formulas.h"
+#include "proto/event_convert.h"
 #include "gtest/gtest.h"
 
 namespace flightplan::forecast {
@@ -142,6 +143,29 @@ TEST(Forecaster, BurnRateIsBudgetShareOverScheduleShare) {
   EXPECT_NEAR(absl::ToDoubleSeconds(*f.exhausted_at - At(39600)), 6400 / (3600.0 / 39600), 1);
   // Goodput: 35,940 productive s (the first minute was startup) of 39,600.
   EXPECT_NEAR(f.goodput, 35940.0 / 39600, 1e-9);
+}
+
+TEST(Forecaster, ASpentBudgetIsDatedWhenItRanOut) {
+  // Down since 36,000 s with a 10,000 s budget: it ran out at 46,000 s, between the last
+  // event and now.
+  RunState s = Running(1000, 36000);
+  ASSERT_TRUE(ApplyEvent(s, Crash(36000)).ok());
+  const Forecast f = ForecastNow(s, Prior(), At(60000));
+  ASSERT_TRUE(f.exhausted_at.has_value());
+  EXPECT_NEAR(absl::ToDoubleSeconds(*f.exhausted_at - At(46000)), 0, 1);
+  EXPECT_EQ(ForecastNow(s, Prior(), At(61000)).exhausted_at, f.exhausted_at);  // stable
+}
+
+TEST(Forecaster, TimesBeyondTimestampsRangeAreLeftOut) {
+  Forecast f;
+  f.plan_finish = At(0);
+  f.exhausted_at = absl::FromUnixSeconds(2000000000000);  // year 65,000
+  f.finish_p50 = absl::FromUnixSeconds(2000000000000);
+  v1::RunStatus status;
+  ForecastToProto(f, 5, status);
+  EXPECT_FALSE(status.failure_budget().has_exhausted_at());
+  EXPECT_FALSE(status.forecast().has_finish_p50());
+  EXPECT_TRUE(status.forecast().has_plan_finish());
 }
 
 TEST(Forecaster, ExhaustionProbabilityGrowsWithTheBurn) {
