@@ -59,7 +59,17 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
                 .Name("flightplan_runs")
                 .Help("Runs registered with this daemon.")
                 .Register(registry)
-                .Add({})) {}
+                .Add({})) {
+  // Every refusal reason present from the start (at 0), so that rates and dashboards have
+  // a series before the first refusal.
+  for (absl::StatusCode code :
+       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
+        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kResourceExhausted,
+        absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
+    rejected_by_code_[static_cast<size_t>(code)] =
+        &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+  }
+}
 
 void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected,
                                absl::StatusCode code) {

@@ -149,6 +149,10 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "Unix time.",
             {run}, Seconds(b.exhausted_at()));
     }
+    f.Add("flightplan_plan_schedule_seconds", kGauge,
+          "The plan's whole schedule, seconds: burn rates compare the budget's share used with "
+          "the share of this that passed.",
+          {run}, b.schedule_seconds());
     f.Add("flightplan_failure_budget_remaining_seconds", kGauge,
           "Failure budget left, seconds (negative once overspent).", {run}, b.remaining_seconds());
     const std::pair<const char*, double> burns[] = {{"total", b.burn_rate()},

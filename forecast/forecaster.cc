@@ -115,6 +115,7 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
 
   // Failure budget.
   f.budget_seconds = prior.budget_seconds;
+  f.schedule_seconds = prior.plan_total_seconds;
   f.consumed_seconds = snap.failure_budget_consumed_seconds;
   f.remaining_seconds = f.budget_seconds - f.consumed_seconds;
   const double elapsed = snap.elapsed_seconds;

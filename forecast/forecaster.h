@@ -62,6 +62,7 @@ struct Forecast {
 
   // Failure budget.
   double budget_seconds = 0;
+  double schedule_seconds = 0;  // the plan's whole schedule
   double consumed_seconds = 0;
   double remaining_seconds = 0;
   double burn_rate = 0;  // share of budget used / share of the planned schedule elapsed

@@ -294,6 +294,7 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
 
   v1::FailureBudget* b = p.mutable_failure_budget();
   b->set_budget_seconds(f.budget_seconds);
+  b->set_schedule_seconds(f.schedule_seconds);
   b->set_consumed_seconds(f.consumed_seconds);
   b->set_remaining_seconds(f.remaining_seconds);
   b->set_burn_rate(f.burn_rate);

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Every Grafana panel query and every recording rule returns data from a real Prometheus.
+
+Starts flightpland (loopback, free ports, the event clock), creates the flagship run, feeds
+it half of a simulated run, starts Debian's Prometheus with the project's rules scraping
+the daemon every second, then evaluates each query of deploy/grafana/flightplan-run.json
+(with $run set) and each recording rule of deploy/prometheus/rules.yml. Bounded: gives up
+after 90 seconds. Usage: dashboard_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+DEADLINE = time.monotonic() + 90
+START = time.monotonic()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, check, interval=0.2, timeout=30):
+    give_up = min(DEADLINE, time.monotonic() + timeout)
+    while time.monotonic() < give_up:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise SystemExit(f"FAIL: timed out waiting for {what}")
+
+
+def query(port, expr):
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        raise SystemExit(f"FAIL: {expr}: {body}")
+    return body["data"]["result"]
+
+
+def main():
+    daemon_bin, cli_bin, repo = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    plan = os.path.join(repo, "deploy/examples/dense-70b-10t.yaml")
+    rules = os.path.join(repo, "deploy/prometheus/rules.yml")
+    dashboard = json.load(open(os.path.join(repo, "deploy/grafana/flightplan-run.json")))
+    work = tempfile.mkdtemp(prefix="flightplan-prom-")
+    procs = []
+    try:
+        log = open(os.path.join(work, "daemon.log"), "w+")
+        daemon = subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen",
+                                   "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--clock", "events"],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        procs.append(daemon)
+
+        def ports():
+            log.seek(0)
+            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
+            return m and (int(m.group(1)), int(m.group(2)))
+
+        grpc_port, metrics_port = wait_for("flightpland to listen", ports)
+        server = ["--server", f"127.0.0.1:{grpc_port}"]
+        subprocess.run([cli_bin, *server, "create", plan], check=True, stdout=subprocess.DEVNULL)
+        sim = subprocess.run([cli_bin, "simulate", plan, "--seed", "11", "--failure-rate-factor", "2"],
+                             check=True, capture_output=True, text=True).stdout.splitlines()
+        half = os.path.join(work, "half.jsonl")
+        with open(half, "w") as f:
+            f.write("\n".join(sim[: len(sim) // 2]) + "\n")
+        subprocess.run([cli_bin, *server, "replay", half, "--no-progress"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+        prom_port = free_port()
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - {rules}
+scrape_configs:
+  - job_name: flightpland
+    static_configs:
+      - targets: ["127.0.0.1:{metrics_port}"]
+""")
+        prom_log = open(os.path.join(work, "prometheus.log"), "w")
+        procs.append(subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
+
+        def ready():
+            try:
+                return query(prom_port, 'up{job="flightpland"} == 1')
+            except OSError:
+                return None
+
+        wait_for("Prometheus to scrape flightpland", ready)
+        run = "dense-70b-10t"
+        exprs = []
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                exprs.append((f'panel "{panel["title"]}"', target["expr"].replace("$run", run)))
+        import_rules = open(rules).read()
+        for record in re.findall(r"^\s*- record: (\S+)", import_rules, re.M):
+            exprs.append(("recording rule", f'{record}{{run="{run}"}}'))
+        variable = dashboard["templating"]["list"][1]["query"]["query"]
+        m = re.match(r"label_values\((\w+), run\)", variable)
+        exprs.append(("variable $run", m.group(1)))
+
+        failures = []
+        for where, expr in exprs:
+            try:
+                result = wait_for(f"{where}: {expr}", lambda: query(prom_port, expr), interval=0.5,
+                                  timeout=15)
+                print(f"ok   {where}: {expr} ({len(result)} series) at {time.monotonic() - START:.1f} s")
+            except SystemExit as e:
+                failures.append(f"{where}: {expr}")
+                print(f"FAIL {where}: {expr}: {e}")
+        if failures:
+            print(f"{len(failures)} failed, {len(exprs) - len(failures)} passed")
+            return 1
+        print(f"{len(exprs)} passed, 0 failed")
+        return 0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
