@@ -90,10 +90,11 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s projected at finish, P(exhausted) %s%s\n", "",
                                         Duration(b.projected_at_finish_seconds()),
                                         Percent(b.exhaustion_probability(), 0),
-                                        b.has_exhausted_at()
-                                            ? absl::StrCat(", runs out ", Date(TimeFromProto(b.exhausted_at())),
-                                                           " at this burn")
-                                            : ""));
+                                        !b.has_exhausted_at() ? ""
+                                        : b.remaining_seconds() <= 0
+                                            ? absl::StrCat(", ran out ", Date(TimeFromProto(b.exhausted_at())))
+                                            : absl::StrCat(", runs out ", Date(TimeFromProto(b.exhausted_at())),
+                                                           " at this burn")));
   const v1::Reliability& r = s.reliability();
   absl::StrAppend(&out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n",
                                         "reliability", Percent(r.goodput()),

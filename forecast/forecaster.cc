@@ -191,6 +191,8 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   if (f.finished) {
     f.naive_lifetime_finish = f.naive_recent_finish = s.last_time;
     f.slip_seconds = absl::ToDoubleSeconds(s.last_time - prior.plan_finish);
+    f.deadline_probability = prior.deadline && s.last_time <= *prior.deadline ? 1 : 0;
+    f.exhaustion_probability = prior.budget_seconds > 0 && f.remaining_seconds < 0 ? 1 : 0;
   }
   return f;
 }

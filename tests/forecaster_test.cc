@@ -195,6 +195,19 @@ TEST(Forecaster, FinishedRunFinishedWhenItDid) {
   const Forecast f = ComputeForecast(s, Prior(), At(5000));
   EXPECT_EQ(f.finish_p10, At(700));
   EXPECT_EQ(f.finish_p90, At(700));
+  EXPECT_EQ(f.exhaustion_probability, 0);  // nothing unplanned happened
+  // A crash with 100 s down overspends a 30 s budget; the finish is after the deadline.
+  RunState crashed = Running(1000, 600);
+  ASSERT_TRUE(ApplyEvent(crashed, Crash(600)).ok());
+  ASSERT_TRUE(ApplyEvent(crashed, Started(700, 2, 10)).ok());
+  ASSERT_TRUE(ApplyEvent(crashed, Steps(760, 11, 660000)).ok());
+  ASSERT_TRUE(ApplyEvent(crashed, E(EventKind::kRunFinished, 800)).ok());
+  ForecastPrior tight = Prior();
+  tight.budget_seconds = 30;
+  tight.deadline = At(600);
+  const Forecast late = ComputeForecast(crashed, tight, At(5000));
+  EXPECT_EQ(late.exhaustion_probability, 1);
+  EXPECT_EQ(late.deadline_probability, 0);
 }
 
 TEST(Forecaster, NaiveEstimates) {
