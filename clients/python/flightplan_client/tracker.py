@@ -1,0 +1,304 @@
+"""The Tracker: enqueue events in microseconds, deliver them in the background."""
+
+import collections
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+
+import grpc
+from google.protobuf import json_format
+
+from flightplan.v1 import event_pb2, tracker_pb2, tracker_pb2_grpc
+
+log = logging.getLogger("flightplan_client")
+
+# Codes worth retrying: the daemon is away, busy, or asked for the batch again in order.
+_RETRY = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
+          grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
+
+
+class Tracker:
+    """Reports one run's events to flightpland without ever slowing or breaking training.
+
+    Thread-safe: any thread may call the event methods. Only rank 0 reports (from the RANK
+    environment variable) unless all_ranks=True.
+    """
+
+    def __init__(self, run, server=None, spool_dir=None, attempt=None, batch_size=500,
+                 flush_seconds=1.0, max_queue=100_000, spool_max_bytes=64 << 20,
+                 call_timeout_seconds=5.0, all_ranks=False):
+        self.run = run
+        self.server = server or os.environ.get("FLIGHTPLAN_SERVER", "127.0.0.1:50051")
+        self.enabled = all_ranks or os.environ.get("RANK", "0") == "0"
+        self.attempt = attempt or 0
+        self._session = uuid.uuid4().hex[:12]
+        self._seq = 0
+        self._queue = collections.deque()
+        self._max_queue = max_queue
+        self._batch_size = batch_size
+        self._flush_seconds = flush_seconds
+        self._timeout = call_timeout_seconds
+        self._spool_path = os.path.join(spool_dir, f"{run}.jsonl") if spool_dir else None
+        self._spool_max_bytes = spool_max_bytes
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self.sent = 0
+        self.dropped = 0
+        self._channel = None
+        self._stub = None
+        self._thread = None
+        if self.enabled:
+            if self._spool_path:
+                os.makedirs(spool_dir, exist_ok=True)
+            self._thread = threading.Thread(target=self._loop, name="flightplan-client", daemon=True)
+            self._thread.start()
+
+    # ---- events: each returns in microseconds ------------------------------------------
+    def job_started(self, attempt, restored_step=0):
+        self.attempt = attempt
+        self._enqueue("job_started", {"attempt": attempt, "restored_step": restored_step})
+
+    def step(self, step, tokens):
+        self._enqueue("steps", {"step": int(step), "tokens": int(tokens)}, key=f"s{int(step)}")
+
+    def checkpoint_saved(self, step, blocking_seconds=0.0):
+        self._enqueue("checkpoint_saved", {"step": int(step), "blocking_seconds": float(blocking_seconds)},
+                      key=f"c{int(step)}")
+
+    def interruption(self, cause, planned=False, detail=""):
+        self._enqueue("interruption", {"cause": cause, "planned": bool(planned), "detail": str(detail)[:4096]})
+
+    def run_finished(self):
+        self._enqueue("run_finished", {})
+
+    def flush(self, timeout=10.0):
+        """Waits (up to timeout) until everything queued was delivered or spooled."""
+        if not self.enabled:
+            return True
+        self._idle.clear()
+        self._wake.set()
+        return self._idle.wait(timeout)
+
+    def close(self, timeout=10.0):
+        """Delivers what it can within timeout, spools the rest, and stops the thread."""
+        if not self.enabled or self._thread is None:
+            return
+        self.flush(timeout)
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        with self._lock:
+            left = list(self._queue)
+            self._queue.clear()
+        if left:
+            self._spool(left)
+        if self._channel is not None:
+            self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and exc_type not in (KeyboardInterrupt, SystemExit):
+            self.interruption("software", planned=False, detail=f"{exc_type.__name__}: {exc}")
+        self.close()
+        return False
+
+    # ---- optional hooks ----------------------------------------------------------------
+    def install_hooks(self, exceptions=True, sigterm=True):
+        """Reports an uncaught exception as an unplanned `software` interruption and SIGTERM
+        (the scheduler's preemption) as a planned one; previous handlers still run."""
+        if not self.enabled:
+            return
+        if exceptions:
+            previous = sys.excepthook
+
+            def hook(exc_type, exc, tb):
+                try:
+                    self.interruption("software", detail=f"{exc_type.__name__}: {exc}")
+                    self.close(timeout=5)
+                finally:
+                    previous(exc_type, exc, tb)
+
+            sys.excepthook = hook
+        if sigterm and threading.current_thread() is threading.main_thread():
+            previous_handler = signal.getsignal(signal.SIGTERM)
+
+            def on_term(signum, frame):
+                self.interruption("preemption", planned=True, detail="SIGTERM")
+                self.close(timeout=5)
+                if callable(previous_handler):
+                    previous_handler(signum, frame)
+                else:
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+            signal.signal(signal.SIGTERM, on_term)
+
+    # ---- internals ----------------------------------------------------------------------
+    def _enqueue(self, kind, body, key=None):
+        if not self.enabled:
+            return
+        try:
+            now = time.time_ns()
+            with self._lock:
+                self._seq += 1
+                event = {
+                    "run": self.run,
+                    "time": _rfc3339(now),
+                    # Stable across retries and spooling: a resend is recognised as a duplicate.
+                    "id": f"{self._session}-{self._seq}",
+                    kind: body,
+                }
+                if kind != "job_started" and self.attempt:
+                    event["attempt"] = self.attempt
+                if len(self._queue) >= self._max_queue:
+                    self._thin(self._queue)
+                self._queue.append(event)
+                full = len(self._queue) >= self._batch_size
+            if full:
+                self._wake.set()
+        except Exception:  # never into the training loop
+            log.exception("flightplan_client: could not enqueue an event")
+
+    @staticmethod
+    def _thin(events):
+        """Drops every other step event, oldest first; never interruptions or checkpoints."""
+        steps = [i for i, e in enumerate(events) if "steps" in e]
+        for i in reversed(steps[: len(steps) // 2 : 2] or steps[:1]):
+            del events[i]
+
+    def _loop(self):
+        backoff = 0.1
+        while True:
+            self._wake.wait(self._flush_seconds)
+            self._wake.clear()
+            try:
+                delivered = self._deliver()
+                backoff = 0.1
+            except _Unreachable:
+                delivered = False
+                with self._lock:
+                    pending = list(self._queue)
+                    self._queue.clear()
+                if pending:
+                    self._spool(pending)
+                time.sleep(min(backoff, self._flush_seconds))
+                backoff = min(backoff * 2, 5.0)
+            except Exception:
+                log.exception("flightplan_client: delivery failed")
+                delivered = False
+            with self._lock:
+                empty = not self._queue
+            if empty and (delivered or not self._spool_pending()):
+                self._idle.set()
+            elif empty and self._stop.is_set():
+                self._idle.set()
+            if self._stop.is_set() and empty:
+                return
+
+    def _connect(self):
+        if self._stub is None:
+            # Reconnect quickly once the daemon is back (gRPC's default backoff reaches 2 min).
+            self._channel = grpc.insecure_channel(self.server, options=[
+                ("grpc.initial_reconnect_backoff_ms", 200),
+                ("grpc.min_reconnect_backoff_ms", 200),
+                ("grpc.max_reconnect_backoff_ms", 2000),
+            ])
+            self._stub = tracker_pb2_grpc.TrackerStub(self._channel)
+        return self._stub
+
+    def _send(self, events):
+        """Sends one batch; returns True, or raises _Unreachable; refused events are dropped."""
+        stub = self._connect()
+        batch = tracker_pb2.EventBatch()
+        for e in events:
+            json_format.ParseDict(e, batch.events.add())
+        try:
+            stub.ReportBatch(batch, timeout=self._timeout)
+            self.sent += len(events)
+            return True
+        except grpc.RpcError as err:
+            if err.code() in _RETRY:
+                raise _Unreachable(err.details()) from None
+            if len(events) == 1:
+                self.dropped += 1
+                log.warning("flightplan_client: event refused (%s): %s", err.code().name, err.details())
+                return True
+            for e in events:  # tell the bad event from the good ones
+                self._send([e])
+            return True
+
+    def _deliver(self):
+        # The spool first: it holds older events.
+        if self._spool_pending():
+            self._replay_spool()
+        while True:
+            with self._lock:
+                batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
+            if not batch:
+                return True
+            try:
+                self._send(batch)
+            except _Unreachable:
+                with self._lock:
+                    self._queue.extendleft(reversed(batch))
+                raise
+
+    def _spool_pending(self):
+        return bool(self._spool_path) and os.path.exists(self._spool_path) and os.path.getsize(self._spool_path) > 0
+
+    def _spool(self, events):
+        if not self._spool_path:
+            self.dropped += len(events)
+            log.warning("flightplan_client: daemon unreachable and no spool_dir: %d events dropped", len(events))
+            return
+        try:
+            with open(self._spool_path, "a") as f:
+                for e in events:
+                    f.write(json.dumps(e, separators=(",", ":")) + "\n")
+            if os.path.getsize(self._spool_path) > self._spool_max_bytes:
+                with open(self._spool_path) as f:
+                    kept = [json.loads(line) for line in f if line.strip()]
+                while kept and len(json.dumps(kept)) > self._spool_max_bytes * 0.8 and any("steps" in e for e in kept):
+                    before = len(kept)
+                    self._thin(kept)
+                    self.dropped += before - len(kept)
+                with open(self._spool_path + ".tmp", "w") as f:
+                    for e in kept:
+                        f.write(json.dumps(e, separators=(",", ":")) + "\n")
+                os.replace(self._spool_path + ".tmp", self._spool_path)
+        except OSError:
+            log.exception("flightplan_client: cannot spool to %s", self._spool_path)
+
+    def _replay_spool(self):
+        with open(self._spool_path) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+        for i in range(0, len(events), self._batch_size):
+            try:
+                self._send(events[i:i + self._batch_size])
+            except _Unreachable:
+                # Keep what was not sent, in order.
+                with open(self._spool_path + ".tmp", "w") as f:
+                    for e in events[i:]:
+                        f.write(json.dumps(e, separators=(",", ":")) + "\n")
+                os.replace(self._spool_path + ".tmp", self._spool_path)
+                raise
+        os.remove(self._spool_path)
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def _rfc3339(ns):
+    seconds, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{frac:09d}Z"

@@ -1,0 +1,147 @@
+"""The Python client against a real flightpland on loopback (Debian's /usr/bin/python3)."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from flightplan_client import Tracker
+
+DAEMON = os.environ["FLIGHTPLAN_DAEMON"]
+CLI = os.environ["FLIGHTPLAN_CLI"]
+PLAN = os.path.join(os.environ["FLIGHTPLAN_EXAMPLES"], "dense-70b-10t.yaml")
+RUN = "dense-70b-10t"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, tmp_path, port):
+        self.address = f"127.0.0.1:{port}"
+        self.log = open(tmp_path / f"daemon-{port}.log", "w+")
+        self.proc = subprocess.Popen([DAEMON, "--db", str(tmp_path / "f.db"), "--listen", self.address,
+                                      "--metrics", ""], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.log.seek(0)
+            if "serving gRPC" in self.log.read():
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("flightpland did not start")
+
+    def cli(self, *args, check=True):
+        return subprocess.run([CLI, "--server", self.address, *args], capture_output=True, text=True,
+                              check=check)
+
+    def status(self):
+        return json.loads(self.cli("status", RUN, "--json").stdout)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path, free_port())
+    d.cli("create", PLAN)
+    yield d
+    d.stop()
+
+
+def wait_for(check, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_events_reach_the_daemon(daemon):
+    with Tracker(RUN, server=daemon.address) as t:
+        t.job_started(attempt=1, restored_step=0)
+        for step in range(1, 11):
+            t.step(step, step * 1000)
+        t.checkpoint_saved(10, blocking_seconds=0.01)
+    s = daemon.status()
+    assert int(s["progress"]["tokens"]) == 10000
+    assert int(s["events"]) == 12
+    assert s["attempt"] == 1
+
+
+def test_spools_while_the_daemon_is_away_and_replays_in_order(tmp_path):
+    port = free_port()
+    t = Tracker(RUN, server=f"127.0.0.1:{port}", spool_dir=str(tmp_path / "spool"), flush_seconds=0.2)
+    t.job_started(attempt=1)
+    for step in range(1, 101):
+        t.step(step, step * 100)
+    t.flush(timeout=5)
+    spool = tmp_path / "spool" / f"{RUN}.jsonl"
+    assert wait_for(spool.exists, 10), "nothing was spooled while the daemon was away"
+    assert sum(1 for _ in open(spool)) == 101
+    d = Daemon(tmp_path, port)
+    try:
+        d.cli("create", PLAN)
+        t.step(101, 10100)  # newer than the spool: delivered after it
+        assert wait_for(lambda: int(d.status().get("events", 0)) == 102, 30)
+        assert int(d.status()["progress"]["tokens"]) == 10100
+        t.close()
+        assert not spool.exists()
+    finally:
+        d.stop()
+
+
+def test_a_refused_event_is_dropped_and_the_rest_delivered(daemon):
+    t = Tracker(RUN, server=daemon.address)
+    t.job_started(attempt=1)
+    t.step(10, 1000)
+    t.step(5, 500)  # backwards without a restore: refused by the daemon
+    t.step(20, 2000)
+    t.close()
+    assert t.dropped == 1
+    s = daemon.status()
+    assert int(s["progress"]["tokens"]) == 2000
+    assert int(s["events"]) == 3
+
+
+def test_never_raises_whatever_the_daemon_does():
+    t = Tracker(RUN, server="127.0.0.1:1", call_timeout_seconds=0.5, flush_seconds=0.1)
+    t.job_started(attempt=1)
+    for step in range(1, 1000):
+        t.step(step, step)
+    t.interruption("gpu", detail="x" * 10000)
+    t.close(timeout=2)
+    assert t.dropped > 0  # no spool: dropped, with a warning in the log, not raised
+
+
+def test_only_rank_zero_reports(daemon, monkeypatch):
+    monkeypatch.setenv("RANK", "3")
+    t = Tracker(RUN, server=daemon.address)
+    assert not t.enabled
+    t.job_started(attempt=1)
+    t.close()
+    monkeypatch.setenv("RANK", "0")
+    with Tracker(RUN, server=daemon.address) as t0:
+        t0.job_started(attempt=1)
+    assert int(daemon.status()["events"]) == 1
+
+
+def test_an_uncaught_exception_is_an_unplanned_interruption(daemon):
+    with pytest.raises(RuntimeError):
+        with Tracker(RUN, server=daemon.address) as t:
+            t.job_started(attempt=1)
+            t.step(1, 100)
+            raise RuntimeError("CUDA error: an illegal memory access")
+    s = daemon.status()
+    assert s["state"] == "down"
+    assert s["interruptions"][0]["cause"] == "software"
