@@ -83,10 +83,11 @@ int main(int argc, char** argv) {
 
   std::string status_run;
   bool status_json = false;
-  CLI::App* status = app.add_subcommand("status", "A run's accounting: progress, wall time by "
-                                                  "category, interruptions, throughput.");
+  CLI::App* status = app.add_subcommand(
+      "status", "A run's progress, wall time by category, interruptions, throughput, finish "
+                "forecast (P10/P50/P90), failure budget and burn rates, and reliability.");
   status->add_option("RUN", status_run, "run name")->required();
-  status->add_flag("--json", status_json, "print the RunStatus as proto JSON");
+  status->add_flag("--json", status_json, "print the RunStatus as proto JSON (proto field names)");
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 

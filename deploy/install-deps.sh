@@ -16,6 +16,8 @@ packages=(
   prometheus
   # the training-side Python client and its tests (Debian's /usr/bin/python3)
   python3 python3-grpcio python3-protobuf python3-pytest
+  # the end-to-end test of a real PyTorch training loop (CPU)
+  python3-torch
 )
 
 missing=()

@@ -1,70 +1,10 @@
 """The Python client against a real flightpland on loopback (Debian's /usr/bin/python3)."""
 
-import json
-import os
-import re
-import socket
-import subprocess
-import time
-
 import pytest
 
 from flightplan_client import Tracker
 
-DAEMON = os.environ["FLIGHTPLAN_DAEMON"]
-CLI = os.environ["FLIGHTPLAN_CLI"]
-PLAN = os.path.join(os.environ["FLIGHTPLAN_EXAMPLES"], "dense-70b-10t.yaml")
-RUN = "dense-70b-10t"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daemon:
-    def __init__(self, tmp_path, port):
-        self.address = f"127.0.0.1:{port}"
-        self.log = open(tmp_path / f"daemon-{port}.log", "w+")
-        self.proc = subprocess.Popen([DAEMON, "--db", str(tmp_path / "f.db"), "--listen", self.address,
-                                      "--metrics", ""], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            self.log.seek(0)
-            if "serving gRPC" in self.log.read():
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("flightpland did not start")
-
-    def cli(self, *args, check=True):
-        return subprocess.run([CLI, "--server", self.address, *args], capture_output=True, text=True,
-                              check=check)
-
-    def status(self):
-        return json.loads(self.cli("status", RUN, "--json").stdout)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    d = Daemon(tmp_path, free_port())
-    d.cli("create", PLAN)
-    yield d
-    d.stop()
-
-
-def wait_for(check, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
+from daemon_helpers import PLAN, RUN, Daemon, daemon, free_port, wait_for  # noqa: F401
 
 
 def test_events_reach_the_daemon(daemon):
