@@ -1,5 +1,7 @@
 #include "cli/client_commands.h"
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +17,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/log_events.h"
 #include "cli/plan_file.h"
+#include "forecast/plan_engine.h"
 #include "cli/status_print.h"
 #include "cli/units.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
@@ -293,6 +297,153 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   if (counts.rejected > counts.rejections.size()) {
     out << "  ... and " << counts.rejected - counts.rejections.size() << " more\n";
   }
+  return counts.rejected > 0 ? 1 : 0;
+}
+
+namespace {
+std::atomic<bool> g_tail_stop{false};
+extern "C" void TailStop(int) { g_tail_stop = true; }
+}  // namespace
+
+int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
+            std::ostream& err) {
+  LogOptions lo;
+  lo.run = options.run;
+  if (options.format == "megatron") {
+    lo.format = LogFormat::kMegatron;
+  } else if (options.format == "torchtitan") {
+    lo.format = LogFormat::kTorchtitan;
+  } else {
+    err << "flightplan tail: --format " << options.format << ": megatron or torchtitan\n";
+    return 2;
+  }
+  lo.seq_len = options.seq_len;
+  lo.tokens_per_step = options.tokens_per_step;
+  lo.backfill = options.from_start;
+  if (!absl::LoadTimeZone(options.timezone, &lo.timezone)) {
+    err << "flightplan tail: --timezone " << options.timezone << ": unknown time zone\n";
+    return 2;
+  }
+  if (!options.plan_path.empty()) {
+    absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.plan_path);
+    if (!plan.ok()) {
+      err << "flightplan tail: " << plan.status().message() << "\n";
+      return 2;
+    }
+    const forecast::PlanReport report = forecast::ComputePlan(PlanFromProto(*plan));
+    if (lo.seq_len == 0) lo.seq_len = plan->model().seq_len();
+    if (lo.tokens_per_step == 0) lo.tokens_per_step = static_cast<int64_t>(report.batch.tokens_per_step);
+  }
+  LogEvents converter(lo);
+  auto stub = Connect(client);
+  ReplayCounts counts;
+  std::vector<v1::Event> pending;
+  std::vector<size_t> pending_lines;
+  auto send = [&] {
+    if (pending.empty()) return;
+    PendingBatch batch{std::move(pending), std::move(pending_lines)};
+    pending.clear();
+    pending_lines.clear();
+    v1::EventBatch msg;
+    for (const v1::Event& e : batch.events) *msg.add_events() = e;
+    v1::BatchAck ack;
+    const grpc::Status st = SendWithRetry(*stub, client, msg, ack);
+    if (st.ok()) {
+      counts.accepted += ack.accepted();
+      counts.duplicates += ack.duplicates();
+    } else {
+      Split(*stub, client, batch, counts);
+    }
+  };
+
+  signal(SIGINT, TailStop);
+  signal(SIGTERM, TailStop);
+  std::ifstream in;
+  ino_t inode = 0;
+  auto open_file = [&](bool at_end) {
+    in.close();
+    in.clear();
+    in.open(options.path, std::ios::binary);
+    struct stat st {};
+    if (!in || stat(options.path.c_str(), &st) != 0) return false;
+    inode = st.st_ino;
+    if (at_end) in.seekg(0, std::ios::end);
+    return true;
+  };
+  if (!open_file(!options.from_start)) {
+    err << "flightplan tail: " << options.path << ": cannot read\n";
+    return 2;
+  }
+  std::string partial;
+  auto last_send = std::chrono::steady_clock::now();
+  bool warned = false;
+  while (!g_tail_stop) {
+    std::string line;
+    bool got = false;
+    while (std::getline(in, line)) {
+      if (in.eof()) {  // no newline yet: keep it for later
+        partial += line;
+        break;
+      }
+      got = true;
+      line = partial + line;
+      partial.clear();
+      std::vector<v1::Event> events;
+      const absl::Status st = converter.Feed(line, absl::Now(), events);
+      if (!st.ok() && !warned) {
+        err << "flightplan tail: " << st.message() << "\n";
+        warned = true;
+      }
+      for (v1::Event& e : events) {
+        pending.push_back(std::move(e));
+        pending_lines.push_back(converter.lines());
+      }
+      if (pending.size() >= 500) send();
+    }
+    in.clear();
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_send > std::chrono::seconds(1) || options.exit_at_eof) {
+      send();
+      last_send = now;
+    }
+    if (got) continue;
+    if (options.exit_at_eof) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Rotation (a new file under the name) or truncation: start over on the new content.
+    struct stat st {};
+    if (stat(options.path.c_str(), &st) == 0) {
+      const auto pos = in.tellg();
+      if (st.st_ino != inode || (pos >= 0 && st.st_size < pos)) {
+        // Finish the old file first: lines written just before the rotation.
+        while (std::getline(in, line)) {
+          if (in.eof()) break;
+          std::vector<v1::Event> events;
+          (void)converter.Feed(partial + line, absl::Now(), events);
+          partial.clear();
+          for (v1::Event& e : events) {
+            pending.push_back(std::move(e));
+            pending_lines.push_back(converter.lines());
+          }
+        }
+        partial.clear();
+        open_file(false);
+      }
+    }
+  }
+  if (!partial.empty()) {
+    std::vector<v1::Event> events;
+    (void)converter.Feed(partial, absl::Now(), events);
+    for (v1::Event& e : events) {
+      pending.push_back(std::move(e));
+      pending_lines.push_back(converter.lines());
+    }
+  }
+  send();
+  out << "tail: " << units::Count(static_cast<double>(converter.lines())) << " lines of " << options.path
+      << ", " << converter.attempt() << " attempts: " << units::Count(static_cast<double>(counts.accepted))
+      << " events accepted, " << units::Count(static_cast<double>(counts.duplicates)) << " duplicates, "
+      << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
+  for (const std::string& r : counts.rejections) out << "  rejected event from " << r << "\n";
   return counts.rejected > 0 ? 1 : 0;
 }
 

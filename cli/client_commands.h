@@ -52,6 +52,22 @@ struct ReportOptions {
 int RunReport(const ClientOptions& client, const ReportOptions& options, std::ostream& out,
               std::ostream& err);
 
+struct TailOptions {
+  std::string path;
+  std::string run;
+  std::string format = "megatron";  // megatron | torchtitan
+  bool from_start = false;  // read what the file already holds (else only new lines)
+  bool exit_at_eof = false; // backfill a finished log and exit with a summary
+  int64_t seq_len = 0;
+  int64_t tokens_per_step = 0;
+  std::string plan_path;    // seq_len and tokens per step from a plan
+  std::string timezone = "UTC";
+};
+// Follows a training log (as tail -F does, across rotation and truncation) and sends the
+// events it implies. Exit 0; 1 when events were rejected; 2 on bad usage.
+int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
+            std::ostream& err);
+
 int RunStatus(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
               std::ostream& err);
 int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);

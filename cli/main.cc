@@ -91,6 +91,27 @@ int main(int argc, char** argv) {
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
+  flightplan::TailOptions tail_options;
+  CLI::App* tail = app.add_subcommand(
+      "tail", "Follow a training log (as tail -F: across rotation and truncation) and report "
+              "its iterations, checkpoint saves and restarts as events.");
+  tail->add_option("LOGFILE", tail_options.path, "the training log")->required();
+  tail->add_option("--run", tail_options.run, "run name")->required();
+  tail->add_option("--format", tail_options.format, "megatron (Megatron-LM, Megatron-DeepSpeed) or torchtitan")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}))
+      ->capture_default_str();
+  tail->add_flag("--from-start", tail_options.from_start,
+                 "read what the file already holds (a backfill) before following it");
+  tail->add_flag("--exit-at-eof", tail_options.exit_at_eof,
+                 "stop at the end of the file and print a summary (backfill a finished log)");
+  tail->add_option("--seq-len", tail_options.seq_len,
+                   "tokens per sample, for logs that count samples (default: the log's seq_length)");
+  tail->add_option("--tokens-per-step", tail_options.tokens_per_step,
+                   "tokens per step, for logs that count neither (default: from the log)");
+  tail->add_option("--plan", tail_options.plan_path, "take seq_len and tokens per step from this plan");
+  tail->add_option("--timezone", tail_options.timezone,
+                   "zone of the log's timestamps (e.g. Europe/Paris)")->capture_default_str();
+
   flightplan::SimulateOptions sim;
   CLI::App* simulate = app.add_subcommand(
       "simulate", "Print a synthetic event log (JSON Lines) drawn from a plan's own assumptions; "
@@ -156,6 +177,7 @@ int main(int argc, char** argv) {
     return flightplan::RunStatus(client, status_run, status_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
+  if (app.got_subcommand(tail)) return flightplan::RunTail(client, tail_options, std::cout, std::cerr);
   if (app.got_subcommand(simulate)) {
     sim.simulation.maintenance = !no_maintenance;
     return flightplan::RunSimulate(sim, std::cout, std::cerr);

@@ -4,11 +4,14 @@
 
 #include <chrono>
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -228,6 +231,69 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   r = RunProcess({kCli, "backtest", first_half, "--plan", kFlagship});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("never reaches its target"), std::string::npos) << r.err;
+}
+
+TEST(Process, TailFollowsALogAcrossRotationAndTruncation) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  const std::string log = dir.path() + "/train.log";
+  auto append = [&](const std::string& path, int from, int to, bool truncate = false) {
+    std::ofstream out(path, truncate ? std::ios::trunc : std::ios::app);
+    for (int s = from; s <= to; ++s) {
+      out << absl::StrFormat("[rank0]:2027-01-04 00:%02d:00,000 - root - INFO - step: %d  loss: 7.0  tps: 6,554\n", s, s);
+    }
+  };
+  std::ofstream(log) << "[rank0]:2027-01-04 00:00:00,000 - root - INFO - Starting job\n";
+  Child tail({kCli, "--server", d.address(), "tail", "--run", kRun, "--format", "torchtitan",
+              "--tokens-per-step", "100", log},
+             dir.path() + "/tail.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto events_reach = [&](uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (d.Events() >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  append(log, 1, 3);
+  EXPECT_TRUE(events_reach(4));  // job_started + 3 steps
+  // Rotation: the old file moves away, a new one takes its name.
+  std::filesystem::rename(log, log + ".1");
+  append(log, 4, 5);
+  EXPECT_TRUE(events_reach(6));
+  // Truncation in place.
+  append(log, 6, 6, /*truncate=*/true);
+  EXPECT_TRUE(events_reach(7));
+  tail.Signal(SIGTERM);
+  EXPECT_EQ(tail.Wait(), 0);
+  EXPECT_NE(tail.WaitForLog("tail:", 5).find("7 events accepted"), std::string::npos)
+      << tail.WaitForLog("tail:", 1);
+  const v1::RunStatus s = d.Status();
+  EXPECT_EQ(s.progress().tokens(), 600);
+  EXPECT_EQ(s.progress().step(), 6);
+}
+
+TEST(Process, TailBackfillsTheShippedLogs) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  const std::string megatron = std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron.log";
+  auto r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
+                             "--exit-at-eof", "--seq-len", "4096", megatron});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 attempts: 13 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+  const v1::RunStatus s = d.Status();
+  EXPECT_EQ(s.progress().step(), 70);
+  EXPECT_EQ(s.progress().tokens(), 4480 * 4096);
+  ASSERT_EQ(s.interruptions_size(), 1);
+  EXPECT_EQ(s.interruptions(0).cause(), "unknown");  // the NCCL timeout nobody reported
+  EXPECT_GT(s.time_seconds().lost(), 0);              // iterations 30..50 rolled back
+  // Again: every event is already there.
+  r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
+                        "--exit-at-eof", "--seq-len", "4096", megatron});
+  EXPECT_NE(r.out.find("0 events accepted, 13 duplicates"), std::string::npos) << r.out;
 }
 
 TEST(Process, SigtermDrainsAndExitsZero) {
