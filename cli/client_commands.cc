@@ -377,6 +377,19 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   std::string partial;
   auto last_send = std::chrono::steady_clock::now();
   bool warned = false;
+  // One whole line: its events join the pending batch.
+  auto feed = [&](const std::string& whole) {
+    std::vector<v1::Event> events;
+    const absl::Status st = converter.Feed(whole, absl::Now(), events);
+    if (!st.ok() && !warned) {
+      err << "flightplan tail: " << st.message() << "\n";
+      warned = true;
+    }
+    for (v1::Event& e : events) {
+      pending.push_back(std::move(e));
+      pending_lines.push_back(converter.lines());
+    }
+  };
   while (!g_tail_stop) {
     std::string line;
     bool got = false;
@@ -386,18 +399,8 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
         break;
       }
       got = true;
-      line = partial + line;
+      feed(partial + line);
       partial.clear();
-      std::vector<v1::Event> events;
-      const absl::Status st = converter.Feed(line, absl::Now(), events);
-      if (!st.ok() && !warned) {
-        err << "flightplan tail: " << st.message() << "\n";
-        warned = true;
-      }
-      for (v1::Event& e : events) {
-        pending.push_back(std::move(e));
-        pending_lines.push_back(converter.lines());
-      }
       if (pending.size() >= 500) send();
     }
     in.clear();
@@ -417,27 +420,15 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
         // Finish the old file first: lines written just before the rotation.
         while (std::getline(in, line)) {
           if (in.eof()) break;
-          std::vector<v1::Event> events;
-          (void)converter.Feed(partial + line, absl::Now(), events);
+          feed(partial + line);
           partial.clear();
-          for (v1::Event& e : events) {
-            pending.push_back(std::move(e));
-            pending_lines.push_back(converter.lines());
-          }
         }
         partial.clear();
         open_file(false);
       }
     }
   }
-  if (!partial.empty()) {
-    std::vector<v1::Event> events;
-    (void)converter.Feed(partial, absl::Now(), events);
-    for (v1::Event& e : events) {
-      pending.push_back(std::move(e));
-      pending_lines.push_back(converter.lines());
-    }
-  }
+  if (!partial.empty()) feed(partial);
   send();
   out << "tail: " << units::Count(static_cast<double>(converter.lines())) << " lines of " << options.path
       << ", " << converter.attempt() << " attempts: " << units::Count(static_cast<double>(counts.accepted))
