@@ -34,7 +34,12 @@ std::unique_ptr<v1::Tracker::Stub> Connect(const ClientOptions& client) {
   return v1::Tracker::NewStub(grpc::CreateChannel(client.server, grpc::InsecureChannelCredentials()));
 }
 
+void Authorize(grpc::ClientContext& ctx, const ClientOptions& client) {
+  if (!client.token.empty()) ctx.AddMetadata("authorization", "Bearer " + client.token);
+}
+
 void SetDeadline(grpc::ClientContext& ctx, const ClientOptions& client) {
+  Authorize(ctx, client);
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(static_cast<int64_t>(client.timeout_seconds * 1000)));
 }
@@ -227,6 +232,7 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   std::map<uint64_t, PendingBatch> refused;  // to resend in order
   std::atomic<bool> stop{false};
   grpc::ClientContext ctx;  // the stream lives as long as the replay: no deadline
+  Authorize(ctx, client);
   auto stream = stub->ReportEvents(&ctx);
   std::thread reader([&] {
     v1::BatchAck ack;

@@ -15,6 +15,7 @@ namespace flightplan {
 struct ClientOptions {
   std::string server = "127.0.0.1:50051";
   double timeout_seconds = 30;
+  std::string token;  // bearer token sent with every call ("" = none)
 };
 
 struct CreateOptions {

@@ -1,4 +1,7 @@
 // flightplan: plan a pre-training run from explicit assumptions, and talk to flightpland.
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -37,6 +40,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", client.timeout_seconds, "seconds to wait for each call")
       ->capture_default_str();
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the bearer token flightpland asks for (or FLIGHTPLAN_TOKEN)")
+      ->envname("FLIGHTPLAN_TOKEN_FILE");
 
   flightplan::CreateOptions create_options;
   CLI::App* create = app.add_subcommand(
@@ -163,6 +170,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (const char* token = std::getenv("FLIGHTPLAN_TOKEN"); token && *token) client.token = token;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::getline(in, client.token);
+    while (!client.token.empty() && std::isspace(static_cast<unsigned char>(client.token.back()))) {
+      client.token.pop_back();
+    }
+    if (!in && client.token.empty()) {
+      std::cerr << "flightplan: cannot read token file " << token_file << "\n";
+      return 2;
+    }
   }
   if (app.got_subcommand(plan)) {
     return flightplan::RunPlanCommand(plan_options, std::cout, std::cerr);

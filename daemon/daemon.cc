@@ -47,7 +47,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
     d->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
 
-  d->service_ = std::make_unique<TrackerService>(d->tracker_.get());
+  d->service_ = std::make_unique<TrackerService>(d->tracker_.get(),
+                                                 Auth(options.write_token, options.read_token));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

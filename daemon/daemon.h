@@ -39,6 +39,9 @@ struct DaemonOptions {
   TrackerOptions tracker;
   // Largest gRPC message accepted, bytes.
   int max_message_bytes = 16 << 20;
+  // Bearer tokens: writes need write_token when set; reads need read_token when set.
+  std::string write_token;
+  std::string read_token;
 };
 
 class Daemon {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "daemon/auth.h"
 #include "daemon/daemon.h"
 
 namespace {
@@ -70,6 +71,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();
+  std::string token_file, read_token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the bearer token that writes (create, update, report) need; "
+                 "without it, anyone who reaches --listen may write");
+  app.add_option("--read-token-file", read_token_file,
+                 "file holding the bearer token that reads (status, watch, runs) need; the write "
+                 "token reads too. Without it, reads are open");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,6 +85,16 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   options.tracker.events_clock = clock == "events";
+  for (auto [path, token] : {std::pair{&token_file, &options.write_token},
+                             std::pair{&read_token_file, &options.read_token}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> t = flightplan::daemon::ReadTokenFile(*path);
+    if (!t.ok()) {
+      std::cerr << "flightpland: " << t.status().message() << "\n";
+      return 2;
+    }
+    *token = *t;
+  }
   options.sync = sync == "full" ? flightplan::storage::Sync::kFull : flightplan::storage::Sync::kNormal;
 
   std::error_code ec;

@@ -136,6 +136,13 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
        finished_ = false;
 };
 
+// A stream refused before it starts (authentication).
+class RefusedStream final : public grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::RunStatus> {
@@ -234,6 +241,10 @@ grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext*
                                                     const v1::CreateRunRequest* request,
                                                     v1::CreateRunResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
   const std::string run = request->run().empty() ? request->plan().name() : request->run();
   absl::Status st = tracker_->SubmitCreateRun(run, request->plan(), [=](CreateResult r) {
     if (!r.status.ok()) {
@@ -254,6 +265,10 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
                                                      const v1::UpdatePlanRequest* request,
                                                      v1::UpdatePlanResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
   absl::Status st = tracker_->SubmitUpdatePlan(request->run(), request->plan(), [=](CreateResult r) {
     if (!r.status.ok()) {
       reactor->Finish(ToGrpc(r.status));
@@ -268,7 +283,10 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
 }
 
 grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* TrackerService::ReportEvents(
-    grpc::CallbackServerContext*) {
+    grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+    return new RefusedStream(ToGrpc(denied));
+  }
   return new EventsReactor(tracker_);
 }
 
@@ -276,6 +294,10 @@ grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContex
                                                       const v1::EventBatch* request,
                                                       v1::BatchAck* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
   const uint64_t sequence = request->sequence();
   std::vector<v1::Event> events(request->events().begin(), request->events().end());
   absl::Status st = tracker_->SubmitEvents(std::move(events), [=](BatchResult r) {
@@ -294,6 +316,10 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
                                                     const v1::GetStatusRequest* request,
                                                     v1::RunStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
   absl::StatusOr<v1::RunStatus> status = tracker_->Status(request->run());
   if (status.ok()) *response = std::move(*status);
   reactor->Finish(ToGrpc(status.status()));
@@ -301,8 +327,16 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
 }
 
 grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(
-    grpc::CallbackServerContext*, const v1::GetStatusRequest* request) {
+    grpc::CallbackServerContext* context, const v1::GetStatusRequest* request) {
   auto* w = new WatchReactor(this, tracker_, request->run());
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(watches_mu_);
+      watches_.insert(w);  // OnDone unregisters it
+    }
+    w->End(ToGrpc(denied));
+    return w;
+  }
   {
     std::lock_guard<std::mutex> lock(watches_mu_);
     if (ending_) {
@@ -320,6 +354,10 @@ grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* 
                                                    const v1::ListRunsRequest*,
                                                    v1::ListRunsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
   for (const std::shared_ptr<const RunView>& view : tracker_->List()) {
     v1::RunSummary* s = response->add_runs();
     s->set_run(view->name);

@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "daemon/auth.h"
 #include "daemon/tracker.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -22,7 +23,7 @@ grpc::Status ToGrpc(const absl::Status& status);
 
 class TrackerService final : public v1::Tracker::CallbackService {
  public:
-  explicit TrackerService(Tracker* tracker) : tracker_(tracker) {}
+  TrackerService(Tracker* tracker, Auth auth) : tracker_(tracker), auth_(std::move(auth)) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -54,6 +55,7 @@ class TrackerService final : public v1::Tracker::CallbackService {
   void Unregister(WatchReactor* w);
 
   Tracker* const tracker_;
+  const Auth auth_;
   std::mutex watches_mu_;
   std::set<WatchReactor*> watches_ ABSL_GUARDED_BY(watches_mu_);
   bool ending_ ABSL_GUARDED_BY(watches_mu_) = false;

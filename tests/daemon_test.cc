@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -473,6 +474,70 @@ TEST_F(DaemonTest, SnapshotsMakeARestartFoldOnlyTheTail) {
   // by a daemon that snapshots rarely.
   Restart();
   EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+TEST(DaemonAuth, TokensGuardWritesAndOptionallyReads) {
+  TempDir dir;
+  daemon::DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics = "";
+  options.db = dir.path() + "/f.db";
+  options.write_token = "w-7c2e9f";
+  options.read_token = "r-41aa0b";
+  absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto stub = v1::Tracker::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+  auto create = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::CreateRunRequest request;
+    *request.mutable_plan() = FlagshipPlan();
+    v1::CreateRunResponse response;
+    return stub->CreateRun(&ctx, request, &response);
+  };
+  auto status = [&](const std::string& token) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::GetStatusRequest request;
+    request.set_run(kRun);
+    v1::RunStatus response;
+    return stub->GetStatus(&ctx, request, &response);
+  };
+  grpc::Status st = create("");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  st = create("w-7c2e9e");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(st.error_message().find("w-7c2e9"), std::string::npos);  // never echoed
+  EXPECT_EQ(create("r-41aa0b").error_code(), grpc::StatusCode::PERMISSION_DENIED);  // reads only
+  EXPECT_TRUE(create("w-7c2e9f").ok());
+  EXPECT_EQ(status("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(status("r-41aa0b").ok());
+  EXPECT_TRUE(status("w-7c2e9f").ok());  // the write token reads too
+  // The stream is refused before any batch.
+  grpc::ClientContext ctx;
+  auto stream = stub->ReportEvents(&ctx);
+  v1::EventBatch batch;
+  *batch.add_events() = StartedAt(kRun, 0, 1, 0);
+  stream->Write(batch);
+  stream->WritesDone();
+  v1::BatchAck ack;
+  EXPECT_FALSE(stream->Read(&ack));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext ctx2;
+  ctx2.AddMetadata("authorization", "Bearer r-41aa0b");
+  v1::RunStatus s;
+  v1::GetStatusRequest request;
+  request.set_run(kRun);
+  ASSERT_TRUE(stub->GetStatus(&ctx2, request, &s).ok());
+  EXPECT_EQ(s.events(), 0u);  // nothing got in
+}
+
+TEST(DaemonAuth, ConstantTimeEquals) {
+  EXPECT_TRUE(daemon::ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(daemon::ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(daemon::ConstantTimeEquals("abc", "abcd"));
+  EXPECT_FALSE(daemon::ConstantTimeEquals("", "a"));
 }
 
 TEST(DaemonStorage, RefusesAFileThatIsNotOursAndANewerSchema) {

@@ -296,6 +296,29 @@ TEST(Process, TailBackfillsTheShippedLogs) {
   EXPECT_NE(r.out.find("0 events accepted, 13 duplicates"), std::string::npos) << r.out;
 }
 
+TEST(Process, TokenFilesOnBothSides) {
+  TempDir dir;
+  const std::string token = dir.Write("token", "t0k-3n\n");
+  Child child({kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "",
+               "--token-file", token},
+              dir.path() + "/d.log");
+  const std::string text = child.WaitForLog("serving gRPC on", 20);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("serving gRPC on (127\\.0\\.0\\.1:[0-9]+)")));
+  const std::string address = m[1].str();
+  auto r = Cli(address, {"create", kFlagship});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("UNAUTHENTICATED"), std::string::npos) << r.err;
+  r = Cli(address, {"--token-file", token, "create", kFlagship});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(address, {"status", kRun});  // reads are open without --read-token-file
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(child.WaitForLog("x", 0.1).find("t0k-3n"), std::string::npos);  // never logged
+  auto bad = RunProcess({kDaemon, "--db", dir.path() + "/g.db", "--token-file", dir.path() + "/none"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("cannot read token file"), std::string::npos);
+}
+
 TEST(Process, SigtermDrainsAndExitsZero) {
   TempDir dir;
   const std::string db = dir.path() + "/f.db";

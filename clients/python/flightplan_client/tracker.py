@@ -31,9 +31,11 @@ class Tracker:
 
     def __init__(self, run, server=None, spool_dir=None, attempt=None, batch_size=500,
                  flush_seconds=1.0, max_queue=100_000, spool_max_bytes=64 << 20,
-                 call_timeout_seconds=5.0, all_ranks=False):
+                 call_timeout_seconds=5.0, all_ranks=False, token=None):
         self.run = run
         self.server = server or os.environ.get("FLIGHTPLAN_SERVER", "127.0.0.1:50051")
+        token = token or os.environ.get("FLIGHTPLAN_TOKEN")
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.enabled = all_ranks or os.environ.get("RANK", "0") == "0"
         self.attempt = attempt or 0
         self._session = uuid.uuid4().hex[:12]
@@ -223,7 +225,7 @@ class Tracker:
         for e in events:
             json_format.ParseDict(e, batch.events.add())
         try:
-            stub.ReportBatch(batch, timeout=self._timeout)
+            stub.ReportBatch(batch, timeout=self._timeout, metadata=self._metadata)
             self.sent += len(events)
             return True
         except grpc.RpcError as err:

@@ -21,11 +21,11 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, tmp_path, port):
+    def __init__(self, tmp_path, port, extra=()):
         self.address = f"127.0.0.1:{port}"
         self.log = open(tmp_path / f"daemon-{port}.log", "w+")
         self.proc = subprocess.Popen([DAEMON, "--db", str(tmp_path / "f.db"), "--listen", self.address,
-                                      "--metrics", ""], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--metrics", "", *extra], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             self.log.seek(0)

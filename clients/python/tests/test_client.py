@@ -85,3 +85,20 @@ def test_an_uncaught_exception_is_an_unplanned_interruption(daemon):
     s = daemon.status()
     assert s["state"] == "down"
     assert s["interruptions"][0]["cause"] == "software"
+
+
+def test_token(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("py-t0ken\n")
+    d = Daemon(tmp_path, free_port(), extra=["--token-file", str(token)])
+    try:
+        d.cli("--token-file", str(token), "create", PLAN)
+        refused = Tracker(RUN, server=d.address)
+        refused.job_started(attempt=1)
+        refused.close()
+        assert refused.dropped == 1  # UNAUTHENTICATED: refused, logged, not raised
+        with Tracker(RUN, server=d.address, token="py-t0ken") as t:
+            t.job_started(attempt=1)
+        assert int(d.status()["events"]) == 1
+    finally:
+        d.stop()
