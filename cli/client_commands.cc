@@ -31,7 +31,13 @@ namespace flightplan {
 namespace {
 
 std::unique_ptr<v1::Tracker::Stub> Connect(const ClientOptions& client) {
-  return v1::Tracker::NewStub(grpc::CreateChannel(client.server, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!client.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = client.tls_ca_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  return v1::Tracker::NewStub(grpc::CreateChannel(client.server, credentials));
 }
 
 void Authorize(grpc::ClientContext& ctx, const ClientOptions& client) {

@@ -16,6 +16,7 @@ struct ClientOptions {
   std::string server = "127.0.0.1:50051";
   double timeout_seconds = 30;
   std::string token;  // bearer token sent with every call ("" = none)
+  std::string tls_ca_pem;  // TLS with these root certificates ("" = plaintext)
 };
 
 struct CreateOptions {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", client.timeout_seconds, "seconds to wait for each call")
       ->capture_default_str();
-  std::string token_file;
+  std::string token_file, tls_ca;
+  app.add_option("--tls-ca", tls_ca, "PEM root certificates: talk to flightpland over TLS")
+      ->envname("FLIGHTPLAN_TLS_CA");
   app.add_option("--token-file", token_file,
                  "file holding the bearer token flightpland asks for (or FLIGHTPLAN_TOKEN)")
       ->envname("FLIGHTPLAN_TOKEN_FILE");
@@ -180,6 +183,16 @@ int main(int argc, char** argv) {
     }
     if (!in && client.token.empty()) {
       std::cerr << "flightplan: cannot read token file " << token_file << "\n";
+      return 2;
+    }
+  }
+  if (!tls_ca.empty()) {
+    std::ifstream in(tls_ca);
+    std::stringstream text;
+    text << in.rdbuf();
+    client.tls_ca_pem = text.str();
+    if (!in || client.tls_ca_pem.empty()) {
+      std::cerr << "flightplan: cannot read --tls-ca " << tls_ca << "\n";
       return 2;
     }
   }

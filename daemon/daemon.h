@@ -42,6 +42,9 @@ struct DaemonOptions {
   // Bearer tokens: writes need write_token when set; reads need read_token when set.
   std::string write_token;
   std::string read_token;
+  // PEM certificate chain and private key: gRPC over TLS when both are set.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
 };
 
 class Daemon {

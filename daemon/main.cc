@@ -3,7 +3,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -71,7 +73,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();
-  std::string token_file, read_token_file;
+  std::string token_file, read_token_file, tls_cert, tls_key;
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve gRPC over TLS (with --tls-key)");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--token-file", token_file,
                  "file holding the bearer token that writes (create, update, report) need; "
                  "without it, anyone who reaches --listen may write");
@@ -85,6 +89,21 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   options.tracker.events_clock = clock == "events";
+  if (tls_cert.empty() != tls_key.empty()) {
+    std::cerr << "flightpland: --tls-cert and --tls-key go together\n";
+    return 2;
+  }
+  for (auto [path, pem] : {std::pair{&tls_cert, &options.tls_cert_pem}, std::pair{&tls_key, &options.tls_key_pem}}) {
+    if (path->empty()) continue;
+    std::ifstream in(*path);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      std::cerr << "flightpland: cannot read " << *path << "\n";
+      return 2;
+    }
+    *pem = text.str();
+  }
   for (auto [path, token] : {std::pair{&token_file, &options.write_token},
                              std::pair{&read_token_file, &options.read_token}}) {
     if (path->empty()) continue;

@@ -319,6 +319,30 @@ TEST(Process, TokenFilesOnBothSides) {
   EXPECT_NE(bad.err.find("cannot read token file"), std::string::npos);
 }
 
+TEST(Process, TlsOnBothSides) {
+  TempDir dir;
+  const std::string key = dir.path() + "/key.pem", cert = dir.path() + "/cert.pem";
+  const auto gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                               "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                               "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  Child child({kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "",
+               "--tls-cert", cert, "--tls-key", key},
+              dir.path() + "/d.log");
+  const std::string text = child.WaitForLog("serving gRPC on", 20);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("serving gRPC on (127\\.0\\.0\\.1:[0-9]+)")));
+  const std::string address = m[1].str();
+  auto r = Cli(address, {"--timeout", "3", "runs"});  // plaintext against TLS
+  EXPECT_EQ(r.exit_code, 1);
+  r = Cli(address, {"--tls-ca", cert, "create", kFlagship});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli(address, {"--tls-ca", cert, "runs"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(kRun), std::string::npos);
+  EXPECT_EQ(RunProcess({kDaemon, "--tls-cert", cert}).exit_code, 2);  // the key is missing
+}
+
 TEST(Process, SigtermDrainsAndExitsZero) {
   TempDir dir;
   const std::string db = dir.path() + "/f.db";

@@ -31,11 +31,13 @@ class Tracker:
 
     def __init__(self, run, server=None, spool_dir=None, attempt=None, batch_size=500,
                  flush_seconds=1.0, max_queue=100_000, spool_max_bytes=64 << 20,
-                 call_timeout_seconds=5.0, all_ranks=False, token=None):
+                 call_timeout_seconds=5.0, all_ranks=False, token=None, tls_ca=None):
         self.run = run
         self.server = server or os.environ.get("FLIGHTPLAN_SERVER", "127.0.0.1:50051")
         token = token or os.environ.get("FLIGHTPLAN_TOKEN")
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        tls_ca = tls_ca or os.environ.get("FLIGHTPLAN_TLS_CA")
+        self._tls_roots = open(tls_ca, "rb").read() if tls_ca else None
         self.enabled = all_ranks or os.environ.get("RANK", "0") == "0"
         self.attempt = attempt or 0
         self._session = uuid.uuid4().hex[:12]
@@ -210,11 +212,16 @@ class Tracker:
     def _connect(self):
         if self._stub is None:
             # Reconnect quickly once the daemon is back (gRPC's default backoff reaches 2 min).
-            self._channel = grpc.insecure_channel(self.server, options=[
+            options = [
                 ("grpc.initial_reconnect_backoff_ms", 200),
                 ("grpc.min_reconnect_backoff_ms", 200),
                 ("grpc.max_reconnect_backoff_ms", 2000),
-            ])
+            ]
+            if self._tls_roots:
+                credentials = grpc.ssl_channel_credentials(root_certificates=self._tls_roots)
+                self._channel = grpc.secure_channel(self.server, credentials, options=options)
+            else:
+                self._channel = grpc.insecure_channel(self.server, options=options)
             self._stub = tracker_pb2_grpc.TrackerStub(self._channel)
         return self._stub
 

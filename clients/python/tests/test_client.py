@@ -1,5 +1,8 @@
 """The Python client against a real flightpland on loopback (Debian's /usr/bin/python3)."""
 
+import json
+import subprocess
+
 import pytest
 
 from flightplan_client import Tracker
@@ -100,5 +103,22 @@ def test_token(tmp_path):
         with Tracker(RUN, server=d.address, token="py-t0ken") as t:
             t.job_started(attempt=1)
         assert int(d.status()["events"]) == 1
+    finally:
+        d.stop()
+
+
+def test_tls(tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], check=True, capture_output=True)
+    d = Daemon(tmp_path, free_port(), extra=["--tls-cert", str(cert), "--tls-key", str(key)])
+    try:
+        d.cli("--tls-ca", str(cert), "create", PLAN)
+        with Tracker(RUN, server=d.address, tls_ca=str(cert)) as t:
+            t.job_started(attempt=1)
+            t.step(1, 100)
+        s = json.loads(d.cli("--tls-ca", str(cert), "status", RUN, "--json").stdout)
+        assert int(s["events"]) == 2
     finally:
         d.stop()
