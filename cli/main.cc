@@ -10,6 +10,7 @@
 #include "cli/client_commands.h"
 #include "cli/plan_command.h"
 #include "cli/sim_commands.h"
+#include "storage/sqlite_store.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -100,6 +101,13 @@ int main(int argc, char** argv) {
   status->add_flag("--json", status_json, "print the RunStatus as proto JSON (proto field names)");
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
+
+  std::string backup_dest, backup_db = flightplan::storage::DefaultDatabasePath();
+  CLI::App* backup = app.add_subcommand(
+      "backup", "Take a consistent copy of flightpland's database while it runs (SQLite's "
+                "online backup); restore by stopping the daemon and putting the copy in place.");
+  backup->add_option("DEST", backup_dest, "where to write the copy")->required();
+  backup->add_option("--db", backup_db, "the database to copy")->capture_default_str();
 
   flightplan::TailOptions tail_options;
   CLI::App* tail = app.add_subcommand(
@@ -209,6 +217,15 @@ int main(int argc, char** argv) {
     return flightplan::RunStatus(client, status_run, status_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
+  if (app.got_subcommand(backup)) {
+    const absl::Status st = flightplan::storage::SqliteStore::Backup(backup_db, backup_dest);
+    if (!st.ok()) {
+      std::cerr << "flightplan backup: " << st.message() << "\n";
+      return 1;
+    }
+    std::cout << "backed up " << backup_db << " to " << backup_dest << "\n";
+    return 0;
+  }
   if (app.got_subcommand(tail)) return flightplan::RunTail(client, tail_options, std::cout, std::cerr);
   if (app.got_subcommand(simulate)) {
     sim.simulation.maintenance = !no_maintenance;

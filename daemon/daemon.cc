@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
   d->metrics_ = std::make_unique<exporters::DaemonMetrics>(*d->registry_);
 
   absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
-      storage::SqliteStore::Open(options.db, options.sync);
+      storage::SqliteStore::Open(options.db, options.sync, options.max_db_bytes);
   if (!store.ok()) return store.status();
   absl::StatusOr<std::unique_ptr<Tracker>> tracker =
       Tracker::Start(std::move(*store), clock, d->metrics_.get(), options.tracker);

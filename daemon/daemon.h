@@ -36,6 +36,9 @@ struct DaemonOptions {
   std::string metrics = "127.0.0.1:9464";
   std::string db;
   storage::Sync sync = storage::Sync::kNormal;
+  // Cap on the database's size, bytes (0: none). Past it writes fail as on a full disk:
+  // UNAVAILABLE, nothing acknowledged, reads go on.
+  int64_t max_db_bytes = 0;
   TrackerOptions tracker;
   // Largest gRPC message accepted, bytes.
   int max_message_bytes = 16 << 20;

@@ -11,21 +11,8 @@
 #include "CLI/CLI.hpp"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "storage/sqlite_store.h"
 
-namespace {
-
-std::string DefaultDb() {
-  // XDG state directory: works for a first-time user without root.
-  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state) {
-    return std::string(state) + "/flightplan/flightplan.db";
-  }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return std::string(home) + "/.local/state/flightplan/flightplan.db";
-  }
-  return "flightplan.db";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // Block the stop signals before any library starts a thread; main waits for them.
@@ -36,7 +23,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   flightplan::daemon::DaemonOptions options;
-  options.db = DefaultDb();
+  options.db = flightplan::storage::DefaultDatabasePath();
   std::string clock = "wall";
   std::string sync = "normal";
   CLI::App app{
@@ -72,6 +59,10 @@ int main(int argc, char** argv) {
                  "and retry (more absorbs bursts, costs memory and ack latency)")
       ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
+      ->capture_default_str();
+  app.add_option("--max-db-bytes", options.max_db_bytes,
+                 "cap on the database's size (0: the disk's); past it writes answer UNAVAILABLE "
+                 "and nothing is acknowledged, while reads go on")
       ->capture_default_str();
   std::string token_file, read_token_file, tls_cert, tls_key;
   app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve gRPC over TLS (with --tls-key)");

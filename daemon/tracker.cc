@@ -585,6 +585,7 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
   const auto started = std::chrono::steady_clock::now();
   const int64_t last_seq_before = last_seq_;
   Group group;
+  absl::Status storage_cause;  // the first storage error of a request: the root cause
   absl::Status group_status = store_->Begin();
   if (group_status.ok()) {
     for (std::unique_ptr<Request>& r : requests) {
@@ -613,6 +614,9 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
           }
         }
       }
+      if (!st.ok() && st.code() == absl::StatusCode::kUnavailable && storage_cause.ok()) {
+        storage_cause = st;
+      }
       if (st.ok()) {
         if (absl::Status released = store_->ReleaseSavepoint(); !released.ok()) {
           group_status = released;
@@ -638,8 +642,9 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
     // Nothing of this group is durable: refuse every request, publish nothing.
     store_->Rollback();
     last_seq_ = last_seq_before;
+    const absl::Status& cause = storage_cause.ok() ? group_status : storage_cause;
     const absl::Status unavailable = absl::UnavailableError(
-        absl::StrCat("storage failed; nothing of this request was stored: ", group_status.message()));
+        absl::StrCat("storage failed; nothing of this request was stored: ", cause.message()));
     for (std::unique_ptr<Request>& r : requests) {
       r->batch_result = BatchResult{unavailable, 0, 0};
       r->create_result = CreateResult{unavailable, false, nullptr};

@@ -5,7 +5,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -129,7 +132,8 @@ class SqliteStore::Statement {
   sqlite3_stmt* stmt_;
 };
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync,
+                                                               int64_t max_bytes) {
   const std::string lock_path = path + ".lock";
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) {
@@ -155,6 +159,10 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd));
   if (absl::Status st = store->Migrate(); !st.ok()) return st;
+  if (max_bytes > 0) {
+    const std::string cap = absl::StrCat("PRAGMA max_page_count=", std::max<int64_t>(1, max_bytes / 4096));
+    if (absl::Status st = store->Exec(cap.c_str()); !st.ok()) return st;
+  }
   const char* sync_sql = sync == Sync::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   if (absl::Status st = store->Exec(sync_sql); !st.ok()) return st;
   if (absl::Status st = store->Prepare(); !st.ok()) return st;
@@ -222,6 +230,19 @@ absl::Status SqliteStore::Migrate() {
         path_, " has schema version ", *version, ", newer than this flightpland's ", kSchemaVersion,
         "; upgrade flightpland (the database is left as it is)."));
   }
+  if (*tables > 0) {
+    // A damaged file is refused at start rather than discovered mid-run.
+    absl::StatusOr<std::unique_ptr<Statement>> check = Statement::Make(db_, "PRAGMA quick_check");
+    if (!check.ok()) return check.status();
+    absl::StatusOr<bool> row = (*check)->Step("quick_check");
+    const std::string verdict = row.ok() && *row ? (*check)->Text(0) : "unreadable";
+    if (verdict != "ok") {
+      return absl::DataLossError(absl::StrCat(
+          path_, " is damaged (PRAGMA quick_check: ", verdict.substr(0, 200),
+          "). Restore the latest backup (flightplan backup makes them) and start again; "
+          "the damaged file is left as it is."));
+    }
+  }
   if (absl::Status st = Exec("PRAGMA journal_mode=WAL"); !st.ok()) return st;
   if (absl::Status st = Exec("PRAGMA busy_timeout=5000"); !st.ok()) return st;
   if (*version == kSchemaVersion) return absl::OkStatus();
@@ -271,6 +292,58 @@ absl::Status SqliteStore::Prepare() {
     absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, e.sql);
     if (!st.ok()) return st.status();
     *e.slot = std::move(*st);
+  }
+  return absl::OkStatus();
+}
+
+std::string DefaultDatabasePath() {
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state) {
+    return std::string(state) + "/flightplan/flightplan.db";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::string(home) + "/.local/state/flightplan/flightplan.db";
+  }
+  return "flightplan.db";
+}
+
+absl::Status SqliteStore::Backup(const std::string& source, const std::string& destination) {
+  sqlite3* from = nullptr;
+  sqlite3* to = nullptr;
+  auto close = [&] {
+    sqlite3_close(from);
+    sqlite3_close(to);
+  };
+  if (int rc = sqlite3_open_v2(source.c_str(), &from, SQLITE_OPEN_READONLY, nullptr); rc != SQLITE_OK) {
+    absl::Status st = SqliteError(from, rc, absl::StrCat("cannot open ", source));
+    close();
+    return st;
+  }
+  sqlite3_busy_timeout(from, 5000);
+  const std::string tmp = destination + ".partial";
+  if (int rc = sqlite3_open(tmp.c_str(), &to); rc != SQLITE_OK) {
+    absl::Status st = SqliteError(to, rc, absl::StrCat("cannot create ", tmp));
+    close();
+    return st;
+  }
+  sqlite3_backup* backup = sqlite3_backup_init(to, "main", from, "main");
+  if (backup == nullptr) {
+    absl::Status st = SqliteError(to, sqlite3_errcode(to), "backup");
+    close();
+    return st;
+  }
+  int rc;
+  // All pages in one step: the copy is of one consistent snapshot of the source.
+  while ((rc = sqlite3_backup_step(backup, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(50);
+  sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) {
+    absl::Status st = SqliteError(to, rc, "backup");
+    close();
+    std::remove(tmp.c_str());
+    return st;
+  }
+  close();
+  if (std::rename(tmp.c_str(), destination.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", destination));
   }
   return absl::OkStatus();
 }

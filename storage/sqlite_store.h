@@ -24,6 +24,10 @@ namespace flightplan::storage {
 enum class Sync { kNormal, kFull };
 
 inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"
+
+// flightpland's default database: $XDG_STATE_HOME/flightplan/flightplan.db, else
+// ~/.local/state/flightplan/flightplan.db (works for a first-time user without root).
+std::string DefaultDatabasePath();
 inline constexpr int kSchemaVersion = 1;
 
 class SqliteStore final : public RunStore {
@@ -31,8 +35,16 @@ class SqliteStore final : public RunStore {
   // Opens (creating if absent) and migrates the database at `path`. FAILED_PRECONDITION
   // when the file is not a flightplan database, is newer than this code, or is locked by
   // another process; UNAVAILABLE when it cannot be opened.
+  // `max_bytes` > 0 caps the database's size (PRAGMA max_page_count): past it, writes fail
+  // as on a full disk.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
-                                                                         Sync sync);
+                                                                         Sync sync,
+                                                                         int64_t max_bytes = 0);
+
+  // A consistent copy of the live database at `destination` (SQLite's online backup),
+  // taken from a separate connection while the daemon writes. Thread-safe with respect to
+  // a running SqliteStore on the same file.
+  [[nodiscard]] static absl::Status Backup(const std::string& source, const std::string& destination);
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;

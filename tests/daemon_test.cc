@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -474,6 +475,96 @@ TEST_F(DaemonTest, SnapshotsMakeARestartFoldOnlyTheTail) {
   // by a daemon that snapshots rarely.
   Restart();
   EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingReads) {
+  // A 200 kB cap: writes fail as on a full disk.
+  Restart();
+  daemon_->Shutdown();
+  daemon_.reset();
+  {
+    daemon::DaemonOptions options;
+    options.listen = "127.0.0.1:0";
+    options.metrics = "";
+    options.db = db_path_;
+    options.max_db_bytes = 200 * 1024;
+    options.tracker.events_clock = true;
+    auto d = daemon::Daemon::Start(options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = std::move(*d);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::Tracker::NewStub(channel_);
+  }
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 20000, 3);
+  size_t acknowledged = 0;
+  grpc::Status refused;
+  for (size_t i = 0; i < log.size(); i += 100) {
+    std::vector<v1::Event> batch(log.begin() + static_cast<long>(i),
+                                 log.begin() + static_cast<long>(std::min(log.size(), i + 100)));
+    v1::BatchAck ack;
+    refused = Report(batch, &ack);
+    if (!refused.ok()) break;
+    acknowledged += ack.accepted();
+  }
+  ASSERT_FALSE(refused.ok()) << "the cap was never reached";
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(refused.error_message().find("full"), std::string::npos) << refused.error_message();
+  // Reads go on, and hold exactly what was acknowledged.
+  EXPECT_EQ(Status().events(), acknowledged);
+  // The fault clears (a bigger cap): the same events go in, the acknowledged ones as duplicates.
+  Restart();
+  v1::BatchAck ack;
+  ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin(), log.begin() + static_cast<long>(acknowledged + 100)), &ack).ok());
+  EXPECT_EQ(ack.duplicates(), acknowledged);
+  EXPECT_EQ(ack.accepted(), 100u);
+  EXPECT_EQ(Status().events(), acknowledged + 100);
+}
+
+TEST(DaemonStorage, ADamagedDatabaseIsRefusedWithTheWayOut) {
+  TempDir dir;
+  daemon::DaemonOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics = "";
+  options.db = dir.path() + "/f.db";
+  {
+    auto d = daemon::Daemon::Start(options);
+    ASSERT_TRUE(d.ok());
+    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::CreateRunRequest request;
+    *request.mutable_plan() = FlagshipPlan();
+    v1::CreateRunResponse response;
+    ASSERT_TRUE(stub->CreateRun(&ctx, request, &response).ok());
+    const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 3000, 1);
+    grpc::ClientContext ctx2;
+    v1::EventBatch batch;
+    for (const auto& e : log) *batch.add_events() = e;
+    v1::BatchAck ack;
+    ASSERT_TRUE(stub->ReportBatch(&ctx2, batch, &ack).ok());
+    (*d)->Shutdown();
+  }
+  // Checkpoint the WAL into the file, then scribble over a page in the middle.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(options.db.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  {
+    // Page headers (type byte, cell counts) of a few pages: the b-trees no longer parse.
+    std::fstream f(options.db, std::ios::in | std::ios::out | std::ios::binary);
+    const std::string junk(64, '\x5a');
+    for (int page : {2, 3, 4, 5}) {
+      f.seekp(4096 * page);
+      f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+  }
+  auto d = daemon::Daemon::Start(options);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(std::string(d.status().message()).find("Restore the latest backup"), std::string::npos)
+      << d.status();
 }
 
 TEST(DaemonAuth, TokensGuardWritesAndOptionallyReads) {

@@ -343,6 +343,34 @@ TEST(Process, TlsOnBothSides) {
   EXPECT_EQ(RunProcess({kDaemon, "--tls-cert", cert}).exit_code, 2);  // the key is missing
 }
 
+TEST(Process, BackupWhileTheDaemonWrites) {
+  TempDir dir;
+  const std::string db = dir.path() + "/live.db";
+  const std::string events = dir.Write("e.jsonl", testing::ToJsonLines(testing::SyntheticRun(kRun, 20000, 4)));
+  v1::RunStatus at_backup;
+  {
+    DaemonProcess d(db, dir.path() + "/d.log");
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    Child replay({kCli, "--server", d.address(), "replay", events, "--batch", "100", "--no-progress"},
+                 dir.path() + "/replay.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto r = RunProcess({kCli, "backup", dir.path() + "/copy.db", "--db", db});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(replay.Wait(), 0);
+  }
+  // The copy is a consistent database: a daemon serves it, with some prefix of the run.
+  DaemonProcess copy(dir.path() + "/copy.db", dir.path() + "/c.log");
+  ASSERT_FALSE(copy.address().empty()) << copy.child().WaitForLog("", 0.1);
+  const v1::RunStatus s = copy.Status();
+  EXPECT_GT(s.events(), 0u);
+  EXPECT_DOUBLE_EQ(s.time_seconds().elapsed(),
+                   s.time_seconds().productive() + s.time_seconds().checkpoint() + s.time_seconds().lost() +
+                       s.time_seconds().startup() + s.time_seconds().down_unplanned() +
+                       s.time_seconds().down_planned() + s.time_seconds().stalled());
+  auto missing = RunProcess({kCli, "backup", dir.path() + "/x.db", "--db", dir.path() + "/nope/none.db"});
+  EXPECT_EQ(missing.exit_code, 1);
+}
+
 TEST(Process, SigtermDrainsAndExitsZero) {
   TempDir dir;
   const std::string db = dir.path() + "/f.db";
