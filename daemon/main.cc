@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-batch-events", options.tracker.max_batch_events,
                  "events per batch; larger batches get RESOURCE_EXHAUSTED")
       ->capture_default_str();
+  app.add_option("--max-runs", options.tracker.max_runs,
+                 "runs one daemon tracks; more are RESOURCE_EXHAUSTED (each costs memory, a "
+                 "forecast and a label set in every scrape)")
+      ->capture_default_str();
   app.add_option("--max-queue", options.tracker.max_queue_requests,
                  "requests waiting for the writer; beyond it clients get RESOURCE_EXHAUSTED "
                  "and retry (more absorbs bursts, costs memory and ack latency)")

@@ -521,6 +521,18 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
     if (request.kind == Request::Kind::kUpdate) {
       return absl::NotFoundError(absl::StrCat("run '", request.run, "' does not exist"));
     }
+    size_t runs = 0;
+    {
+      std::lock_guard<std::mutex> lock(runs_mu_);
+      runs = runs_.size();
+    }
+    for (const auto& [name, view] : group.working) {
+      if (!Find(name)) ++runs;  // created earlier in this group
+    }
+    if (runs >= options_.max_runs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this daemon tracks ", runs, " runs, its limit (--max-runs ", options_.max_runs, ")"));
+    }
     absl::StatusOr<int64_t> id = store_->InsertRun(request.run, now);
     if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
     if (absl::Status st = store_->InsertPlan(*id, 1, Deterministic(request.plan->plan), now); !st.ok()) {

@@ -57,6 +57,9 @@ struct TrackerOptions {
   uint64_t snapshot_every_events = 20000;
   // "now" of a run is its latest event instead of the wall clock (replays, backfills).
   bool events_clock = false;
+  // Runs one daemon tracks; creating more is RESOURCE_EXHAUSTED (each run costs memory,
+  // a forecast, and a label set in every scrape).
+  size_t max_runs = 1000;
   // Forecasts run on their own thread, at most this often per run (a busy run is not
   // simulated per event), and again every `forecast_refresh` on the wall clock (a silent
   // run's forecast moves as time passes).

@@ -176,6 +176,18 @@ TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
   EXPECT_EQ(Status().plan_revision(), 2u);
 }
 
+TEST_F(DaemonTest, RunsBeyondTheLimitAreRefused) {
+  daemon::TrackerOptions two;
+  two.max_runs = 2;
+  Restart(two);
+  EXPECT_TRUE(Create(FlagshipPlan(), nullptr, "a").ok());
+  EXPECT_TRUE(Create(FlagshipPlan(), nullptr, "b").ok());
+  const grpc::Status st = Create(FlagshipPlan(), nullptr, "c");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("--max-runs 2"), std::string::npos) << st.error_message();
+  EXPECT_TRUE(Create(FlagshipPlan(), nullptr, "a").ok());  // an existing run is no new run
+}
+
 TEST_F(DaemonTest, PlanThatFailsItsOwnChecksIsRefusedWithTheFindings) {
   v1::Plan bad = FlagshipPlan();
   bad.mutable_data()->set_token_dtype("uint16");

@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
+#include <set>
+
+#include <sqlite3.h>
 #include <string>
 #include <thread>
 
@@ -370,6 +374,95 @@ TEST(Process, BackupWhileTheDaemonWrites) {
   auto missing = RunProcess({kCli, "backup", dir.path() + "/x.db", "--db", dir.path() + "/nope/none.db"});
   EXPECT_EQ(missing.exit_code, 1);
 }
+
+// Every acknowledged event survives kill -9 at random moments, exactly once, and the
+// final status equals a clean replay's; under both durability settings.
+class CrashLoop : public ::testing::TestWithParam<const char*> {};
+
+std::set<std::string> StoredKeys(const std::string& db, int64_t* rows) {
+  std::set<std::string> keys;
+  sqlite3* h = nullptr;
+  EXPECT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(h, "SELECT key FROM events", -1, &stmt, nullptr);
+  *rows = 0;
+  while (stmt && sqlite3_step(stmt) == SQLITE_ROW) {
+    keys.insert(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+    ++*rows;
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(h);
+  return keys;
+}
+
+TEST_P(CrashLoop, EveryAcknowledgedEventSurvivesKillNineExactlyOnce) {
+  const std::string sync = GetParam();
+  TempDir dir;
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 6000, 21);
+  std::vector<v1::EventBatch> batches;
+  for (size_t i = 0; i < log.size(); i += 10) {
+    v1::EventBatch b;
+    for (size_t j = i; j < std::min(log.size(), i + 10); ++j) *b.add_events() = log[j];
+    batches.push_back(b);
+  }
+  auto send = [](const std::string& address, const v1::EventBatch& b) {
+    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::BatchAck ack;
+    return stub->ReportBatch(&ctx, b, &ack);
+  };
+  // The reference: everything into a fresh daemon.
+  v1::RunStatus clean;
+  {
+    DaemonProcess d(dir.path() + "/clean.db", dir.path() + "/clean.log", false, {"--sync", sync});
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    for (const auto& b : batches) ASSERT_TRUE(send(d.address(), b).ok());
+    clean = d.Status();
+    clean.clear_as_of();
+  }
+  const std::string db = dir.path() + "/crash.db";
+  std::mt19937 rng(7);
+  std::set<std::string> acknowledged;
+  size_t next = 0;
+  int kills_mid_stream = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  for (int cycle = 0; cycle < 6 && next < batches.size() && std::chrono::steady_clock::now() < give_up; ++cycle) {
+    DaemonProcess d(db, dir.path() + "/crash" + std::to_string(cycle) + ".log", false, {"--sync", sync});
+    ASSERT_FALSE(d.address().empty());
+    if (cycle == 0) {
+      ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    }
+    const int delay_ms = std::uniform_int_distribution<int>(20, 120)(rng);
+    std::thread killer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      d.child().Signal(SIGKILL);
+    });
+    while (next < batches.size()) {
+      if (!send(d.address(), batches[next]).ok()) break;  // the daemon died under it
+      for (const auto& e : batches[next].events()) acknowledged.insert(e.id());
+      ++next;
+    }
+    killer.join();
+    d.child().Wait();
+    if (next < batches.size()) ++kills_mid_stream;
+    int64_t rows = 0;
+    const std::set<std::string> stored = StoredKeys(db, &rows);
+    EXPECT_EQ(static_cast<size_t>(rows), stored.size()) << "an event stored twice";
+    for (const std::string& id : acknowledged) {
+      ASSERT_TRUE(stored.count(id)) << "acknowledged event " << id << " lost (cycle " << cycle << ")";
+    }
+  }
+  EXPECT_GE(kills_mid_stream, 3) << "the daemon was not killed under load often enough";
+  // Finish the log (resending the batch in flight at the last kill) and compare.
+  DaemonProcess d(db, dir.path() + "/final.log", false, {"--sync", sync});
+  for (size_t i = next; i < batches.size(); ++i) ASSERT_TRUE(send(d.address(), batches[i]).ok());
+  v1::RunStatus after = d.Status();
+  after.clear_as_of();
+  EXPECT_EQ(after.DebugString(), clean.DebugString());
+}
+
+INSTANTIATE_TEST_SUITE_P(Process, CrashLoop, ::testing::Values("normal", "full"));
 
 TEST(Process, SigtermDrainsAndExitsZero) {
   TempDir dir;
