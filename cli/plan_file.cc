@@ -43,9 +43,11 @@ class Filler {
     const Descriptor* desc = msg.GetDescriptor();
     const Reflection* refl = msg.GetReflection();
     std::set<int> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& key_node = it->first;
-      const YAML::Node& value = it->second;
+    // By value: yaml-cpp's iterator yields a temporary pair, so references into `it->first`
+    // dangle (found by the plan fuzzer under ASan).
+    for (const auto& entry : node) {
+      const YAML::Node key_node = entry.first;
+      const YAML::Node value = entry.second;
       if (!key_node.IsScalar()) return Err(key_node, path, "keys must be plain names");
       const std::string key = key_node.Scalar();
       const FieldDescriptor* field = desc->FindFieldByName(key);

@@ -7,6 +7,12 @@ namespace flightplan::forecast {
 
 double DenseFlopsPerToken(double active_params) { return 6.0 * active_params; }
 
+uint64_t SaturatingCount(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 18446744073709551615.0) return UINT64_MAX;
+  return static_cast<uint64_t>(v);
+}
+
 double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len) {
   return 12.0 * static_cast<double>(layers) * static_cast<double>(width) *
          static_cast<double>(seq_len);
@@ -111,7 +117,7 @@ uint64_t PoissonQuantile(double mean, double q) {
     // Cornish-Fisher expansion of the Poisson quantile (skewness 1/sqrt(mean)); exact sums
     // lose precision in lgamma at such means, and the error here is far below one count.
     const double z = NormalQuantile(q);
-    return static_cast<uint64_t>(std::ceil(mean + z * std::sqrt(mean) + (z * z - 1) / 6.0 - 0.5));
+    return SaturatingCount(std::ceil(mean + z * std::sqrt(mean) + (z * z - 1) / 6.0 - 0.5));
   }
   // Terms far below the mean are below double's resolution; past mean + 40 sd the tail is
   // below 1e-300, so the loop always ends there.

@@ -63,6 +63,10 @@ struct StateBytesPerParam {
 // Node MTBF from a failure rate per 1,000 node-days: 1000 x 86400 / rate seconds.
 [[nodiscard]] double NodeMtbfFromRateSeconds(double failures_per_1000_node_days);
 
+// `v` as a count, saturating: NaN and negatives give 0, values past 2^64 give UINT64_MAX
+// (a cast would be undefined behaviour; found by the plan fuzzer under UBSan).
+[[nodiscard]] uint64_t SaturatingCount(double v);
+
 // Smallest k with P(X <= k) >= q for X ~ Poisson(mean). Summed in log space, so a mean in
 // the thousands does not underflow. q in (0, 1).
 [[nodiscard]] uint64_t PoissonQuantile(double mean, double q);

@@ -442,7 +442,7 @@ class Engine {
                          " s: the job fails more often than it can save."));
     }
     ck.count = ck.interval_seconds > 0
-                   ? static_cast<uint64_t>(std::ceil(active_seconds_ / ck.interval_seconds))
+                   ? SaturatingCount(std::ceil(active_seconds_ / ck.interval_seconds))
                    : 0;
     ck.overhead_seconds = static_cast<double>(ck.count) * ck.blocking_seconds;
 

@@ -70,7 +70,8 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
     // interval, not the report cadence).
     const double step_seconds_now = plan_step_seconds / speed;
     const int64_t to_checkpoint =
-        std::max<int64_t>(1, static_cast<int64_t>(std::ceil((interval - since_ckpt) / step_seconds_now)));
+        std::max<int64_t>(1, static_cast<int64_t>(std::min(
+                                 9e18, std::ceil((interval - since_ckpt) / step_seconds_now))));
     const int64_t to_report = report_every - (step % report_every);
     const int64_t chunk = std::min({to_report, to_checkpoint, total_steps - step});
     // Small jitter per report interval: real step times wobble.
