@@ -25,19 +25,27 @@ double Median(std::vector<double> v) {
 
 absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const ForecastPrior& prior,
                                      const ForecastOptions& options) {
-  // First pass: the actual finish.
-  Backtest bt;
-  {
-    RunState s;
+  // Folds the log as a daemon would accept it: duplicates (by key) and refused events are
+  // skipped. `on_applied` returns false to stop.
+  auto fold = [&events](RunState& s, const auto& on_applied) {
     std::set<std::string> keys;
     for (const Event& e : events) {
       if (!keys.insert(EventKey(e, AttemptOf(s, e))).second) continue;
       if (!ApplyEvent(s, e).ok()) continue;
+      if (!on_applied()) return;
+    }
+  };
+  // First pass: the actual finish.
+  Backtest bt;
+  {
+    RunState s;
+    fold(s, [&] {
       if (s.phase == Phase::kFinished || (prior.target_tokens > 0 && s.tokens >= prior.target_tokens)) {
         bt.actual_finish = s.last_time;
-        break;
+        return false;
       }
-    }
+      return true;
+    });
     if (s.phase != Phase::kFinished && s.tokens < prior.target_tokens) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the run never reaches its target (", s.tokens, " of ", prior.target_tokens,
@@ -46,12 +54,9 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
   }
   // Second pass: forecast each time progress crosses a tenth.
   RunState s;
-  std::set<std::string> keys;
   int next_tenth = 1;
-  for (const Event& e : events) {
-    if (!keys.insert(EventKey(e, AttemptOf(s, e))).second) continue;
-    if (!ApplyEvent(s, e).ok()) continue;
-    if (s.phase == Phase::kFinished) break;
+  fold(s, [&] {
+    if (s.phase == Phase::kFinished) return false;
     while (next_tenth <= 9 && static_cast<double>(s.tokens) >=
                                   static_cast<double>(prior.target_tokens) * next_tenth / 10.0) {
       const Forecast f = ComputeForecast(s, prior, s.last_time, options);
@@ -69,19 +74,13 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
       p.naive_recent_error_seconds = Error(p.naive_recent, bt.actual_finish);
       bt.points.push_back(p);
     }
-  }
-  std::vector<double> p50, life, recent;
-  size_t inside = 0;
-  for (const BacktestPoint& p : bt.points) {
-    inside += p.inside ? 1 : 0;
-    p50.push_back(p.p50_error_seconds);
-    life.push_back(p.naive_lifetime_error_seconds);
-    recent.push_back(p.naive_recent_error_seconds);
-  }
-  bt.coverage = bt.points.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(bt.points.size());
-  bt.median_p50_error_seconds = Median(p50);
-  bt.median_naive_lifetime_error_seconds = Median(life);
-  bt.median_naive_recent_error_seconds = Median(recent);
+    return true;
+  });
+  const BacktestSummary summary = Summarize({bt});
+  bt.coverage = summary.coverage;
+  bt.median_p50_error_seconds = summary.median_p50_error_seconds;
+  bt.median_naive_lifetime_error_seconds = summary.median_naive_lifetime_error_seconds;
+  bt.median_naive_recent_error_seconds = summary.median_naive_recent_error_seconds;
   return bt;
 }
 
