@@ -15,8 +15,8 @@ std::string Si(double value, const std::string& unit) {
     v /= 1000;
     ++i;
   }
-  const char* fmt = std::fabs(v) >= 100 ? "%.0f %s%s" : std::fabs(v) >= 10 ? "%.1f %s%s" : "%.2f %s%s";
-  return absl::StrFormat(fmt, v, kPrefixes[i], unit);
+  const int decimals = std::fabs(v) >= 100 ? 0 : std::fabs(v) >= 10 ? 1 : 2;
+  return absl::StrFormat("%.*f %s%s", decimals, v, kPrefixes[i], unit);
 }
 
 std::string Count(double value) {

@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <cstdio>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
   absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
       storage::SqliteStore::Open(options.db, options.sync, options.max_db_bytes);
   if (!store.ok()) return store.status();
+  if ((*store)->read_only()) {
+    std::fprintf(stderr,
+                 "flightpland: database %s is read-only: serving reads, refusing writes "
+                 "(UNAVAILABLE) until it and its directory are writable again\n",
+                 options.db.c_str());
+  }
   absl::StatusOr<std::unique_ptr<Tracker>> tracker =
       Tracker::Start(std::move(*store), clock, d->metrics_.get(), options.tracker);
   if (!tracker.ok()) return tracker.status();

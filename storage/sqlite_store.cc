@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -134,61 +135,199 @@ class SqliteStore::Statement {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync,
                                                                int64_t max_bytes) {
-  const std::string lock_path = path + ".lock";
-  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
-  }
-  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    close(lock_fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "database ", path, " is in use by another flightpland (", lock_path, " is locked)"));
-    }
-    return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
-  }
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK) {
-    absl::Status st = SqliteError(db, rc, absl::StrCat("cannot open database ", path));
-    sqlite3_close(db);
-    close(lock_fd);
-    return absl::UnavailableError(st.message());
-  }
-  std::unique_ptr<SqliteStore> store(new SqliteStore(path, db, lock_fd));
-  if (absl::Status st = store->Migrate(); !st.ok()) return st;
-  if (max_bytes > 0) {
-    const std::string cap = absl::StrCat("PRAGMA max_page_count=", std::max<int64_t>(1, max_bytes / 4096));
-    if (absl::Status st = store->Exec(cap.c_str()); !st.ok()) return st;
-  }
-  const char* sync_sql = sync == Sync::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
-  if (absl::Status st = store->Exec(sync_sql); !st.ok()) return st;
-  if (absl::Status st = store->Prepare(); !st.ok()) return st;
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, sync, max_bytes));
+  if (absl::Status st = store->Connect(); !st.ok()) return st;
   return store;
 }
 
-SqliteStore::SqliteStore(std::string path, sqlite3* db, int lock_fd)
-    : path_(std::move(path)), db_(db), lock_fd_(lock_fd) {}
+SqliteStore::SqliteStore(std::string path, Sync sync, int64_t max_bytes)
+    : path_(std::move(path)), sync_(sync), max_bytes_(max_bytes) {}
 
-SqliteStore::~SqliteStore() {
+SqliteStore::~SqliteStore() { Disconnect(); }
+
+absl::Status SqliteStore::Lock() {
+  if (lock_fd_ >= 0) return absl::OkStatus();
+  const std::string lock_path = path_ + ".lock";
+  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+    // A read-only directory: lock the file if it is there. Without it, nobody can write
+    // here either, and Connect() opens the database read-only.
+    fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return absl::OkStatus();
+  }
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database ", path_, " is in use by another flightpland (", lock_path, " is locked)"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
+  }
+  lock_fd_ = fd;
+  return absl::OkStatus();
+}
+
+namespace {
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+std::string Directory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A file name as an SQLite URI path ("file:" URIs treat ?, # and % specially).
+std::string UriPath(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '?' || c == '#' || c == '%') {
+      absl::StrAppend(&out, "%", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+absl::Status SqliteStore::Connect() {
+  if (absl::Status st = Lock(); !st.ok()) return st;
+  // Not writable (a read-only file system or directory, file modes): open read-only, serve
+  // reads, refuse writes until CheckWritable() can reopen read-write. A WAL database with
+  // no -wal file has every commit in the main file, and SQLite can read it on a read-only
+  // directory only as immutable (it cannot create the -shm index there).
+  const bool writable = access(Directory(path_).c_str(), W_OK) == 0 &&
+                        (access(path_.c_str(), W_OK) == 0 || errno == ENOENT);
+  int rc;
+  if (!writable && Exists(path_) && !Exists(path_ + "-wal")) {
+    const std::string uri = absl::StrCat("file:", UriPath(path_), "?immutable=1");
+    rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  } else {
+    rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    absl::Status st = SqliteError(db_, rc, absl::StrCat("cannot open database ", path_));
+    Disconnect();
+    return absl::UnavailableError(st.message());
+  }
+  read_only_ = !writable || sqlite3_db_readonly(db_, "main") == 1 || lock_fd_ < 0;
+  absl::Status st = Migrate();
+  if (st.ok() && max_bytes_ > 0) {
+    const std::string cap = absl::StrCat("PRAGMA max_page_count=", std::max<int64_t>(1, max_bytes_ / 4096));
+    st = Exec(cap.c_str());
+  }
+  if (st.ok()) st = Exec(sync_ == Sync::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  if (st.ok()) st = Prepare();
+  struct stat file {};
+  if (st.ok() && stat(path_.c_str(), &file) != 0) {
+    st = absl::UnavailableError(absl::StrCat("cannot stat ", path_, ": ", std::strerror(errno)));
+  }
+  if (!st.ok()) {
+    Disconnect();
+    return st;
+  }
+  dev_ = file.st_dev;
+  ino_ = file.st_ino;
+  return absl::OkStatus();
+}
+
+void SqliteStore::Disconnect() {
   // Statements first: sqlite3_close refuses while any is alive.
-  begin_.reset();
-  commit_.reset();
-  rollback_.reset();
-  savepoint_.reset();
-  rollback_to_.reset();
-  release_.reset();
-  insert_run_.reset();
-  insert_plan_.reset();
-  insert_event_.reset();
-  save_snapshot_.reset();
-  page_count_.reset();
-  set_watermark_.reset();
-  get_watermark_.reset();
-  sqlite3_close(db_);
-  close(lock_fd_);
+  for (std::unique_ptr<Statement>* s :
+       {&begin_, &commit_, &rollback_, &savepoint_, &rollback_to_, &release_, &insert_run_,
+        &insert_plan_, &insert_event_, &save_snapshot_, &page_count_, &set_watermark_,
+        &get_watermark_}) {
+    s->reset();
+  }
+  if (db_ != nullptr) sqlite3_close(db_);
+  db_ = nullptr;
+  if (lock_fd_ >= 0) close(lock_fd_);
+  lock_fd_ = -1;
+}
+
+absl::Status SqliteStore::CheckWritable() {
+  if (db_ == nullptr) return Reconnect();  // a reconnect failed earlier: try again
+  struct stat now {};
+  if (stat(path_.c_str(), &now) != 0) {
+    const int err = errno;
+    if (err != ENOENT && err != ENOTDIR) {
+      return absl::UnavailableError(absl::StrCat("cannot check ", path_, ": ", std::strerror(err)));
+    }
+    const std::string dir = Directory(path_);
+    struct stat d {};
+    if (stat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode)) {
+      return absl::UnavailableError(absl::StrCat(
+          "database ", path_, " vanished (its directory ", dir,
+          " was removed); writes are refused until the directory exists again, then flightpland "
+          "restores the database into it from its open connection"));
+    }
+    return RestoreVanished();
+  }
+  if (now.st_dev != dev_ || now.st_ino != ino_) {
+    return absl::UnavailableError(absl::StrCat(
+        "database ", path_, " was replaced by another file while flightpland had it open; "
+        "writes are refused (they would go to the old file). Restart flightpland to use the new "
+        "one"));
+  }
+  if (!read_only_) return absl::OkStatus();
+  if (access(path_.c_str(), W_OK) != 0 || access(Directory(path_).c_str(), W_OK) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "database ", path_, " is read-only (", std::strerror(errno),
+        "); writes are refused until it and its directory are writable, reads are served"));
+  }
+  return Reconnect();
+}
+
+absl::Status SqliteStore::Reconnect() {
+  Disconnect();
+  if (absl::Status st = Connect(); !st.ok()) return absl::UnavailableError(st.message());
+  if (read_only_) {
+    return absl::UnavailableError(absl::StrCat("database ", path_, " is still read-only"));
+  }
+  std::fprintf(stderr, "flightpland: database %s is writable again\n", path_.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::RestoreVanished() {
+  // The open connection still holds every committed page (the unlinked files stay open):
+  // copy them into the new directory through the backup API, then reopen there.
+  const std::string tmp = path_ + ".restoring";
+  sqlite3* to = nullptr;
+  int rc = sqlite3_open(tmp.c_str(), &to);
+  if (rc == SQLITE_OK) {
+    sqlite3_backup* backup = sqlite3_backup_init(to, "main", db_, "main");
+    if (backup == nullptr) {
+      rc = sqlite3_errcode(to);
+    } else {
+      rc = sqlite3_backup_step(backup, -1);
+      sqlite3_backup_finish(backup);
+      if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+  }
+  absl::Status st = rc == SQLITE_OK ? absl::OkStatus()
+                                    : SqliteError(to, rc, absl::StrCat("restore into ", tmp));
+  sqlite3_close(to);
+  if (st.ok() && std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    st = absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path_, ": ", std::strerror(errno)));
+  }
+  if (!st.ok()) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("database ", path_,
+                                               " vanished and could not be restored yet: ", st.message()));
+  }
+  // Closing the old connection must come first: it removes its -wal and -shm by name.
+  const int64_t bytes = DatabaseBytes();
+  if (absl::Status reopened = Reconnect(); !reopened.ok()) return reopened;
+  std::fprintf(stderr,
+               "flightpland: database %s had vanished; restored it (%lld bytes) from the open "
+               "connection\n",
+               path_.c_str(), static_cast<long long>(bytes));
+  return absl::OkStatus();
 }
 
 absl::Status SqliteStore::Exec(const char* sql) {
@@ -211,6 +350,9 @@ absl::Status SqliteStore::Migrate() {
     return *row ? (*st)->Int(0) : 0;
   };
   absl::StatusOr<int64_t> app = pragma_int("PRAGMA application_id");
+  if (!app.ok() && app.status().code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat("cannot read database ", path_, ": ", app.status().message()));
+  }
   if (!app.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat(path_, " is not a flightplan database (", app.status().message(),
@@ -243,8 +385,14 @@ absl::Status SqliteStore::Migrate() {
           "the damaged file is left as it is."));
     }
   }
-  if (absl::Status st = Exec("PRAGMA journal_mode=WAL"); !st.ok()) return st;
   if (absl::Status st = Exec("PRAGMA busy_timeout=5000"); !st.ok()) return st;
+  if (read_only_) {
+    if (*version == kSchemaVersion) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat(
+        "database ", path_, " is read-only and ", *tables == 0 ? "not created yet" : "needs a schema upgrade",
+        "; make it and its directory writable"));
+  }
+  if (absl::Status st = Exec("PRAGMA journal_mode=WAL"); !st.ok()) return st;
   if (*version == kSchemaVersion) return absl::OkStatus();
 
   if (absl::Status st = Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
@@ -392,14 +540,17 @@ absl::Status SqliteStore::ForEachEventAfter(
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::Begin() { return begin_->Reset().Run("BEGIN"); }
+absl::Status SqliteStore::Begin() {
+  if (absl::Status st = CheckWritable(); !st.ok()) return st;
+  return begin_->Reset().Run("BEGIN");
+}
 absl::Status SqliteStore::Commit() {
   absl::Status st = commit_->Reset().Run("COMMIT");
   if (!st.ok() && !sqlite3_get_autocommit(db_)) Rollback();
   return st;
 }
 void SqliteStore::Rollback() {
-  if (!sqlite3_get_autocommit(db_)) rollback_->Reset().Run("ROLLBACK").IgnoreError();
+  if (db_ != nullptr && !sqlite3_get_autocommit(db_)) rollback_->Reset().Run("ROLLBACK").IgnoreError();
 }
 absl::Status SqliteStore::Savepoint() {
   if (!InTransaction()) return absl::FailedPreconditionError("SAVEPOINT outside a transaction");
@@ -409,7 +560,7 @@ absl::Status SqliteStore::RollbackToSavepoint() {
   if (absl::Status st = rollback_to_->Reset().Run("ROLLBACK TO"); !st.ok()) return st;
   return release_->Reset().Run("RELEASE");
 }
-bool SqliteStore::InTransaction() { return sqlite3_get_autocommit(db_) == 0; }
+bool SqliteStore::InTransaction() { return db_ != nullptr && sqlite3_get_autocommit(db_) == 0; }
 absl::Status SqliteStore::ReleaseSavepoint() { return release_->Reset().Run("RELEASE"); }
 
 absl::StatusOr<int64_t> SqliteStore::InsertRun(const std::string& name, absl::Time now) {
@@ -458,6 +609,7 @@ absl::StatusOr<int64_t> SqliteStore::SnapshotWatermark() {
 }
 
 int64_t SqliteStore::DatabaseBytes() {
+  if (page_count_ == nullptr) return 0;
   absl::StatusOr<bool> row = page_count_->Reset().Step("page count");
   const int64_t bytes = row.ok() && *row ? page_count_->Int(0) : 0;
   page_count_->Reset();

@@ -71,17 +71,34 @@ class SqliteStore final : public RunStore {
   int64_t DatabaseBytes() override;
 
   const std::string& path() const { return path_; }
+  // Opened read-only (the file or its directory is not writable): reads work, Begin()
+  // refuses until the store can reopen read-write.
+  bool read_only() const { return read_only_; }
 
  private:
   class Statement;
-  SqliteStore(std::string path, sqlite3* db, int lock_fd);
+  SqliteStore(std::string path, Sync sync, int64_t max_bytes);
+  absl::Status Lock();
+  absl::Status Connect();
+  void Disconnect();
+  absl::Status Reconnect();
+  // Before each transaction: the file is still the one opened (not removed with its
+  // directory, not replaced) and writable. A vanished database is restored from the open
+  // connection once its directory exists again; a read-only one is reopened read-write
+  // once it is writable. Otherwise UNAVAILABLE, and nothing is written.
+  absl::Status CheckWritable();
+  absl::Status RestoreVanished();
   absl::Status Exec(const char* sql);
   absl::Status Migrate();
   absl::Status Prepare();
 
-  std::string path_;
-  sqlite3* db_;
-  int lock_fd_;
+  const std::string path_;
+  const Sync sync_;
+  const int64_t max_bytes_;
+  sqlite3* db_ = nullptr;
+  int lock_fd_ = -1;
+  bool read_only_ = false;
+  uint64_t dev_ = 0, ino_ = 0;  // identity of the file opened
   std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
       insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,
       get_watermark_;

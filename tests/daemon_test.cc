@@ -417,6 +417,39 @@ TEST_F(DaemonTest, WatchPushesWhenTheRunChanges) {
   EXPECT_EQ(missing->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// A watcher that stops reading holds one status in flight and one "changed" flag on the
+// server, not a backlog: when it reads again it gets a few statuses the transport had
+// buffered, then the latest, never one per change.
+TEST_F(DaemonTest, SlowWatcherGetsTheLatestStatusNotABacklog) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
+  // The client's receive window stays at its default (no BDP probing growing it), so what
+  // the transport can buffer for the sleeping reader is bounded and small.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::Tracker::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::GetStatusRequest request;
+  request.set_run(kRun);
+  auto reader = stub->WatchStatus(&ctx, request);
+  v1::RunStatus s;
+  ASSERT_TRUE(reader->Read(&s));
+  const int changes = 2000;
+  for (int i = 1; i <= changes; ++i) {
+    ASSERT_TRUE(Report({StepsAt(kRun, 60.0 * i, 10 * i, 1000 * i)}).ok());
+  }
+  int received = 0;
+  while (s.events() < static_cast<uint64_t>(changes) + 1 && reader->Read(&s)) ++received;
+  EXPECT_EQ(s.events(), static_cast<uint64_t>(changes) + 1);
+  EXPECT_LT(received, changes / 4) << "the watcher was sent a status per change";
+  std::printf("slow watcher: %d statuses for %d changes\n", received, changes);
+  ctx.TryCancel();
+  while (reader->Read(&s)) {
+  }
+}
+
 TEST_F(DaemonTest, HealthServiceServes) {
   // HealthCheckRequest{service: ""} encodes to nothing; the answer is status SERVING (1).
   const RawResult r = RawUnary(channel_, "/grpc.health.v1.Health/Check", "");
