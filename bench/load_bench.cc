@@ -65,12 +65,14 @@ struct StreamStats {
 };
 
 // Streams `batches` (sequence = index + 1) on ReportEvents as fast as flow control allows.
-// A refused batch ends the stream; the client backs off and resends from it on a new
-// stream, in order, as flightplan replay and the Python client do.
+// After a refusal the client stops writing, half-closes and reads the acks still due for
+// the batches before it; then it backs off and resends from the first batch not
+// acknowledged, in order, on a new stream (as flightplan replay does).
 void StreamAll(v1::Tracker::Stub& stub, const std::vector<v1::EventBatch>& batches, StreamStats& stats,
                std::atomic<uint64_t>& progress) {
   size_t next = 0;
   int backoff_ms = 1;
+  std::vector<bool> acked(batches.size(), false);
   while (next < batches.size()) {
     ++stats.streams;
     grpc::ClientContext ctx;
@@ -90,23 +92,24 @@ void StreamAll(v1::Tracker::Stub& stub, const std::vector<v1::EventBatch>& batch
         stats.accepted += ack.accepted();
         stats.duplicates += ack.duplicates();
         progress += ack.accepted();
-        next = std::max<size_t>(next, ack.sequence());
-        backoff_ms = 1;
+        if (ack.sequence() >= 1 && ack.sequence() <= batches.size()) acked[ack.sequence() - 1] = true;
         continue;
       }
       if (ack.code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++stats.exhausted;
       else if (ack.code() == grpc::StatusCode::ABORTED) ++stats.aborted;
       else ++stats.other;
       refused = true;
-      break;
+      stop = true;
     }
     stop = true;
-    if (refused) ctx.TryCancel();
     writer.join();
     stream->Finish().IgnoreError();
+    while (next < batches.size() && acked[next]) ++next;
     if (refused) {
       std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
       backoff_ms = std::min(backoff_ms * 2, 200);
+    } else {
+      backoff_ms = 1;
     }
   }
 }

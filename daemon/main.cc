@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
                  "forecast and a label set in every scrape)")
       ->capture_default_str();
   app.add_option("--max-queue", options.tracker.max_queue_requests,
-                 "requests waiting for the writer; beyond it clients get RESOURCE_EXHAUSTED "
-                 "and retry (more absorbs bursts, costs memory and ack latency)")
+                 "requests waiting for the writer, in each of two lanes (single reports and "
+                 "plan changes go ahead of stream batches); beyond it clients get "
+                 "RESOURCE_EXHAUSTED and retry (more absorbs bursts, costs memory and ack latency)")
       ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();

@@ -83,6 +83,17 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
     });
   }
 
+  // The client went away (cancelled, deadline, connection lost). A paused stream has no
+  // read outstanding that would tell it so: without this it would wait forever, holding
+  // its memory and blocking the server's shutdown. It finishes once the batches it
+  // submitted are committed (their completions still point here).
+  void OnCancel() override {
+    Decide([this] {
+      reads_done_ = true;
+      write_failed_ = true;
+    });
+  }
+
   void OnDone() override { delete this; }
 
  private:

@@ -189,12 +189,15 @@ absl::Status Tracker::Enqueue(std::unique_ptr<Request> request) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (stopping_) return absl::UnavailableError("flightpland is shutting down");
-    if (queue_.size() >= options_.max_queue_requests) {
+    const bool urgent = request->kind != Request::Kind::kEvents || request->stream == nullptr;
+    std::deque<std::unique_ptr<Request>>& lane = urgent ? urgent_ : queue_;
+    if (lane.size() >= options_.max_queue_requests) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "ingest queue is full (", options_.max_queue_requests, " requests); retry with backoff"));
+          "ingest queue is full (", options_.max_queue_requests, " ", urgent ? "single" : "stream",
+          " requests waiting); retry with backoff"));
     }
-    queue_.push_back(std::move(request));
-    depth = queue_.size();
+    lane.push_back(std::move(request));
+    depth = urgent_.size() + queue_.size();
   }
   queue_cv_.notify_one();
   if (metrics_) metrics_->SetQueueDepth(depth);
@@ -416,7 +419,7 @@ void Tracker::Unsubscribe(uint64_t id) {
 
 size_t Tracker::QueueDepth() const {
   std::lock_guard<std::mutex> lock(queue_mu_);
-  return queue_.size();
+  return urgent_.size() + queue_.size();
 }
 
 
@@ -426,13 +429,18 @@ void Tracker::WriterLoop() {
     size_t depth = 0;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) break;  // stopping, drained
-      while (!queue_.empty() && group.size() < options_.max_group_requests) {
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      queue_cv_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !queue_.empty(); });
+      if (urgent_.empty() && queue_.empty()) break;  // stopping, drained
+      size_t events = 0;
+      for (auto* lane : {&urgent_, &queue_}) {
+        while (!lane->empty() && group.size() < options_.max_group_requests &&
+               (group.empty() || events < options_.max_group_events)) {
+          events += lane->front()->items.size();
+          group.push_back(std::move(lane->front()));
+          lane->pop_front();
+        }
       }
-      depth = queue_.size();
+      depth = urgent_.size() + queue_.size();
     }
     if (metrics_) metrics_->SetQueueDepth(depth);
     ProcessGroup(group);

@@ -50,8 +50,10 @@ struct TrackerOptions {
   // Events per batch; larger batches are RESOURCE_EXHAUSTED.
   size_t max_batch_events = 10000;
   // Requests the writer commits in one transaction: more amortises the commit, fewer
-  // acknowledges sooner.
+  // acknowledges sooner. A group also stops growing at max_group_events events, so that
+  // one commit stays short (~25 ms at 200k events/s) for whoever waits behind it.
   size_t max_group_requests = 512;
+  size_t max_group_events = 5000;
   // Snapshot every run's state after this many accepted events, so a restart folds at
   // most about this many events.
   uint64_t snapshot_every_events = 20000;
@@ -181,6 +183,11 @@ class Tracker {
 
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
+  // Two lanes, each bounded by max_queue_requests. Single requests (a unary ReportBatch
+  // from a training loop, CreateRun, UpdatePlan) go ahead of stream batches (replays,
+  // backfills), so a bulk load does not delay a live job's reports. Order within each
+  // lane is kept; a stream's batches all use the bulk lane.
+  std::deque<std::unique_ptr<Request>> urgent_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<std::unique_ptr<Request>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
 

@@ -4,7 +4,7 @@
 
 #include <chrono>
 #include <fstream>
-#include <fstream>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -448,6 +448,47 @@ TEST_F(DaemonTest, SlowWatcherGetsTheLatestStatusNotABacklog) {
   ctx.TryCancel();
   while (reader->Read(&s)) {
   }
+}
+
+// A client that floods a stream without reading its acks makes the server stop reading
+// (bounded memory per stream); when that client then goes away, the stream must still end:
+// otherwise it leaks and the daemon's drain never finishes.
+TEST_F(DaemonTest, AFloodingClientThatVanishesDoesNotHangTheDrain) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // a fixed receive window fills with unread acks
+  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::Tracker::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->ReportEvents(&ctx);
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 8000, 3);
+  std::thread writer([&] {
+    for (size_t i = 0; i < log.size(); ++i) {
+      v1::EventBatch b;
+      b.set_sequence(i + 1);
+      *b.add_events() = log[i];
+      if (!stream->Write(b)) break;
+    }
+  });
+  // Until the server stops reading: no event is accepted for a while.
+  uint64_t events = 0;
+  for (int still = 0; still < 10;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const uint64_t now = Status().events();
+    still = now == events ? still + 1 : 0;
+    events = now;
+  }
+  EXPECT_LT(events, log.size()) << "the server read everything: the stream never paused";
+  ctx.TryCancel();
+  writer.join();
+  auto drained = std::async(std::launch::async, [this] { daemon_->Shutdown(absl::Seconds(2)); });
+  if (drained.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "the daemon's drain hangs on the abandoned stream";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  stream->Finish().IgnoreError();
 }
 
 TEST_F(DaemonTest, HealthServiceServes) {
