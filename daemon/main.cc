@@ -58,6 +58,11 @@ int main(int argc, char** argv) {
                  "runs one daemon tracks; more are RESOURCE_EXHAUSTED (each costs memory, a "
                  "forecast and a label set in every scrape)")
       ->capture_default_str();
+  app.add_option("--max-label-values", options.tracker.max_label_values,
+                 "distinct interruption causes per run, each a label value on /metrics; later "
+                 "new causes count as 'other' (bounds a run's memory and series)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--max-queue", options.tracker.max_queue_requests,
                  "requests waiting for the writer, in each of two lanes (single reports and "
                  "plan changes go ahead of stream batches); beyond it clients get "

@@ -62,6 +62,9 @@ struct TrackerOptions {
   // Runs one daemon tracks; creating more is RESOURCE_EXHAUSTED (each run costs memory,
   // a forecast, and a label set in every scrape).
   size_t max_runs = 1000;
+  // Distinct interruption causes per run (each a label value in every scrape); later new
+  // causes are counted as "other".
+  uint32_t max_label_values = forecast::kDefaultMaxCauses;
   // Forecasts run on their own thread, at most this often per run (a busy run is not
   // simulated per event), and again every `forecast_refresh` on the wall clock (a silent
   // run's forecast moves as time passes).

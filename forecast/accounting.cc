@@ -1,6 +1,7 @@
 #include "forecast/accounting.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -54,11 +55,17 @@ void AddFlag(RunState& s, std::string flag) {
 }
 
 void CountInterruption(RunState& s, const std::string& cause, bool planned) {
+  std::set<std::string> causes;
   for (InterruptionCount& c : s.interruptions) {
     if (c.cause == cause && c.planned == planned) {
       ++c.count;
       return;
     }
+    causes.insert(c.cause);
+  }
+  if (!causes.count(cause) && causes.size() >= s.max_causes && cause != "other") {
+    CountInterruption(s, "other", planned);
+    return;
   }
   s.interruptions.push_back({cause, planned, 1});
 }

@@ -87,7 +87,15 @@ struct TokenSample {
   int64_t tokens = 0;
 };
 
+// Distinct interruption causes a run keeps by default; each becomes a metric label value.
+inline constexpr uint32_t kDefaultMaxCauses = 16;
+
 struct RunState {
+  // Set by the state's owner, not part of the history (not snapshotted): distinct
+  // interruption causes kept; later new ones are counted as "other", so that a client
+  // cannot grow a run's state or its label sets without bound.
+  uint32_t max_causes = kDefaultMaxCauses;
+
   Phase phase = Phase::kNew;
   uint32_t attempt = 0;
   uint64_t events = 0;

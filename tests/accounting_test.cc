@@ -1,9 +1,11 @@
 // Run accounting on hand-built event logs, to the second (DESIGN.md §5).
 #include "forecast/accounting.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace flightplan::forecast {
@@ -198,6 +200,33 @@ TEST(Accounting, RestoreToANeverCheckpointedStepIsAcceptedAndFlagged) {
   EXPECT_EQ(snap.step, 15);
   EXPECT_EQ(snap.tokens, 150);  // interpolated between (0, 0) and (30, 300)
   ExpectSeconds(snap, {.productive = 100, .lost = 100, .startup = 100, .down_unplanned = 100});
+}
+
+// Interruption causes become label values: past the run's limit, new ones count as
+// "other" and nothing is lost from the counts or the time accounting.
+TEST(Accounting, CausesPastTheLimitCountAsOther) {
+  RunState s;
+  s.max_causes = 3;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  double t = 0;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(ApplyEvent(s, Steps(t += 100, i + 1, 10 * (i + 1), 0)).ok());
+    ASSERT_TRUE(ApplyEvent(s, Interrupted(t += 10, absl::StrCat("cause", i % 5))).ok());
+    ASSERT_TRUE(ApplyEvent(s, Started(t += 50, static_cast<uint32_t>(i + 2), i + 1)).ok());
+  }
+  std::map<std::string, uint32_t> counts;
+  uint32_t total = 0;
+  for (const InterruptionCount& c : s.interruptions) {
+    counts[c.cause] += c.count;
+    total += c.count;
+  }
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(counts.size(), 4u);  // three kept, and "other"
+  EXPECT_EQ(counts["cause0"], 2u);
+  EXPECT_EQ(counts["cause1"], 2u);
+  EXPECT_EQ(counts["cause2"], 2u);
+  EXPECT_EQ(counts["other"], 4u);  // cause3 and cause4, twice each
+  EXPECT_EQ(s.unplanned_interruptions, 10u);
 }
 
 TEST(Accounting, AfterAnInterpolatedRestoreTheFirstReportSetsTheTokens) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -489,6 +490,33 @@ TEST_F(DaemonTest, AFloodingClientThatVanishesDoesNotHangTheDrain) {
     std::_Exit(1);
   }
   stream->Finish().IgnoreError();
+}
+
+TEST_F(DaemonTest, InterruptionCausesPastTheLabelLimitCountAsOther) {
+  daemon::TrackerOptions limited;
+  limited.max_label_values = 2;
+  Restart(limited);
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  std::vector<v1::Event> events = {StartedAt(kRun, 0, 1, 0)};
+  const char* causes[] = {"gpu", "nccl", "hang", "oom", "gpu"};
+  double t = 0;
+  for (uint32_t i = 0; i < 5; ++i) {
+    events.push_back(StepsAt(kRun, t += 600, 10 * (i + 1), 1000 * (i + 1)));
+    events.push_back(InterruptedAt(kRun, t += 10, causes[i]));
+    events.push_back(StartedAt(kRun, t += 300, i + 2, 10 * (i + 1)));
+  }
+  ASSERT_TRUE(Report(events).ok());
+  std::map<std::string, uint32_t> counts;
+  v1::RunStatus status = Status();
+  for (const auto& c : status.interruptions()) counts[c.cause()] += c.count();
+  EXPECT_EQ(counts, (std::map<std::string, uint32_t>{{"gpu", 2}, {"nccl", 1}, {"other", 2}}));
+  Restart(limited);  // the limit holds for causes after a restart too
+  ASSERT_TRUE(Report({StepsAt(kRun, t += 600, 60, 6000), InterruptedAt(kRun, t += 10, "ecc")}).ok());
+  counts.clear();
+  status = Status();
+  for (const auto& c : status.interruptions()) counts[c.cause()] += c.count();
+  EXPECT_EQ(counts["other"], 3u);
+  EXPECT_EQ(counts.count("ecc"), 0u);
 }
 
 TEST_F(DaemonTest, HealthServiceServes) {
