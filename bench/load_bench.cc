@@ -321,7 +321,8 @@ int main(int argc, char** argv) {
   std::printf("  throughput: %.0f events/s (%llu events in %.1f s)\n", static_cast<double>(sum.accepted) / seconds,
               static_cast<unsigned long long>(sum.accepted), seconds);
   std::printf("  back-pressure: %llu batches refused RESOURCE_EXHAUSTED (%llu more ABORTED behind them), "
-              "%llu streams opened for %zu clients; ingest queue depth at most %.0f of %zu (sampled)\n",
+              "%llu streams opened for %zu clients; ingest queue depth at most %.0f (sampled; "
+              "each of its two lanes holds at most %zu)\n",
               static_cast<unsigned long long>(sum.exhausted), static_cast<unsigned long long>(sum.aborted),
               static_cast<unsigned long long>(sum.streams), clients, max_queue_seen, max_queue);
   std::printf("  unary ReportBatch, 1 event: idle p50 %.2f ms p99 %.2f ms; under load p50 %.2f ms p99 %.2f ms "
