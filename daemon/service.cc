@@ -31,22 +31,31 @@ void FillAck(uint64_t sequence, const BatchResult& r, v1::BatchAck& ack) {
 
 class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck> {
  public:
-  explicit EventsReactor(Tracker* tracker) : tracker_(tracker) { StartRead(&batch_); }
+  explicit EventsReactor(Tracker* tracker) : tracker_(tracker) {
+    reading_ = true;
+    StartRead(&batch_);
+  }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
+    uint64_t refused_since = 0;
+    bool drop = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      // After a cancel, a batch that was read just before it is dropped: nothing more is
+      // submitted on behalf of a client that is gone.
+      drop = !ok || cancelled_;
+      if (!drop) {
+        ++in_flight_;
+        refused_since = refused_ ? std::max<uint64_t>(refused_since_, 1) : 0;
+      }
+    }
+    if (drop) {
       Decide([this] { reads_done_ = true; });
       return;
     }
     const uint64_t sequence = batch_.sequence();
     std::vector<v1::Event> events(batch_.events().begin(), batch_.events().end());
-    uint64_t refused_since = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++in_flight_;
-      refused_since = refused_ ? refused_since_ : 0;
-      if (refused_) refused_since = std::max<uint64_t>(refused_since, 1);
-    }
     absl::Status st;
     if (refused_since != 0) {
       // The stream is an ordered log: after a batch was refused before reaching the queue,
@@ -64,16 +73,8 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
       }
     }
     if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0});
-    bool read_more = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (in_flight_ + acks_.size() < kMaxPendingPerStream) {
-        read_more = true;
-      } else {
-        paused_ = true;
-      }
-    }
-    if (read_more) StartRead(&batch_);
+    // Read on, or pause (Decide resumes when acks drain); never after a cancel.
+    Decide([this] { paused_ = true; });
   }
 
   void OnWriteDone(bool ok) override {
@@ -89,8 +90,9 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   // submitted are committed (their completions still point here).
   void OnCancel() override {
     Decide([this] {
-      reads_done_ = true;
+      cancelled_ = true;
       write_failed_ = true;
+      if (!reading_) reads_done_ = true;  // else its OnReadDone says so
     });
   }
 
@@ -119,8 +121,10 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
         writing_ = true;
         write = true;
       }
-      if (paused_ && !reads_done_ && in_flight_ + acks_.size() < kMaxPendingPerStream) {
+      if (paused_ && cancelled_ && !reading_) reads_done_ = true;
+      if (paused_ && !reads_done_ && !cancelled_ && in_flight_ + acks_.size() < kMaxPendingPerStream) {
         paused_ = false;
+        reading_ = true;
         read = true;
       }
       if (reads_done_ && in_flight_ == 0 && !writing_ && (acks_.empty() || write_failed_) &&
@@ -145,6 +149,8 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   std::shared_ptr<OrderedStream> order_ = std::make_shared<OrderedStream>();
   bool writing_ = false, write_failed_ = false, reads_done_ = false, paused_ = false,
        finished_ = false;
+  bool reading_ = false;    // a read is outstanding
+  bool cancelled_ = false;  // the client went away
 };
 
 // A stream refused before it starts (authentication).

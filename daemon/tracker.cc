@@ -432,10 +432,15 @@ void Tracker::WriterLoop() {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !queue_.empty(); });
       if (urgent_.empty() && queue_.empty()) break;  // stopping, drained
+      // Single requests first, up to the group's limits; then stream batches, at least one
+      // whenever any wait, so that a steady stream of single reports cannot starve them.
       size_t events = 0;
       for (auto* lane : {&urgent_, &queue_}) {
-        while (!lane->empty() && group.size() < options_.max_group_requests &&
-               (group.empty() || events < options_.max_group_events)) {
+        const size_t at_least = lane == &queue_ ? group.size() + 1 : 0;
+        while (!lane->empty() &&
+               (group.size() < at_least ||
+                (group.size() < options_.max_group_requests &&
+                 (group.empty() || events < options_.max_group_events)))) {
           events += lane->front()->items.size();
           group.push_back(std::move(lane->front()));
           lane->pop_front();

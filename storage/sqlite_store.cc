@@ -136,41 +136,12 @@ class SqliteStore::Statement {
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync,
                                                                int64_t max_bytes) {
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, sync, max_bytes));
-  if (absl::Status st = store->Connect(); !st.ok()) return st;
+  if (absl::Status st = store->Connect(/*check=*/true); !st.ok()) return st;
   return store;
 }
 
 SqliteStore::SqliteStore(std::string path, Sync sync, int64_t max_bytes)
     : path_(std::move(path)), sync_(sync), max_bytes_(max_bytes) {}
-
-SqliteStore::~SqliteStore() { Disconnect(); }
-
-absl::Status SqliteStore::Lock() {
-  if (lock_fd_ >= 0) return absl::OkStatus();
-  const std::string lock_path = path_ + ".lock";
-  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
-    // A read-only directory: lock the file if it is there. Without it, nobody can write
-    // here either, and Connect() opens the database read-only.
-    fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) return absl::OkStatus();
-  }
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    close(fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "database ", path_, " is in use by another flightpland (", lock_path, " is locked)"));
-    }
-    return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
-  }
-  lock_fd_ = fd;
-  return absl::OkStatus();
-}
 
 namespace {
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
@@ -195,8 +166,42 @@ std::string UriPath(const std::string& path) {
 }
 }  // namespace
 
-absl::Status SqliteStore::Connect() {
-  if (absl::Status st = Lock(); !st.ok()) return st;
+SqliteStore::~SqliteStore() {
+  if (db_ != nullptr && !Exists(path_)) Rescue();
+  Disconnect(/*release_lock=*/true);
+}
+
+absl::StatusOr<int> SqliteStore::TakeLock() const {
+  const std::string lock_path = path_ + ".lock";
+  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+    // A read-only directory: lock the file if it is there. Without it, nobody can write
+    // here either, and Connect() opens the database read-only.
+    fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return -1;
+  }
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database ", path_, " is in use by another flightpland (", lock_path, " is locked)"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
+  }
+  return fd;
+}
+
+absl::Status SqliteStore::Connect(bool check) {
+  if (lock_fd_ < 0) {
+    absl::StatusOr<int> fd = TakeLock();
+    if (!fd.ok()) return fd.status();
+    lock_fd_ = *fd;
+  }
   // Not writable (a read-only file system or directory, file modes): open read-only, serve
   // reads, refuse writes until CheckWritable() can reopen read-write. A WAL database with
   // no -wal file has every commit in the main file, and SQLite can read it on a read-only
@@ -212,11 +217,11 @@ absl::Status SqliteStore::Connect() {
   }
   if (rc != SQLITE_OK) {
     absl::Status st = SqliteError(db_, rc, absl::StrCat("cannot open database ", path_));
-    Disconnect();
+    Disconnect(/*release_lock=*/false);
     return absl::UnavailableError(st.message());
   }
   read_only_ = !writable || sqlite3_db_readonly(db_, "main") == 1 || lock_fd_ < 0;
-  absl::Status st = Migrate();
+  absl::Status st = Migrate(check);
   if (st.ok() && max_bytes_ > 0) {
     const std::string cap = absl::StrCat("PRAGMA max_page_count=", std::max<int64_t>(1, max_bytes_ / 4096));
     st = Exec(cap.c_str());
@@ -228,7 +233,7 @@ absl::Status SqliteStore::Connect() {
     st = absl::UnavailableError(absl::StrCat("cannot stat ", path_, ": ", std::strerror(errno)));
   }
   if (!st.ok()) {
-    Disconnect();
+    Disconnect(/*release_lock=*/false);
     return st;
   }
   dev_ = file.st_dev;
@@ -236,7 +241,7 @@ absl::Status SqliteStore::Connect() {
   return absl::OkStatus();
 }
 
-void SqliteStore::Disconnect() {
+void SqliteStore::Disconnect(bool release_lock) {
   // Statements first: sqlite3_close refuses while any is alive.
   for (std::unique_ptr<Statement>* s :
        {&begin_, &commit_, &rollback_, &savepoint_, &rollback_to_, &release_, &insert_run_,
@@ -246,8 +251,10 @@ void SqliteStore::Disconnect() {
   }
   if (db_ != nullptr) sqlite3_close(db_);
   db_ = nullptr;
-  if (lock_fd_ >= 0) close(lock_fd_);
-  lock_fd_ = -1;
+  if (release_lock && lock_fd_ >= 0) {
+    close(lock_fd_);
+    lock_fd_ = -1;
+  }
 }
 
 absl::Status SqliteStore::CheckWritable() {
@@ -284,21 +291,27 @@ absl::Status SqliteStore::CheckWritable() {
 }
 
 absl::Status SqliteStore::Reconnect() {
-  Disconnect();
-  if (absl::Status st = Connect(); !st.ok()) return absl::UnavailableError(st.message());
-  if (read_only_) {
-    return absl::UnavailableError(absl::StrCat("database ", path_, " is still read-only"));
+  // At most once a second: a failing reopen is not retried for every write.
+  const absl::Time now = absl::Now();
+  if (now < next_reconnect_) return absl::UnavailableError(reconnect_error_);
+  next_reconnect_ = now + absl::Seconds(1);
+  Disconnect(/*release_lock=*/false);
+  absl::Status st = Connect(/*check=*/false);
+  if (st.ok() && read_only_) {
+    st = absl::UnavailableError(absl::StrCat("database ", path_, " is still read-only"));
   }
+  if (!st.ok()) {
+    reconnect_error_ = absl::StrCat("cannot reopen database ", path_, ": ", st.message());
+    return absl::UnavailableError(reconnect_error_);
+  }
+  next_reconnect_ = absl::InfinitePast();
   std::fprintf(stderr, "flightpland: database %s is writable again\n", path_.c_str());
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::RestoreVanished() {
-  // The open connection still holds every committed page (the unlinked files stay open):
-  // copy them into the new directory through the backup API, then reopen there.
-  const std::string tmp = path_ + ".restoring";
+absl::Status SqliteStore::CopyTo(const std::string& file) {
   sqlite3* to = nullptr;
-  int rc = sqlite3_open(tmp.c_str(), &to);
+  int rc = sqlite3_open(file.c_str(), &to);
   if (rc == SQLITE_OK) {
     sqlite3_backup* backup = sqlite3_backup_init(to, "main", db_, "main");
     if (backup == nullptr) {
@@ -309,25 +322,85 @@ absl::Status SqliteStore::RestoreVanished() {
       if (rc == SQLITE_DONE) rc = SQLITE_OK;
     }
   }
+  // The copy commits in rollback-journal mode with synchronous=FULL: it is on disk here.
   absl::Status st = rc == SQLITE_OK ? absl::OkStatus()
-                                    : SqliteError(to, rc, absl::StrCat("restore into ", tmp));
+                                    : SqliteError(to, rc, absl::StrCat("copy into ", file));
   sqlite3_close(to);
-  if (st.ok() && std::rename(tmp.c_str(), path_.c_str()) != 0) {
-    st = absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path_, ": ", std::strerror(errno)));
+  if (!st.ok()) std::remove(file.c_str());
+  return st;
+}
+
+absl::Status SqliteStore::RestoreVanished() {
+  // The open connection still holds every committed page (the unlinked files stay open).
+  // Lock the new directory first, so that a daemon started there meanwhile keeps it; copy
+  // the database next to its path through the backup API; move it in place unless a file
+  // appeared there; make the rename durable; then reopen.
+  auto refuse = [&](const std::string& why) {
+    return absl::UnavailableError(
+        absl::StrCat("database ", path_, " vanished and cannot be restored yet: ", why));
+  };
+  // Only the file was deleted: the lock file is still the one this store holds.
+  struct stat held {}, named {};
+  const bool same_lock = lock_fd_ >= 0 && fstat(lock_fd_, &held) == 0 &&
+                         stat((path_ + ".lock").c_str(), &named) == 0 &&
+                         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+  absl::StatusOr<int> lock = same_lock ? absl::StatusOr<int>(lock_fd_) : TakeLock();
+  if (!lock.ok()) return refuse(std::string(lock.status().message()));
+  if (*lock < 0) return refuse("its directory is not writable");
+  const std::string tmp = path_ + ".restoring";
+  absl::Status st = CopyTo(tmp);
+  if (st.ok() && renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) != 0) {
+    st = absl::UnavailableError(
+        errno == EEXIST ? absl::StrCat("a file appeared at ", path_, "; restart flightpland to use it")
+                        : absl::StrCat("cannot rename ", tmp, ": ", std::strerror(errno)));
+    std::remove(tmp.c_str());
   }
   if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("database ", path_,
-                                               " vanished and could not be restored yet: ", st.message()));
+    if (!same_lock) close(*lock);
+    return refuse(std::string(st.message()));
   }
-  // Closing the old connection must come first: it removes its -wal and -shm by name.
+  if (const int dir = open(Directory(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    fsync(dir);
+    close(dir);
+  }
   const int64_t bytes = DatabaseBytes();
-  if (absl::Status reopened = Reconnect(); !reopened.ok()) return reopened;
+  // Close the old connection before opening the new file: SQLite does not checkpoint into
+  // or remove the -wal and -shm of a database file that was unlinked. Any -wal or -shm left
+  // at the path belonged to the old file (only the file was deleted) and its content is in
+  // the copy: they go, so that the new connection starts clean.
+  if (!same_lock) {
+    close(lock_fd_);
+    lock_fd_ = *lock;
+  }
+  Disconnect(/*release_lock=*/false);
+  std::remove((path_ + "-wal").c_str());
+  std::remove((path_ + "-shm").c_str());
+  if (absl::Status opened = Connect(/*check=*/false); !opened.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("restored ", path_, " but cannot reopen it: ", opened.message()));
+  }
   std::fprintf(stderr,
                "flightpland: database %s had vanished; restored it (%lld bytes) from the open "
                "connection\n",
                path_.c_str(), static_cast<long long>(bytes));
   return absl::OkStatus();
+}
+
+void SqliteStore::Rescue() {
+  // Closing now would drop the only copy of a database whose directory was removed.
+  if (RestoreVanished().ok()) return;
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string file =
+      absl::StrCat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/flightplan-rescued-", getpid(), ".db");
+  if (absl::Status st = CopyTo(file); st.ok()) {
+    std::fprintf(stderr,
+                 "flightpland: database %s vanished and its directory did not come back; saved "
+                 "its contents to %s. Move that file to %s before starting again.\n",
+                 path_.c_str(), file.c_str(), path_.c_str());
+  } else {
+    std::fprintf(stderr, "flightpland: database %s vanished and could not be saved: %s\n",
+                 path_.c_str(), std::string(st.message()).c_str());
+  }
 }
 
 absl::Status SqliteStore::Exec(const char* sql) {
@@ -341,7 +414,7 @@ absl::Status SqliteStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::Migrate() {
+absl::Status SqliteStore::Migrate(bool check) {
   auto pragma_int = [&](const char* sql) -> absl::StatusOr<int64_t> {
     absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, sql);
     if (!st.ok()) return st.status();
@@ -372,12 +445,12 @@ absl::Status SqliteStore::Migrate() {
         path_, " has schema version ", *version, ", newer than this flightpland's ", kSchemaVersion,
         "; upgrade flightpland (the database is left as it is)."));
   }
-  if (*tables > 0) {
+  if (check && *tables > 0) {
     // A damaged file is refused at start rather than discovered mid-run.
-    absl::StatusOr<std::unique_ptr<Statement>> check = Statement::Make(db_, "PRAGMA quick_check");
-    if (!check.ok()) return check.status();
-    absl::StatusOr<bool> row = (*check)->Step("quick_check");
-    const std::string verdict = row.ok() && *row ? (*check)->Text(0) : "unreadable";
+    absl::StatusOr<std::unique_ptr<Statement>> quick = Statement::Make(db_, "PRAGMA quick_check");
+    if (!quick.ok()) return quick.status();
+    absl::StatusOr<bool> row = (*quick)->Step("quick_check");
+    const std::string verdict = row.ok() && *row ? (*quick)->Text(0) : "unreadable";
     if (verdict != "ok") {
       return absl::DataLossError(absl::StrCat(
           path_, " is damaged (PRAGMA quick_check: ", verdict.substr(0, 200),

@@ -78,9 +78,14 @@ class SqliteStore final : public RunStore {
  private:
   class Statement;
   SqliteStore(std::string path, Sync sync, int64_t max_bytes);
-  absl::Status Lock();
-  absl::Status Connect();
-  void Disconnect();
+  // Locks "<path>.lock": the fd, or -1 when the directory is read-only and has no lock
+  // file (nobody can write there either).
+  absl::StatusOr<int> TakeLock() const;
+  // Opens path_ (read-only when it is not writable), migrates (`check`: PRAGMA
+  // quick_check first), prepares the statements. Takes the lock unless it is held.
+  absl::Status Connect(bool check);
+  void Disconnect(bool release_lock);
+  // Reopens (read-write if it can), keeping the lock; at most once a second.
   absl::Status Reconnect();
   // Before each transaction: the file is still the one opened (not removed with its
   // directory, not replaced) and writable. A vanished database is restored from the open
@@ -88,8 +93,12 @@ class SqliteStore final : public RunStore {
   // once it is writable. Otherwise UNAVAILABLE, and nothing is written.
   absl::Status CheckWritable();
   absl::Status RestoreVanished();
+  // At exit with the database vanished: restore it, or save it under $TMPDIR and say so.
+  void Rescue();
+  // A consistent copy of this connection's database in `file` (SQLite's backup API).
+  absl::Status CopyTo(const std::string& file);
   absl::Status Exec(const char* sql);
-  absl::Status Migrate();
+  absl::Status Migrate(bool check);
   absl::Status Prepare();
 
   const std::string path_;
@@ -99,6 +108,8 @@ class SqliteStore final : public RunStore {
   int lock_fd_ = -1;
   bool read_only_ = false;
   uint64_t dev_ = 0, ino_ = 0;  // identity of the file opened
+  absl::Time next_reconnect_ = absl::InfinitePast();
+  std::string reconnect_error_;
   std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
       insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,
       get_watermark_;

@@ -11,9 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -108,6 +111,54 @@ TEST(FsFault, VanishedDirectoryRefusesWritesServesReadsAndIsRestoredWhenItReturn
   ExpectStoredExactlyOnce(db, acknowledged);
   DaemonProcess again(db, dir.path() + "/again.log");
   EXPECT_EQ(again.Events(), acknowledged.size());
+}
+
+TEST(FsFault, ADeletedDatabaseFileIsRestoredAtTheNextWrite) {
+  TempDir dir;
+  const std::string db = dir.path() + "/flightplan.db";
+  const std::vector<v1::EventBatch> batches = Batches(testing::SyntheticRun(kRun, 400, 9), 20);
+  std::set<std::string> acknowledged;
+  size_t next = 0;
+  {
+    DaemonProcess d(db, dir.path() + "/d.log");
+    CreateRun(d.address());
+    ASSERT_TRUE(SendRange(d.address(), batches, 0, batches.size() / 2, acknowledged, &next).ok());
+    // Only the file goes (its -wal and -shm stay, belonging to the deleted file): the
+    // directory is there, so the next write restores the database and goes through.
+    ASSERT_EQ(std::remove(db.c_str()), 0);
+    ASSERT_TRUE(SendRange(d.address(), batches, next, batches.size(), acknowledged, &next).ok());
+    EXPECT_NE(d.child().WaitForLog("restored it", 5).find("had vanished"), std::string::npos);
+    Stop(d);
+  }
+  ExpectStoredExactlyOnce(db, acknowledged);
+  DaemonProcess again(db, dir.path() + "/again.log");
+  EXPECT_EQ(again.Events(), acknowledged.size());
+}
+
+TEST(FsFault, StoppedWhileTheDirectoryIsGoneTheDatabaseIsSavedAndNamed) {
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  std::filesystem::create_directories(state);
+  const std::string db = state + "/flightplan.db";
+  const std::vector<v1::EventBatch> batches = Batches(testing::SyntheticRun(kRun, 300, 10), 20);
+  std::set<std::string> acknowledged;
+  size_t next = 0;
+  // Where the daemon saves what it holds (its environment is this process's).
+  struct Tmpdir {
+    explicit Tmpdir(const std::string& path) { setenv("TMPDIR", path.c_str(), 1); }
+    ~Tmpdir() { unsetenv("TMPDIR"); }
+  } tmpdir(dir.path());
+  DaemonProcess d(db, dir.path() + "/d.log");
+  CreateRun(d.address());
+  ASSERT_TRUE(SendRange(d.address(), batches, 0, batches.size(), acknowledged, &next).ok());
+  std::filesystem::remove_all(state);
+  d.child().Signal(SIGTERM);
+  EXPECT_EQ(d.child().Wait(), 0);
+  const std::string log = d.child().WaitForLog("saved its contents to", 1);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("saved its contents to (\\S+)\\. Move"))) << log;
+  EXPECT_EQ(m[1].str(), absl::StrCat(dir.path(), "/flightplan-rescued-", d.child().pid(), ".db"));
+  ExpectStoredExactlyOnce(m[1].str(), acknowledged);
 }
 
 // Makes `dir` read-only for the daemon: a read-only bind mount when this process may mount

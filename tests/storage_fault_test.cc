@@ -7,7 +7,10 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
 #include "daemon/tracker.h"
 #include "gtest/gtest.h"
@@ -163,6 +166,61 @@ TEST(StorageFaults, AnAbortedTransactionAcknowledgesAndKeepsNothingOfItsGroup) {
   EXPECT_EQ((*tracker)->Find("r")->state.tokens, 200);
   (*tracker)->Stop();
   EXPECT_EQ(CountEvents(path), 3);
+}
+
+// Single reports go ahead of stream batches, but cannot starve them: every group that
+// finds stream batches waiting takes at least one.
+TEST(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
+  testing::TempDir dir;
+  auto sqlite = storage::SqliteStore::Open(dir.path() + "/f.db", storage::Sync::kNormal);
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+  auto faulty_owned = std::make_unique<FaultyStore>(std::move(*sqlite));
+  FaultyStore* faulty = faulty_owned.get();
+  daemon::WallClock clock;
+  daemon::TrackerOptions options;
+  options.max_group_requests = 1;  // one request per group, unless a stream batch waits
+  auto tracker = daemon::Tracker::Start(std::move(faulty_owned), &clock, nullptr, options);
+  ASSERT_TRUE(tracker.ok()) << tracker.status();
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  ASSERT_TRUE(plan.ok());
+  auto create = [&](const std::string& run) {
+    auto done = std::make_shared<std::promise<daemon::CreateResult>>();
+    EXPECT_TRUE((*tracker)->SubmitCreateRun(run, *plan, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
+    return done->get_future();
+  };
+  ASSERT_TRUE(create("live").get().status.ok());
+  ASSERT_TRUE(create("replay").get().status.ok());
+
+  std::mutex mu;
+  std::vector<std::string> order;  // completions, in the order the writer made them
+  auto note = [&](std::string what) {
+    return [&, what](daemon::BatchResult r) {
+      EXPECT_TRUE(r.status.ok()) << what << ": " << r.status;
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(what);
+    };
+  };
+  faulty->HoldNextInsertRun();
+  auto blocker = create("blocker");
+  faulty->WaitUntilHeld();
+  // Queued while the writer is held: one stream batch, then twenty single reports.
+  ASSERT_TRUE((*tracker)
+                  ->SubmitEvents({StartedAt("replay", 0, 1, 0)}, note("stream"),
+                                 std::make_shared<daemon::OrderedStream>(), 1)
+                  .ok());
+  ASSERT_TRUE((*tracker)->SubmitEvents({StartedAt("live", 0, 1, 0)}, note("single 0")).ok());
+  for (int i = 1; i < 20; ++i) {
+    ASSERT_TRUE((*tracker)->SubmitEvents({StepsAt("live", 60.0 * i, 10 * i, 100 * i)},
+                                         note(absl::StrCat("single ", i))).ok());
+  }
+  faulty->Release();
+  ASSERT_TRUE(blocker.get().status.ok());
+  (*tracker)->Stop();
+  ASSERT_EQ(order.size(), 21u);
+  // The first single report goes first (its lane is ahead), the stream batch rides along
+  // in the same group rather than waiting for all twenty.
+  EXPECT_EQ(order[0], "single 0");
+  EXPECT_EQ(order[1], "stream");
 }
 
 }  // namespace
