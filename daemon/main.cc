@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
       "every second of wall time and serves status and Prometheus metrics.\n"
       "SIGTERM or SIGINT drains: NOT_SERVING, stop accepting, commit what is queued, close, exit 0."};
   app.add_option("--listen", options.listen,
-                 "gRPC address. Loopback by default: expose it beyond this host only behind "
-                 "TLS and a token (a later release) or a trusted network")
+                 "gRPC address. Loopback by default: expose it beyond this host only with "
+                 "--tls-cert/--tls-key and --token-file, or on a trusted network")
       ->capture_default_str();
   app.add_option("--metrics", options.metrics,
                  "Prometheus /metrics address ('' disables it)")
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sync", sync,
                  "normal: WAL with synchronous=NORMAL survives a process crash but may lose "
-                 "the last commits on power loss; full: survives power loss, ~10-15% slower")
+                 "the last commits on power loss; full: survives power loss, at an fsync per "
+                 "commit (little on a stream of large batches, more for many small reports)")
       ->check(CLI::IsMember({"normal", "full"}))
       ->capture_default_str();
   app.add_option("--max-batch-events", options.tracker.max_batch_events,

@@ -14,8 +14,8 @@ packages=(
   # the rest of the C++ stack
   prometheus-cpp-dev libsqlite3-dev sqlite3 libabsl-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # end-to-end tests: a real Prometheus and promtool
-  prometheus
+  # end-to-end tests: a real Prometheus and promtool; systemd-analyze checks the unit
+  prometheus systemd
   # the training-side Python client and its tests (Debian's /usr/bin/python3)
   python3 python3-grpcio python3-protobuf python3-pytest
   # the end-to-end test of a real PyTorch training loop (CPU)

@@ -20,7 +20,8 @@ struct sqlite3_stmt;
 namespace flightplan::storage {
 
 // synchronous=NORMAL under WAL survives a process crash but may lose the last commits on
-// power loss; FULL also survives power loss and costs ~10-15% at 1,000 rows per commit.
+// power loss; FULL also survives power loss at an fsync per commit (flightplan_bench: 97-99%
+// of NORMAL's throughput on a stream of 1,000-event batches; more for small commits).
 enum class Sync { kNormal, kFull };
 
 inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"

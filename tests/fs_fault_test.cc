@@ -135,6 +135,26 @@ TEST(FsFault, ADeletedDatabaseFileIsRestoredAtTheNextWrite) {
   EXPECT_EQ(again.Events(), acknowledged.size());
 }
 
+TEST(FsFault, AFileReplacedUnderTheDaemonRefusesWrites) {
+  TempDir dir;
+  const std::string db = dir.path() + "/flightplan.db";
+  const std::vector<v1::EventBatch> batches = Batches(testing::SyntheticRun(kRun, 200, 11), 20);
+  std::set<std::string> acknowledged;
+  size_t next = 0;
+  DaemonProcess d(db, dir.path() + "/d.log");
+  CreateRun(d.address());
+  ASSERT_TRUE(SendRange(d.address(), batches, 0, 3, acknowledged, &next).ok());
+  // Someone moves another file into its place (a restore done while it runs): writes would
+  // go to the old, now nameless file, so they are refused.
+  const std::string other = dir.path() + "/other.db";
+  std::filesystem::copy_file(db, other);
+  ASSERT_EQ(std::rename(other.c_str(), db.c_str()), 0);
+  grpc::Status st = SendBatch(d.address(), batches[next]);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  EXPECT_NE(st.error_message().find("replaced"), std::string::npos) << st.error_message();
+  EXPECT_EQ(d.Events(), acknowledged.size());
+}
+
 TEST(FsFault, StoppedWhileTheDirectoryIsGoneTheDatabaseIsSavedAndNamed) {
   TempDir dir;
   const std::string state = dir.path() + "/state";
