@@ -114,82 +114,84 @@ int64_t CountEvents(const std::string& path) {
   return n;
 }
 
-TEST(StorageFaults, AnAbortedTransactionAcknowledgesAndKeepsNothingOfItsGroup) {
-  testing::TempDir dir;
-  const std::string path = dir.path() + "/f.db";
-  auto sqlite = storage::SqliteStore::Open(path, storage::Sync::kNormal);
-  ASSERT_TRUE(sqlite.ok()) << sqlite.status();
-  auto faulty_owned = std::make_unique<FaultyStore>(std::move(*sqlite));
-  FaultyStore* faulty = faulty_owned.get();
-  daemon::WallClock clock;
-  auto tracker = daemon::Tracker::Start(std::move(faulty_owned), &clock, nullptr, {});
-  ASSERT_TRUE(tracker.ok()) << tracker.status();
-  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-  ASSERT_TRUE(plan.ok());
+// A Tracker on a real SQLite file behind a FaultyStore.
+class StorageFaults : public ::testing::Test {
+ protected:
+  void Start(daemon::TrackerOptions options = {}) {
+    path_ = dir_.path() + "/f.db";
+    auto sqlite = storage::SqliteStore::Open(path_, storage::Sync::kNormal);
+    ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+    auto owned = std::make_unique<FaultyStore>(std::move(*sqlite));
+    faulty_ = owned.get();
+    auto tracker = daemon::Tracker::Start(std::move(owned), &clock_, nullptr, options);
+    ASSERT_TRUE(tracker.ok()) << tracker.status();
+    tracker_ = std::move(*tracker);
+    absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+    ASSERT_TRUE(plan.ok());
+    plan_ = *plan;
+  }
 
-  auto create = [&](const std::string& run) {
+  std::future<daemon::CreateResult> Create(const std::string& run) {
     auto done = std::make_shared<std::promise<daemon::CreateResult>>();
-    EXPECT_TRUE((*tracker)->SubmitCreateRun(run, *plan, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(tracker_->SubmitCreateRun(run, plan_, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
     return done->get_future();
-  };
-  auto submit = [&](std::vector<v1::Event> events) {
+  }
+
+  std::future<daemon::BatchResult> Submit(std::vector<v1::Event> events) {
     auto done = std::make_shared<std::promise<daemon::BatchResult>>();
-    EXPECT_TRUE((*tracker)->SubmitEvents(std::move(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(tracker_->SubmitEvents(std::move(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
     return done->get_future();
-  };
-  ASSERT_TRUE(create("r").get().status.ok());
+  }
+
+  testing::TempDir dir_;
+  std::string path_;
+  daemon::WallClock clock_;
+  FaultyStore* faulty_ = nullptr;
+  std::unique_ptr<daemon::Tracker> tracker_;
+  v1::Plan plan_;
+};
+
+TEST_F(StorageFaults, AnAbortedTransactionAcknowledgesAndKeepsNothingOfItsGroup) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_TRUE(Create("r").get().status.ok());
 
   // Hold the writer inside another request, so that the next three queue up and land in
   // one group.
-  faulty->HoldNextInsertRun();
-  auto blocker = create("blocker");
-  faulty->WaitUntilHeld();
-  auto a = submit({StartedAt("r", 0, 1, 0)});
-  auto b = submit({StepsAt("r", 100, 10, 100)});
-  auto c = submit({StepsAt("r", 200, 20, 200)});
-  faulty->FailInsertEvent(2);  // b's insert fails and aborts the transaction
-  faulty->Release();
+  faulty_->HoldNextInsertRun();
+  auto blocker = Create("blocker");
+  faulty_->WaitUntilHeld();
+  auto a = Submit({StartedAt("r", 0, 1, 0)});
+  auto b = Submit({StepsAt("r", 100, 10, 100)});
+  auto c = Submit({StepsAt("r", 200, 20, 200)});
+  faulty_->FailInsertEvent(2);  // b's insert fails and aborts the transaction
+  faulty_->Release();
   EXPECT_TRUE(blocker.get().status.ok());  // its own group, committed before the fault
   // a was stored and folded before b's fault aborted the transaction: it is refused too,
   // and so is c, which came after (it must not be committed on its own).
   EXPECT_EQ(a.get().status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(b.get().status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(c.get().status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ((*tracker)->Find("r")->state.events, 0u);
-  EXPECT_EQ(CountEvents(path), 0);
+  EXPECT_EQ(tracker_->Find("r")->state.events, 0u);
+  EXPECT_EQ(CountEvents(path_), 0);
 
   // The fault clears; the client's retry is stored and folded.
-  auto retry = submit({StartedAt("r", 0, 1, 0), StepsAt("r", 100, 10, 100), StepsAt("r", 200, 20, 200)});
+  auto retry = Submit({StartedAt("r", 0, 1, 0), StepsAt("r", 100, 10, 100), StepsAt("r", 200, 20, 200)});
   const daemon::BatchResult r = retry.get();
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.accepted, 3u);
-  EXPECT_EQ((*tracker)->Find("r")->state.tokens, 200);
-  (*tracker)->Stop();
-  EXPECT_EQ(CountEvents(path), 3);
+  EXPECT_EQ(tracker_->Find("r")->state.tokens, 200);
+  tracker_->Stop();
+  EXPECT_EQ(CountEvents(path_), 3);
 }
 
 // Single reports go ahead of stream batches, but cannot starve them: every group that
 // finds stream batches waiting takes at least one.
-TEST(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
-  testing::TempDir dir;
-  auto sqlite = storage::SqliteStore::Open(dir.path() + "/f.db", storage::Sync::kNormal);
-  ASSERT_TRUE(sqlite.ok()) << sqlite.status();
-  auto faulty_owned = std::make_unique<FaultyStore>(std::move(*sqlite));
-  FaultyStore* faulty = faulty_owned.get();
-  daemon::WallClock clock;
+TEST_F(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
   daemon::TrackerOptions options;
   options.max_group_requests = 1;  // one request per group, unless a stream batch waits
-  auto tracker = daemon::Tracker::Start(std::move(faulty_owned), &clock, nullptr, options);
-  ASSERT_TRUE(tracker.ok()) << tracker.status();
-  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-  ASSERT_TRUE(plan.ok());
-  auto create = [&](const std::string& run) {
-    auto done = std::make_shared<std::promise<daemon::CreateResult>>();
-    EXPECT_TRUE((*tracker)->SubmitCreateRun(run, *plan, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
-    return done->get_future();
-  };
-  ASSERT_TRUE(create("live").get().status.ok());
-  ASSERT_TRUE(create("replay").get().status.ok());
+  ASSERT_NO_FATAL_FAILURE(Start(options));
+  ASSERT_TRUE(Create("live").get().status.ok());
+  ASSERT_TRUE(Create("replay").get().status.ok());
 
   std::mutex mu;
   std::vector<std::string> order;  // completions, in the order the writer made them
@@ -200,22 +202,22 @@ TEST(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
       order.push_back(what);
     };
   };
-  faulty->HoldNextInsertRun();
-  auto blocker = create("blocker");
-  faulty->WaitUntilHeld();
+  faulty_->HoldNextInsertRun();
+  auto blocker = Create("blocker");
+  faulty_->WaitUntilHeld();
   // Queued while the writer is held: one stream batch, then twenty single reports.
-  ASSERT_TRUE((*tracker)
+  ASSERT_TRUE(tracker_
                   ->SubmitEvents({StartedAt("replay", 0, 1, 0)}, note("stream"),
                                  std::make_shared<daemon::OrderedStream>(), 1)
                   .ok());
-  ASSERT_TRUE((*tracker)->SubmitEvents({StartedAt("live", 0, 1, 0)}, note("single 0")).ok());
+  ASSERT_TRUE(tracker_->SubmitEvents({StartedAt("live", 0, 1, 0)}, note("single 0")).ok());
   for (int i = 1; i < 20; ++i) {
-    ASSERT_TRUE((*tracker)->SubmitEvents({StepsAt("live", 60.0 * i, 10 * i, 100 * i)},
+    ASSERT_TRUE(tracker_->SubmitEvents({StepsAt("live", 60.0 * i, 10 * i, 100 * i)},
                                          note(absl::StrCat("single ", i))).ok());
   }
-  faulty->Release();
+  faulty_->Release();
   ASSERT_TRUE(blocker.get().status.ok());
-  (*tracker)->Stop();
+  tracker_->Stop();
   ASSERT_EQ(order.size(), 21u);
   // The first single report goes first (its lane is ahead), the stream batch rides along
   // in the same group rather than waiting for all twenty.
