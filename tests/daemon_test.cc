@@ -68,6 +68,16 @@ class DaemonTest : public ::testing::Test {
     Start(tracker);
   }
 
+  // A client on its own channel whose receive window stays at its default size (no BDP
+  // probing growing it): what the transport buffers for a client that does not read is
+  // bounded and small.
+  std::unique_ptr<v1::Tracker::Stub> FixedWindowStub() const {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    return v1::Tracker::NewStub(grpc::CreateCustomChannel(
+        absl::StrCat("127.0.0.1:", daemon_->grpc_port()), grpc::InsecureChannelCredentials(), args));
+  }
+
   grpc::Status Create(const v1::Plan& plan, v1::CreateRunResponse* response = nullptr,
                       const std::string& run = "") {
     grpc::ClientContext ctx;
@@ -426,11 +436,7 @@ TEST_F(DaemonTest, SlowWatcherGetsTheLatestStatusNotABacklog) {
   ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
   // The client's receive window stays at its default (no BDP probing growing it), so what
   // the transport can buffer for the sleeping reader is bounded and small.
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
-                                           grpc::InsecureChannelCredentials(), args);
-  auto stub = v1::Tracker::NewStub(channel);
+  auto stub = FixedWindowStub();
   grpc::ClientContext ctx;
   v1::GetStatusRequest request;
   request.set_run(kRun);
@@ -456,11 +462,7 @@ TEST_F(DaemonTest, SlowWatcherGetsTheLatestStatusNotABacklog) {
 // otherwise it leaks and the daemon's drain never finishes.
 TEST_F(DaemonTest, AFloodingClientThatVanishesDoesNotHangTheDrain) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // a fixed receive window fills with unread acks
-  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
-                                           grpc::InsecureChannelCredentials(), args);
-  auto stub = v1::Tracker::NewStub(channel);
+  auto stub = FixedWindowStub();  // a fixed receive window fills with unread acks
   grpc::ClientContext ctx;
   auto stream = stub->ReportEvents(&ctx);
   const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 8000, 3);
