@@ -17,6 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
 #include "daemon/daemon.h"
+#include "forecast/forecaster.h"
+#include "forecast/plan_engine.h"
+#include "forecast/simulator.h"
+#include "proto/plan_convert.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/event_log.h"
@@ -134,6 +138,43 @@ double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
 
 }  // namespace
 
+// The forecaster's cost per run per refresh: the flagship plan's simulated run folded to
+// half way (the evidence windows and dispersion are read from a full history), then the
+// simulation the daemon's forecaster thread runs (2,000 draws, the default) and the cheap
+// part every status read and scrape runs, each timed over repeats.
+static void ForecasterCost() {
+  namespace fc = flightplan::forecast;
+  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
+  if (!plan.ok()) return;
+  const fc::PlanSpec spec = flightplan::PlanFromProto(*plan);
+  const fc::PlanReport report = fc::ComputePlan(spec);
+  const fc::ForecastPrior prior = fc::PriorFromPlan(spec, report);
+  fc::SimulationOptions so = fc::FindScenario("chaotic-start")->options;
+  const std::vector<fc::Event> events = fc::SimulateRun(spec, report, so);
+  fc::RunState state;
+  for (const fc::Event& e : events) {
+    if (state.tokens * 2 >= prior.target_tokens) break;
+    (void)fc::ApplyEvent(state, e);
+  }
+  using Clock = std::chrono::steady_clock;
+  for (fc::EvidenceModel model : {fc::EvidenceModel::kLifetime, fc::EvidenceModel::kChangepoint}) {
+    fc::ForecastOptions options;
+    options.model = model;
+    constexpr int kRepeats = 50;
+    auto t = Clock::now();
+    double sink = 0;
+    for (int i = 0; i < kRepeats; ++i) sink += fc::Simulate(state, prior, state.last_time, options).finish_p50_seconds;
+    const double simulate = std::chrono::duration<double>(Clock::now() - t).count() / kRepeats;
+    t = Clock::now();
+    for (int i = 0; i < kRepeats * 20; ++i) sink += fc::ForecastNow(state, prior, state.last_time).burn_rate;
+    const double now_part = std::chrono::duration<double>(Clock::now() - t).count() / (kRepeats * 20);
+    std::printf("  forecaster (%s, %d draws, %llu events, %zu evidence samples): simulate %.2f ms, "
+                "cheap part %.1f us per run per refresh; 1,000 runs: %.2f s of one core per refresh%s\n",
+                fc::EvidenceModelName(model), options.draws, static_cast<unsigned long long>(state.events),
+                state.evidence.size(), simulate * 1e3, now_part * 1e6, 1000 * simulate, sink < 0 ? " " : "");
+  }
+}
+
 int main(int argc, char** argv) {
   size_t events = 300000, batch = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -250,6 +291,7 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     std::printf("  GET /metrics with %d runs: %.1f ms median (%zu bytes)\n", runs, times[10] * 1e3, bytes);
   }
+  ForecasterCost();
   std::filesystem::remove_all(dir);
   return 0;
 }

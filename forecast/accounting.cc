@@ -111,6 +111,38 @@ void PushBudgetSample(RunState& s, absl::Time t) {
   }
 }
 
+EvidenceSample FoldedEvidence(const RunState& s, absl::Time t) {
+  EvidenceSample e;
+  e.time = t;
+  const TimeSeconds& x = s.seconds;
+  e.running_seconds = x.startup + x.productive + x.checkpoint + x.lost + x.stalled;
+  e.productive_seconds = x.productive;
+  e.productive_tokens = s.productive_tokens;
+  e.incidents = s.incidents;
+  e.incident_loss_seconds = s.incident_loss_sum;
+  const double open = s.incident_open ? BudgetConsumed(s) - s.incident_start_budget : 0;
+  e.other_seconds = std::max(0.0, x.Sum() - x.productive - x.checkpoint - s.incident_loss_sum - open);
+  e.planned_stops = s.planned_interruptions;
+  return e;
+}
+
+void PushEvidence(RunState& s, absl::Time t) {
+  const EvidenceSample sample = FoldedEvidence(s, t);
+  if (s.evidence.size() >= 2 && s.evidence.back().time - s.evidence[s.evidence.size() - 2].time <
+                                    s.evidence_spacing) {
+    s.evidence.back() = sample;
+    return;
+  }
+  s.evidence.push_back(sample);
+  if (s.evidence.size() <= kMaxEvidenceSamples) return;
+  // Full: keep every other sample (the first and the newest always), double the spacing.
+  std::deque<EvidenceSample> kept;
+  for (size_t i = 0; i < s.evidence.size(); i += 2) kept.push_back(s.evidence[i]);
+  if (kept.back().time != s.evidence.back().time) kept.push_back(s.evidence.back());
+  s.evidence = std::move(kept);
+  s.evidence_spacing *= 2;
+}
+
 void ChargeDown(RunState& s, double seconds) {
   (s.down_planned ? s.seconds.down_planned : s.seconds.down_unplanned) += seconds;
 }
@@ -431,6 +463,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       }
       CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned);
       if (!e.planned) ++s.unplanned_interruptions;
+      if (e.planned) ++s.planned_interruptions;
       s.phase = Phase::kDown;
       s.down_planned = e.planned;
       s.last_stop_unplanned = !e.planned;
@@ -447,12 +480,30 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   s.last_time = e.time;
   ++s.events;
   PushBudgetSample(s, e.time);
+  PushEvidence(s, e.time);
   PushTokenSample(s, e.time);
   return absl::OkStatus();
 }
 
 double BudgetConsumed(const RunState& s) {
   return s.seconds.lost + s.seconds.down_unplanned + s.seconds.stalled + s.startup_after_unplanned;
+}
+
+EvidenceSample EvidenceNow(const RunState& s, const RunSnapshot& snap) {
+  EvidenceSample e;
+  e.time = snap.as_of;
+  const TimeSeconds& x = snap.seconds;
+  e.running_seconds = snap.running_seconds;
+  e.productive_seconds = x.productive;
+  // Tokens of the open interval are not known until the next report: the folded count.
+  e.productive_tokens = s.productive_tokens;
+  e.incidents = s.incidents;
+  e.incident_loss_seconds = s.incident_loss_sum;
+  const double open =
+      s.incident_open ? snap.failure_budget_consumed_seconds - s.incident_start_budget : 0;
+  e.other_seconds = std::max(0.0, x.Sum() - x.productive - x.checkpoint - s.incident_loss_sum - open);
+  e.planned_stops = s.planned_interruptions;
+  return e;
 }
 
 uint32_t AttemptOf(const RunState& s, const Event& e) {

@@ -70,6 +70,26 @@ inline constexpr absl::Duration kBudgetSampleSpacing = absl::Minutes(5);
 // Losses of the most recent incidents kept for the forecaster's loss distribution.
 inline constexpr size_t kMaxIncidentLosses = 256;
 
+// The run's cumulative evidence at a moment, for estimates over a window of the recent
+// past (the forecaster's "the recent regime continues"). `other_seconds` is the time that
+// is neither work, checkpoint nor an unplanned incident: planned downtime and its
+// restarts, deliberate rollbacks, stalls outside incidents, the first launch.
+struct EvidenceSample {
+  absl::Time time;
+  double running_seconds = 0;
+  double productive_seconds = 0;
+  double productive_tokens = 0;
+  double incidents = 0;  // closed incidents
+  double incident_loss_seconds = 0;
+  double other_seconds = 0;
+  double planned_stops = 0;  // planned interruptions
+};
+// Evidence samples: one per kEvidenceSpacing of the run's time at first; when
+// kMaxEvidenceSamples are kept, every other one is dropped and the spacing doubles, so a
+// run of any length keeps a bounded history that still reaches back to its start.
+inline constexpr absl::Duration kEvidenceSpacing = absl::Minutes(30);
+inline constexpr size_t kMaxEvidenceSamples = 1024;
+
 struct AttemptStart {
   uint32_t attempt = 0;
   absl::Time time;
@@ -129,6 +149,7 @@ struct RunState {
 
   std::vector<InterruptionCount> interruptions;
   uint32_t unplanned_interruptions = 0;
+  uint32_t planned_interruptions = 0;
   // An incident is an unplanned stop, from the last work before it to the first step after
   // the restart; its loss is the failure budget it consumed (lost work, downtime, stall,
   // restart).
@@ -140,6 +161,8 @@ struct RunState {
   uint32_t checkpoint_count = 0;
   double checkpoint_blocking_sum = 0;
   std::deque<BudgetSample> budget_samples;      // kBudgetHistory back, thinned
+  std::deque<EvidenceSample> evidence;          // the whole run, thinned (see above)
+  absl::Duration evidence_spacing = kEvidenceSpacing;
   std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
   std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
   std::deque<TokenSample> wall_tokens;          // within kRecentWindow, never cleared
@@ -192,6 +215,10 @@ struct RunSnapshot {
   std::vector<std::string> flags;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
+
+// The cumulative evidence as of `now` (the folded state plus the open interval, from the
+// snapshot at `now`), comparable with the samples in `state.evidence`.
+[[nodiscard]] EvidenceSample EvidenceNow(const RunState& state, const RunSnapshot& snapshot);
 
 // Failure budget consumed by the folded state (no open interval): lost + down_unplanned
 // + stalled + startup after an unplanned stop.

@@ -197,6 +197,302 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   return f;
 }
 
+namespace {
+
+// Planned overhead (maintenance, deliberate restarts) comes in lumps: the plan's share is
+// a prior worth kPriorStops planned stops of the run's typical length (kTypicalStopSeconds,
+// a working shift, until the run has shown its own), so a run that has not reached its
+// first window yet is not read as one that needs none.
+constexpr double kPriorStops = 2.0;
+constexpr double kTypicalStopSeconds = 6 * 3600.0;
+// Prior probability that a process changed between the older and the recent window.
+constexpr double kChangePrior = 0.5;
+
+// The run's evidence between two samples.
+struct Window {
+  double seconds = 0, running = 0, productive = 0, tokens = 0, incidents = 0, loss = 0,
+         other = 0, stops = 0;
+};
+Window Between(const EvidenceSample& a, const EvidenceSample& b) {
+  Window w;
+  w.seconds = std::max(0.0, absl::ToDoubleSeconds(b.time - a.time));
+  w.running = std::max(0.0, b.running_seconds - a.running_seconds);
+  w.productive = std::max(0.0, b.productive_seconds - a.productive_seconds);
+  w.tokens = std::max(0.0, b.productive_tokens - a.productive_tokens);
+  w.incidents = std::max(0.0, b.incidents - a.incidents);
+  w.loss = std::max(0.0, b.incident_loss_seconds - a.incident_loss_seconds);
+  w.other = std::max(0.0, b.other_seconds - a.other_seconds);
+  w.stops = std::max(0.0, b.planned_stops - a.planned_stops);
+  return w;
+}
+Window Minus(const Window& a, const Window& b) {
+  Window w;
+  w.seconds = std::max(0.0, a.seconds - b.seconds);
+  w.running = std::max(0.0, a.running - b.running);
+  w.productive = std::max(0.0, a.productive - b.productive);
+  w.tokens = std::max(0.0, a.tokens - b.tokens);
+  w.incidents = std::max(0.0, a.incidents - b.incidents);
+  w.loss = std::max(0.0, a.loss - b.loss);
+  w.other = std::max(0.0, a.other - b.other);
+  w.stops = std::max(0.0, a.stops - b.stops);
+  return w;
+}
+
+// The start of the window that ends at `now` and reaches back `span` seconds: the latest
+// sample at or before its start (the run's start, with nothing accumulated, if none).
+EvidenceSample WindowStart(const RunState& s, absl::Time now, double span) {
+  EvidenceSample start;
+  start.time = s.first_time;
+  const absl::Time from = now - absl::Seconds(span);
+  for (const EvidenceSample& e : s.evidence) {
+    if (e.time > from) break;
+    start = e;
+  }
+  return start;
+}
+
+// Poisson log-likelihood of n events in exposure e at its maximum (rate n/e).
+double PoissonPeak(double n, double e) { return n > 0 && e > 0 ? n * std::log(n / e) - n : 0; }
+// Exponential log-likelihood of n values summing to `sum` at its maximum (mean sum/n).
+double ExponentialPeak(double n, double sum) { return n > 0 && sum > 0 ? -n * std::log(sum / n) - n : 0; }
+
+// Posterior probability that the older and the recent window have different rates: the
+// log-likelihood ratio of two rates against one, less the BIC penalty for the extra
+// parameter (half the log of the observations), with prior odds kChangePrior.
+double ChangeProbability(double log_ratio, double observations) {
+  const double log_odds = std::log(kChangePrior / (1 - kChangePrior)) + log_ratio -
+                          0.5 * std::log(std::max(1.0, observations));
+  return 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
+}
+
+// Rates: two Poisson windows against their union.
+// Rates: two Poisson windows against their union, the log-likelihood ratio divided by the
+// counts' overdispersion (quasi-likelihood: bursts are not read as a change).
+double RateChange(double n_old, double e_old, double n_new, double e_new, double dispersion) {
+  if (e_old <= 0 || e_new <= 0) return 0;
+  const double ratio = PoissonPeak(n_old, e_old) + PoissonPeak(n_new, e_new) -
+                       PoissonPeak(n_old + n_new, e_old + e_new);
+  return ChangeProbability(std::max(0.0, ratio) / std::max(1.0, dispersion), n_old + n_new);
+}
+
+// Overdispersion of a count against Poisson (1 = Poisson; bursts of failures make it
+// larger): Pearson's chi-square over about kDispersionChunks equal spans of exposure,
+// divided by its degrees of freedom. Counts and exposure are read from the evidence
+// samples (cumulative) with `count` and `exposure`.
+constexpr int kDispersionChunks = 16;
+// Chunks before exposure `split` are compared with the older part's rate, the rest with
+// the recent part's, so that a change between them is not read as bursts.
+template <typename Count, typename Exposure>
+double Dispersion(const RunState& s, const EvidenceSample& now, double split, double n_split, Count count,
+                  Exposure exposure) {
+  const double total_e = exposure(now), total_n = count(now);
+  if (total_e <= 0 || total_n < 4 || s.evidence.size() < 2 * kDispersionChunks) return 1;
+  const double rate_old = split > 0 ? n_split / split : total_n / total_e;
+  const double rate_new = total_e > split ? (total_n - n_split) / (total_e - split) : rate_old;
+  double chi2 = 0, prev_e = 0, prev_n = 0;
+  int chunks = 0;
+  auto close = [&](double e, double n) {
+    const double expected = (prev_e < split ? rate_old : rate_new) * (e - prev_e);
+    if (expected > 0) {
+      chi2 += (n - prev_n - expected) * (n - prev_n - expected) / expected;
+      ++chunks;
+    }
+    prev_e = e;
+    prev_n = n;
+  };
+  for (const EvidenceSample& e : s.evidence) {
+    if (exposure(e) - prev_e >= total_e / kDispersionChunks && total_e - exposure(e) >= 0.5 * total_e / kDispersionChunks) {
+      close(exposure(e), count(e));
+    }
+  }
+  close(total_e, total_n);
+  return chunks >= 4 ? std::max(1.0, chi2 / (chunks - 1)) : 1;
+}
+
+// A pool of losses per incident to bootstrap from, mixed with the plan's log-normal.
+struct LossPool {
+  std::vector<double> losses;
+  double p_observed = 0;  // share of draws from the pool
+  double mean = 0, var = 0;  // of the mixture, for many incidents at once
+};
+LossPool MakePool(std::vector<double> losses, double plan_loss) {
+  LossPool p;
+  p.losses = std::move(losses);
+  const double n = static_cast<double>(p.losses.size());
+  p.p_observed = n / (n + kPriorIncidents);
+  double mean = 0, sq = 0;
+  for (double l : p.losses) {
+    mean += l;
+    sq += l * l;
+  }
+  if (n > 0) {
+    mean /= n;
+    sq /= n;
+  }
+  const double plan_sq = plan_loss * plan_loss * std::exp(kPlanLossSigma * kPlanLossSigma);
+  p.mean = p.p_observed * mean + (1 - p.p_observed) * plan_loss;
+  p.var = std::max(0.0, p.p_observed * sq + (1 - p.p_observed) * plan_sq - p.mean * p.mean);
+  return p;
+}
+
+// One process's estimate under one regime.
+struct RateRegime {
+  double alpha = 1, beta = 1;  // Gamma posterior of the rate (shape, rate)
+};
+struct RatioRegime {
+  double ratio = 0;   // overhead per compute second
+  double shape = 1;   // Gamma shape of its uncertainty (stops seen, plus the prior's)
+};
+
+// The failure and overhead processes ahead: a regime per process for "the past
+// continues" (index 0) and "the recent regime continues" (index 1), and the probability of
+// the latter.
+struct Processes {
+  RateRegime failures[2];
+  double p_failures = 0;
+  double failure_dispersion = 1;  // of the count ahead: variance / mean
+  LossPool losses[2];
+  double p_losses = 0;
+  RatioRegime overhead[2];
+  double p_overhead = 0;
+};
+
+Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const ForecastPrior& prior,
+                            const ForecastOptions& options, absl::Time as_of) {
+  Processes p;
+  const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
+  const double plan_ratio = Div(prior.plan_availability_seconds, prior.plan_active_seconds);
+  const std::vector<double> all_losses(s.incident_losses.begin(), s.incident_losses.end());
+  const double incidents = Incidents(s);
+
+  // The past continues: the whole history, the plan as the prior.
+  p.failures[0] = {kPriorInterruptions + incidents,
+                   kPriorInterruptions * prior.job_mtbf_seconds + snap.running_seconds};
+  p.losses[0] = MakePool(all_losses, plan_loss);
+  EvidenceSample start;
+  start.time = s.first_time;
+  const EvidenceSample now = EvidenceNow(s, snap);
+  const Window life = Between(start, now);
+  const double unit = life.stops > 0 ? life.other / life.stops : kTypicalStopSeconds;
+  const double prior_seconds =
+      plan_ratio > 0 ? std::clamp(kPriorStops * unit / plan_ratio, 86400.0, std::max(86400.0, prior.plan_active_seconds / 4))
+                     : std::max(86400.0, prior.plan_active_seconds / 4);
+  auto overhead = [&](double base_ratio, double base_seconds, double other, double productive, double stops) {
+    return RatioRegime{(base_ratio * base_seconds + other) / (base_seconds + productive), 1 + stops + kPriorStops};
+  };
+  p.overhead[0] = overhead(plan_ratio, prior_seconds, life.other, life.productive, life.stops);
+  p.failures[1] = p.failures[0];
+  p.losses[1] = p.losses[0];
+  p.overhead[1] = p.overhead[0];
+  if (options.model == EvidenceModel::kLifetime) {
+    // The baseline: planned downtime as the plan allots, nothing else from the evidence.
+    p.overhead[0] = p.overhead[1] = {plan_ratio, 1e9};
+    return p;
+  }
+  const double elapsed = snap.elapsed_seconds;
+  const double span = std::clamp(options.recent_share, 0.01, 1.0) * elapsed;
+  if (elapsed <= 0 || span <= 0) return p;
+  const double open = s.incident_open ? 1 : 0;  // the incident in progress is recent
+
+  if (options.model == EvidenceModel::kDiscounted) {
+    // Exponential discount by age, half-life `span`, over the sampled intervals.
+    Window d;
+    EvidenceSample prev = start;
+    auto add = [&](const EvidenceSample& next) {
+      const Window w = Between(prev, next);
+      const double mid = absl::ToDoubleSeconds(as_of - prev.time) - 0.5 * w.seconds;
+      const double weight = std::exp2(-std::max(0.0, mid) / span);
+      d.running += weight * w.running;
+      d.productive += weight * w.productive;
+      d.incidents += weight * w.incidents;
+      d.other += weight * w.other;
+      d.stops += weight * w.stops;
+      prev = next;
+    };
+    for (const EvidenceSample& e : s.evidence) {
+      if (e.time > prev.time && e.time <= as_of) add(e);
+    }
+    add(now);
+    p.failures[0] = {kPriorInterruptions + d.incidents + open,
+                     kPriorInterruptions * prior.job_mtbf_seconds + d.running};
+    // Losses: the newest incidents, as many as the discounted count.
+    const size_t keep = std::min(all_losses.size(), static_cast<size_t>(std::ceil(d.incidents)));
+    p.losses[0] = MakePool({all_losses.end() - static_cast<long>(keep), all_losses.end()}, plan_loss);
+    p.overhead[0] = overhead(plan_ratio, prior_seconds, d.other, d.productive, d.stops);
+    p.failures[1] = p.failures[0];
+    p.losses[1] = p.losses[0];
+    p.overhead[1] = p.overhead[0];
+    p.failure_dispersion = Dispersion(
+        s, now, 0, 0, [](const EvidenceSample& e) { return e.incidents; },
+        [](const EvidenceSample& e) { return e.running_seconds; });
+    return p;
+  }
+
+  // kChangepoint: the recent window against the older part.
+  const Window recent = Between(WindowStart(s, as_of, span), now);
+  const Window older = Minus(life, recent);
+  const double n_recent = recent.incidents + open;
+  const double n_older = std::max(0.0, incidents - n_recent);
+  // The recent regime's prior is the lifetime rate, worth one incident.
+  const double lifetime_rate = p.failures[0].alpha / p.failures[0].beta;
+  p.failures[1] = {1 + n_recent, (lifetime_rate > 0 ? 1 / lifetime_rate : prior.job_mtbf_seconds) + recent.running};
+  p.failure_dispersion = Dispersion(
+      s, now, older.running, older.incidents, [](const EvidenceSample& e) { return e.incidents; },
+      [](const EvidenceSample& e) { return e.running_seconds; });
+  p.p_failures = RateChange(n_older, older.running, n_recent, recent.running, p.failure_dispersion);
+
+  // Losses: the newest incidents, as many as the recent window closed.
+  const size_t keep = std::min(all_losses.size(), static_cast<size_t>(recent.incidents));
+  if (keep >= 2 && all_losses.size() - keep >= 2) {
+    const std::vector<double> newest(all_losses.end() - static_cast<long>(keep), all_losses.end());
+    double sum_new = 0, sum_all = 0;
+    for (double l : newest) sum_new += l;
+    for (double l : all_losses) sum_all += l;
+    const double n_new = static_cast<double>(keep), n_all = static_cast<double>(all_losses.size());
+    const double ratio = ExponentialPeak(n_new, sum_new) + ExponentialPeak(n_all - n_new, sum_all - sum_new) -
+                         ExponentialPeak(n_all, sum_all);
+    // Quasi-likelihood again: the exponential has a squared coefficient of variation of 1;
+    // heavier tails (a few restarts that take hours) must not read as a change.
+    double sq_all = 0;
+    for (double l : all_losses) sq_all += l * l;
+    const double mean_all = sum_all / n_all;
+    const double cv2 = mean_all > 0 ? (sq_all / n_all - mean_all * mean_all) / (mean_all * mean_all) : 1;
+    p.losses[1] = MakePool(newest, plan_loss);
+    p.p_losses = ChangeProbability(std::max(0.0, ratio) / std::max(1.0, cv2), n_all);
+  }
+
+  // Planned overhead: counted in units of the run's typical planned stop, so that one
+  // long window weighs as one event, not as its seconds.
+  // The recent regime's prior is the lifetime ratio, worth one stop.
+  const double ratio0 = p.overhead[0].ratio;
+  p.overhead[1] = ratio0 > 0 ? overhead(ratio0, unit / ratio0, recent.other, recent.productive, recent.stops)
+                             : overhead(0, prior_seconds, recent.other, recent.productive, recent.stops);
+  p.overhead[1].shape -= kPriorStops - 1;
+  if (life.stops > 0) {
+    const double dispersion = Dispersion(
+        s, now, older.productive, older.other / unit,
+        [unit](const EvidenceSample& e) { return e.other_seconds / unit; },
+        [](const EvidenceSample& e) { return e.productive_seconds; });
+    p.p_overhead =
+        RateChange(older.other / unit, older.productive, recent.other / unit, recent.productive, dispersion);
+  }
+  return p;
+}
+
+}  // namespace
+
+const char* EvidenceModelName(EvidenceModel model) {
+  switch (model) {
+    case EvidenceModel::kLifetime:
+      return "lifetime";
+    case EvidenceModel::kDiscounted:
+      return "discounted";
+    case EvidenceModel::kChangepoint:
+      return "changepoint";
+  }
+  return "?";
+}
+
 Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time now,
                     const ForecastOptions& options) {
   const RunSnapshot snap = Snapshot(s, now);
@@ -237,21 +533,23 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                                       std::pow(kObservedRateSigma + disagreement, 2) +
                                       std::pow(kFutureRateSigma * remaining_fraction, 2));
 
-  // Overheads ahead, in proportion to the compute ahead: checkpoints as observed (the
-  // plan's until an hour of evidence), planned downtime as the plan allots.
+  // Checkpoint overhead ahead in proportion to the compute ahead, as observed (the plan's
+  // until an hour of evidence).
   const double plan_ckpt_ratio = Div(prior.plan_checkpoint_seconds, prior.plan_active_seconds);
   const double obs_ckpt_ratio = Div(snap.seconds.checkpoint, snap.seconds.productive);
   const double ckpt_ratio = w_obs * obs_ckpt_ratio + (1 - w_obs) * plan_ckpt_ratio;
-  const double maintenance_ratio = Div(prior.plan_availability_seconds, prior.plan_active_seconds);
 
-  // Failures: Gamma-Poisson rate per running second; losses from the observed incidents
-  // (bootstrap, heavy tails kept) mixed with the plan's.
-  const double alpha = kPriorInterruptions + Incidents(s);
-  const double beta = kPriorInterruptions * prior.job_mtbf_seconds + snap.running_seconds;
-  const std::vector<double> losses(s.incident_losses.begin(), s.incident_losses.end());
-  const double p_observed_loss =
-      Div(static_cast<double>(losses.size()), static_cast<double>(losses.size()) + kPriorIncidents);
-  const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
+  // Failures, losses and planned overhead: a regime per process (see EvidenceModel).
+  const Processes proc = EstimateProcesses(s, snap, prior, options, sim.as_of);
+  sim.change_probability_failures = proc.p_failures;
+  sim.change_probability_losses = proc.p_losses;
+  sim.change_probability_overhead = proc.p_overhead;
+  auto mix = [](double p, double old_value, double new_value) { return (1 - p) * old_value + p * new_value; };
+  sim.mtbf_seconds = 1 / mix(proc.p_failures, proc.failures[0].alpha / proc.failures[0].beta,
+                             proc.failures[1].alpha / proc.failures[1].beta);
+  sim.loss_per_incident_seconds = mix(proc.p_losses, proc.losses[0].mean, proc.losses[1].mean);
+  sim.overhead_ratio = mix(proc.p_overhead, proc.overhead[0].ratio, proc.overhead[1].ratio);
+
   // The incident in progress, if the run is down or restarting after an unplanned stop.
   const bool in_incident = s.incident_open && (s.phase == Phase::kDown || s.phase == Phase::kStarting);
   const double incident_so_far =
@@ -268,30 +566,17 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0, 1);
   std::uniform_real_distribution<double> uniform(0, 1);
+  const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
   std::lognormal_distribution<double> plan_loss_draw(std::log(plan_loss) - 0.5 * kPlanLossSigma * kPlanLossSigma,
                                                      kPlanLossSigma);
-  auto draw_loss = [&]() {
-    if (!losses.empty() && uniform(rng) < p_observed_loss) {
-      return losses[static_cast<size_t>(uniform(rng) * static_cast<double>(losses.size())) % losses.size()];
+  auto draw_loss = [&](const LossPool& pool) {
+    if (!pool.losses.empty() && uniform(rng) < pool.p_observed) {
+      return pool.losses[static_cast<size_t>(uniform(rng) * static_cast<double>(pool.losses.size())) %
+                         pool.losses.size()];
     }
     return plan_loss_draw(rng);
   };
-
-  // For many interruptions in one draw, their total loss by the central limit theorem:
-  // the mixture's mean and variance, computed once.
-  double obs_mean = 0, obs_sq = 0;
-  for (double l : losses) {
-    obs_mean += l;
-    obs_sq += l * l;
-  }
-  if (!losses.empty()) {
-    obs_mean /= static_cast<double>(losses.size());
-    obs_sq /= static_cast<double>(losses.size());
-  }
-  const double plan_sq = plan_loss * plan_loss * std::exp(kPlanLossSigma * kPlanLossSigma);
-  const double mix_mean = p_observed_loss * obs_mean + (1 - p_observed_loss) * plan_loss;
-  const double mix_var = std::max(
-      0.0, p_observed_loss * obs_sq + (1 - p_observed_loss) * plan_sq - mix_mean * mix_mean);
+  // For many interruptions in one draw, their total loss by the central limit theorem.
   constexpr long kExactLossDraws = 256;
 
   const int draws = std::max(1, options.draws);
@@ -302,22 +587,36 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     const double rate = center * std::exp(rate_sigma * normal(rng));
     const double compute = rate > 0 ? remaining_tokens / rate : 0;
     const double running = compute * (1 + ckpt_ratio);
-    std::gamma_distribution<double> gamma(alpha, 1.0 / std::max(beta, 1.0));
+    const RateRegime& fr = proc.failures[uniform(rng) < proc.p_failures ? 1 : 0];
+    const LossPool& pool = proc.losses[uniform(rng) < proc.p_losses ? 1 : 0];
+    const RatioRegime& over = proc.overhead[uniform(rng) < proc.p_overhead ? 1 : 0];
+    std::gamma_distribution<double> gamma(fr.alpha, 1.0 / std::max(fr.beta, 1.0));
     const double lambda = gamma(rng);
-    std::poisson_distribution<long> count(std::max(0.0, lambda * running));
+    double expected = std::max(0.0, lambda * running);
+    if (proc.failure_dispersion > 1 && expected > 0) {
+      // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
+      std::gamma_distribution<double> burst(expected / (proc.failure_dispersion - 1), proc.failure_dispersion - 1);
+      expected = burst(rng);
+    }
+    std::poisson_distribution<long> count(expected);
     const long n = count(rng);
     double loss = 0;
     if (n <= kExactLossDraws) {
-      for (long k = 0; k < n; ++k) loss += draw_loss();
+      for (long k = 0; k < n; ++k) loss += draw_loss(pool);
     } else {
       const double nd = static_cast<double>(n);
-      loss = std::max(0.0, nd * mix_mean + std::sqrt(nd * mix_var) * normal(rng));
+      loss = std::max(0.0, nd * pool.mean + std::sqrt(nd * pool.var) * normal(rng));
     }
     if (in_incident) {
-      const double whole = draw_loss();
+      const double whole = draw_loss(pool);
       loss += whole > incident_so_far ? whole - incident_so_far : 0.1 * incident_so_far;
     }
-    const double total = wait + running + loss + compute * maintenance_ratio + planned_down_left;
+    double overhead_ratio = over.ratio;
+    if (over.shape < 1e8 && over.ratio > 0) {
+      std::gamma_distribution<double> spread(over.shape, over.ratio / over.shape);
+      overhead_ratio = spread(rng);
+    }
+    const double total = wait + running + loss + compute * overhead_ratio + planned_down_left;
     finish[static_cast<size_t>(i)] = total;
     future_loss[static_cast<size_t>(i)] = loss;
     if (consumed + loss > prior.budget_seconds) ++exhausted;

@@ -35,8 +35,31 @@ struct ForecastPrior {
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
 
+// How the failure process (interruption rate, loss per incident) and the planned overhead
+// (maintenance, deliberate restarts) ahead are estimated from the run so far. The README's
+// calibration section has the backtest figures of each.
+enum class EvidenceModel {
+  // The whole history weighs equally (a Gamma-Poisson rate with the plan as a prior, a
+  // bootstrap of the observed losses); planned downtime ahead as the plan allots. The
+  // forecaster before issue 11, kept as the baseline of the backtests.
+  kLifetime,
+  // Discounted Gamma-Poisson: old exposure, counts and overhead lose half their weight
+  // every `recent_share` of the elapsed time.
+  kDiscounted,
+  // Two regimes per process, "the past continues" (lifetime) and "the recent regime
+  // continues" (the last `recent_share` of the elapsed time), weighted by the posterior
+  // probability of a change between them (a Bayes factor with the BIC penalty); each draw
+  // picks a regime, so the P10..P90 covers both while they disagree. The default.
+  kChangepoint,
+};
+[[nodiscard]] const char* EvidenceModelName(EvidenceModel model);
+
 struct ForecastOptions {
   int draws = 2000;
+  EvidenceModel model = EvidenceModel::kChangepoint;
+  // The recent window (kChangepoint) or half-life (kDiscounted), as a share of the time
+  // elapsed: scale-free, so a week-old run and a three-month one are read alike.
+  double recent_share = 0.25;
 };
 
 struct Forecast {
@@ -99,6 +122,13 @@ struct Simulation {
   double future_loss_p50_seconds = 0;
   double exhaustion_probability = 0;
   double deadline_probability = 0;
+  // What the simulation assumed for the rest of the run (kChangepoint: the mixture's mean).
+  double change_probability_failures = 0;  // the recent regime's weight
+  double change_probability_losses = 0;
+  double change_probability_overhead = 0;
+  double mtbf_seconds = 0;                 // running seconds per incident ahead
+  double loss_per_incident_seconds = 0;
+  double overhead_ratio = 0;               // planned overhead per compute second ahead
 };
 [[nodiscard]] Simulation Simulate(const RunState& state, const ForecastPrior& prior, absl::Time now,
                                   const ForecastOptions& options = {});

@@ -4,6 +4,7 @@
 #define FLIGHTPLAN_FORECAST_SIMULATOR_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "forecast/event.h"
@@ -20,6 +21,25 @@ struct SimulationOptions {
   double regime_at = 0.0;             // progress (0..1) where a regime change starts; 0 = none
   double regime_failure_factor = 1.0; // ... failures x k after it (a bad rack)
   double regime_throughput_factor = 1.0;
+  // A chaotic start: failures x k (on top of failure_rate_factor) until this progress.
+  double early_until = 0.0;
+  double early_failure_factor = 1.0;
+  // Bursty failures: "bad days" (a flaky switch, a cooling fault) arrive every
+  // `bad_day_every_days` on average (exponential gaps, wall clock) and last
+  // `bad_day_hours`, with failures x `bad_day_failure_factor` inside them. 0 = none.
+  double bad_day_every_days = 0.0;
+  double bad_day_hours = 24.0;
+  double bad_day_failure_factor = 10.0;
+  // Maintenance on a calendar instead of the plan's allotment: every
+  // `maintenance_every_days` (wall clock), a planned stop of `maintenance_hours` at the next
+  // checkpoint. 0 = the plan's availability allotment as windows (see `maintenance`).
+  double maintenance_every_days = 0.0;
+  double maintenance_hours = 6.0;
+  // Deliberate interventions: every `intervention_every_days` (wall clock), a planned
+  // restart that rolls back `intervention_rollback_checkpoints` checkpoints (a loss spike
+  // rewound, a learning-rate change redone), losing that work on purpose. 0 = none.
+  double intervention_every_days = 0.0;
+  int intervention_rollback_checkpoints = 3;
   double restart_tail_alpha = 0.0;    // > 0: restarts Pareto-tailed with this shape
   double hang_fraction = 0.0;         // failures that hang until a watchdog kills them
   double watchdog_seconds = 1800;
@@ -29,6 +49,18 @@ struct SimulationOptions {
   // Step reports per run (the report interval is chosen to give about this many).
   int64_t target_reports = 2000;
 };
+
+// Named scenarios (the calibration test's and `flightplan simulate --scenario`): the
+// options for `name`, and the progress (0..1) from which the change can be seen (0 for a
+// run with no change). False for an unknown name.
+struct Scenario {
+  const char* name;
+  const char* description;
+  SimulationOptions options;
+  double change_at = 0;  // progress where reality changes; forecasts before it can't know
+};
+[[nodiscard]] const std::vector<Scenario>& Scenarios();
+[[nodiscard]] const Scenario* FindScenario(std::string_view name);
 
 // The events of the whole run, in time order, each with an id. Starts at the plan's start.
 [[nodiscard]] std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& report,

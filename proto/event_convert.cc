@@ -171,6 +171,19 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pb->set_time_us(Micros(b.time));
     pb->set_consumed_seconds(b.consumed_seconds);
   }
+  for (const auto& e : s.evidence) {
+    auto* pe = p.add_evidence();
+    pe->set_time_us(Micros(e.time));
+    pe->set_running_seconds(e.running_seconds);
+    pe->set_productive_seconds(e.productive_seconds);
+    pe->set_productive_tokens(e.productive_tokens);
+    pe->set_incidents(e.incidents);
+    pe->set_incident_loss_seconds(e.incident_loss_seconds);
+    pe->set_other_seconds(e.other_seconds);
+    pe->set_planned_stops(e.planned_stops);
+  }
+  p.set_evidence_spacing_us(absl::ToInt64Microseconds(s.evidence_spacing));
+  p.set_planned_interruptions(s.planned_interruptions);
   return p;
 }
 
@@ -220,6 +233,15 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   for (const auto& b : p.budget_samples()) {
     s.budget_samples.push_back({FromMicros(b.time_us()), b.consumed_seconds()});
   }
+  // Snapshots from before the evidence samples have none: estimates over windows then
+  // start from the snapshot on.
+  for (const auto& e : p.evidence()) {
+    s.evidence.push_back({FromMicros(e.time_us()), e.running_seconds(), e.productive_seconds(),
+                          e.productive_tokens(), e.incidents(), e.incident_loss_seconds(),
+                          e.other_seconds(), e.planned_stops()});
+  }
+  s.planned_interruptions = p.planned_interruptions();
+  if (p.evidence_spacing_us() > 0) s.evidence_spacing = absl::Microseconds(p.evidence_spacing_us());
   return s;
 }
 
