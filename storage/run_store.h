@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -25,6 +26,26 @@ struct StoredRun {
   std::string plan;            // serialized flightplan.v1.Plan of the latest revision
   int64_t snapshot_seq = 0;    // events with seq <= this are folded into `snapshot`
   std::string snapshot;        // serialized flightplan.v1.RunStateSnapshot, or empty
+};
+
+// One point of a run's forecast trajectory (its forecast history): what the daemon forecast
+// as of a moment of the run. Finish times outside what a protobuf Timestamp can hold (a run
+// that would take millennia) are absent.
+struct ForecastPoint {
+  absl::Time as_of = absl::UnixEpoch();  // the run's "now" of the forecast
+  uint64_t events = 0;                   // the run's events it was made from
+  std::optional<absl::Time> finish_p10, finish_p50, finish_p90;
+  double consumed_seconds = 0;             // failure budget consumed
+  double projected_at_finish_seconds = 0;  // consumed + the median loss still to come
+  double exhaustion_probability = 0;
+  double burn_rate = 0;
+  bool finished = false;
+};
+
+// The end of a run's stored forecast history.
+struct ForecastHistoryTail {
+  int64_t points = 0;
+  std::optional<ForecastPoint> last;
 };
 
 class RunStore {
@@ -59,6 +80,20 @@ class RunStore {
                                                             const std::string& event) = 0;
   [[nodiscard]] virtual absl::Status SaveSnapshot(int64_t run_id, int64_t seq,
                                                   const std::string& state) = 0;
+
+  // Forecast history. A point is appended inside a transaction; one with the as_of of the
+  // run's latest point replaces it (a newer forecast of the same moment); one before it is
+  // refused (INVALID_ARGUMENT): a run's points are strictly increasing in as_of.
+  [[nodiscard]] virtual absl::Status InsertForecastPoint(int64_t run_id, const ForecastPoint& point) = 0;
+  // The run's points, oldest first.
+  [[nodiscard]] virtual absl::Status ForEachForecastPoint(
+      int64_t run_id, const std::function<void(const ForecastPoint&)>& fn) = 0;
+  [[nodiscard]] virtual absl::StatusOr<ForecastHistoryTail> LastForecastPoint(int64_t run_id) = 0;
+  // When the run holds more than `keep_at_most` points, removes every second one of its
+  // older half (the first point stays): a long run keeps its whole trajectory, its past at
+  // a coarser grain. Returns the points left.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id,
+                                                                    int64_t keep_at_most) = 0;
 
   // Every run's snapshot covers all of its events with seq <= the watermark: recovery
   // folds only the events after it. Set in the transaction that saves the snapshots.

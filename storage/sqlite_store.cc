@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,21 @@ const std::vector<const char*>& Migrations() {
       // watermark: every run's snapshot covers all of its events with seq <= this.
       "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
       "INSERT INTO meta(key, value) VALUES('snapshot_watermark', 0);",
+      // 2: each run's forecast trajectory, thinned by the writer (DESIGN.md §8). Keyed by
+      // time, so a run's points are stored in time order and never two at one as_of.
+      "CREATE TABLE forecast_history("
+      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+      "  as_of_us INTEGER NOT NULL,"
+      "  events INTEGER NOT NULL,"
+      "  finish_p10_us INTEGER,"
+      "  finish_p50_us INTEGER,"
+      "  finish_p90_us INTEGER,"
+      "  consumed_seconds REAL NOT NULL,"
+      "  projected_at_finish_seconds REAL NOT NULL,"
+      "  exhaustion_probability REAL NOT NULL,"
+      "  burn_rate REAL NOT NULL,"
+      "  finished INTEGER NOT NULL,"
+      "  PRIMARY KEY(run_id, as_of_us)) WITHOUT ROWID;",
   };
   return *migrations;
 }
@@ -102,6 +118,19 @@ class SqliteStore::Statement {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
     return *this;
   }
+  Statement& BindReal(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  // An absent time is NULL.
+  Statement& BindTime(int i, const std::optional<absl::Time>& t) {
+    if (t) {
+      sqlite3_bind_int64(stmt_, i, absl::ToUnixMicros(*t));
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+    return *this;
+  }
   Statement& BindBlob(int i, const std::string& v) {
     sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
     return *this;
@@ -121,6 +150,11 @@ class SqliteStore::Statement {
     return SqliteError(db_, rc, what);
   }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  double Real(int col) { return sqlite3_column_double(stmt_, col); }
+  std::optional<absl::Time> Time(int col) {
+    if (IsNull(col)) return std::nullopt;
+    return absl::FromUnixMicros(Int(col));
+  }
   bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) {
     const void* p = sqlite3_column_blob(stmt_, col);
@@ -246,7 +280,8 @@ void SqliteStore::Disconnect(bool release_lock) {
   for (std::unique_ptr<Statement>* s :
        {&begin_, &commit_, &rollback_, &savepoint_, &rollback_to_, &release_, &insert_run_,
         &insert_plan_, &insert_event_, &save_snapshot_, &page_count_, &set_watermark_,
-        &get_watermark_}) {
+        &get_watermark_, &insert_point_, &read_points_, &last_point_, &count_points_,
+        &thin_points_}) {
     s->reset();
   }
   if (db_ != nullptr) sqlite3_close(db_);
@@ -484,6 +519,11 @@ absl::Status SqliteStore::Migrate(bool check) {
   return Exec("COMMIT");
 }
 
+// The columns of a forecast point, in PointFromRow's order.
+#define FLIGHTPLAN_POINT_COLUMNS                                                         \
+  "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, " \
+  "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished"
+
 absl::Status SqliteStore::Prepare() {
   struct Entry {
     std::unique_ptr<Statement>* slot;
@@ -508,6 +548,31 @@ absl::Status SqliteStore::Prepare() {
       {&get_watermark_, "SELECT value FROM meta WHERE key = 'snapshot_watermark'"},
       {&page_count_,
        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"},
+      {&insert_point_,
+       "INSERT INTO forecast_history(run_id, as_of_us, events, finish_p10_us, finish_p50_us, "
+       "  finish_p90_us, consumed_seconds, projected_at_finish_seconds, exhaustion_probability, "
+       "  burn_rate, finished) "
+       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 WHERE NOT EXISTS("
+       "  SELECT 1 FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2) "
+       "ON CONFLICT(run_id, as_of_us) DO UPDATE SET events = excluded.events, "
+       "  finish_p10_us = excluded.finish_p10_us, finish_p50_us = excluded.finish_p50_us, "
+       "  finish_p90_us = excluded.finish_p90_us, consumed_seconds = excluded.consumed_seconds, "
+       "  projected_at_finish_seconds = excluded.projected_at_finish_seconds, "
+       "  exhaustion_probability = excluded.exhaustion_probability, "
+       "  burn_rate = excluded.burn_rate, finished = excluded.finished"},
+      {&read_points_,
+       "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
+       "ORDER BY as_of_us"},
+      {&last_point_,
+       "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
+       "ORDER BY as_of_us DESC LIMIT 1"},
+      {&count_points_, "SELECT count(*) FROM forecast_history WHERE run_id = ?1"},
+      // Every second point (by time) among the oldest ?2, the first one kept.
+      {&thin_points_,
+       "DELETE FROM forecast_history WHERE run_id = ?1 AND as_of_us IN ("
+       "  SELECT as_of_us FROM (SELECT as_of_us, row_number() OVER (ORDER BY as_of_us) AS n"
+       "                        FROM forecast_history WHERE run_id = ?1)"
+       "  WHERE n % 2 = 0 AND n <= ?2)"},
   };
   for (const Entry& e : entries) {
     absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, e.sql);
@@ -516,6 +581,7 @@ absl::Status SqliteStore::Prepare() {
   }
   return absl::OkStatus();
 }
+#undef FLIGHTPLAN_POINT_COLUMNS
 
 std::string DefaultDatabasePath() {
   if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state) {
@@ -679,6 +745,88 @@ absl::StatusOr<int64_t> SqliteStore::SnapshotWatermark() {
   const int64_t seq = *row ? get_watermark_->Int(0) : 0;
   get_watermark_->Reset();
   return seq;
+}
+
+absl::Status SqliteStore::InsertForecastPoint(int64_t run_id, const ForecastPoint& p) {
+  absl::Status st = insert_point_->Reset()
+                        .Bind(1, run_id)
+                        .Bind(2, absl::ToUnixMicros(p.as_of))
+                        .Bind(3, static_cast<int64_t>(p.events))
+                        .BindTime(4, p.finish_p10)
+                        .BindTime(5, p.finish_p50)
+                        .BindTime(6, p.finish_p90)
+                        .BindReal(7, p.consumed_seconds)
+                        .BindReal(8, p.projected_at_finish_seconds)
+                        .BindReal(9, p.exhaustion_probability)
+                        .BindReal(10, p.burn_rate)
+                        .Bind(11, int64_t{p.finished ? 1 : 0})
+                        .Run("insert forecast point");
+  if (!st.ok()) return st;
+  if (sqlite3_changes(db_) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "forecast point as of ", absl::FormatTime(p.as_of),
+        " is before the run's latest one (the history is monotone in time)"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+// A row of FLIGHTPLAN_POINT_COLUMNS.
+template <typename S>
+ForecastPoint PointFromRow(S& s) {
+  ForecastPoint p;
+  p.as_of = absl::FromUnixMicros(s.Int(0));
+  p.events = static_cast<uint64_t>(s.Int(1));
+  p.finish_p10 = s.Time(2);
+  p.finish_p50 = s.Time(3);
+  p.finish_p90 = s.Time(4);
+  p.consumed_seconds = s.Real(5);
+  p.projected_at_finish_seconds = s.Real(6);
+  p.exhaustion_probability = s.Real(7);
+  p.burn_rate = s.Real(8);
+  p.finished = s.Int(9) != 0;
+  return p;
+}
+}  // namespace
+
+absl::Status SqliteStore::ForEachForecastPoint(int64_t run_id,
+                                               const std::function<void(const ForecastPoint&)>& fn) {
+  Statement& s = read_points_->Reset().Bind(1, run_id);
+  while (true) {
+    absl::StatusOr<bool> row = s.Step("read forecast history");
+    if (!row.ok()) {
+      s.Reset();
+      return row.status();
+    }
+    if (!*row) break;
+    fn(PointFromRow(s));
+  }
+  s.Reset();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForecastHistoryTail> SqliteStore::LastForecastPoint(int64_t run_id) {
+  ForecastHistoryTail tail;
+  absl::StatusOr<bool> row = count_points_->Reset().Bind(1, run_id).Step("count forecast history");
+  if (!row.ok()) return row.status();
+  tail.points = *row ? count_points_->Int(0) : 0;
+  count_points_->Reset();
+  row = last_point_->Reset().Bind(1, run_id).Step("read forecast history");
+  if (!row.ok()) return row.status();
+  if (*row) tail.last = PointFromRow(*last_point_);
+  last_point_->Reset();
+  return tail;
+}
+
+absl::StatusOr<int64_t> SqliteStore::ThinForecastHistory(int64_t run_id, int64_t keep_at_most) {
+  absl::StatusOr<bool> row = count_points_->Reset().Bind(1, run_id).Step("count forecast history");
+  if (!row.ok()) return row.status();
+  const int64_t points = *row ? count_points_->Int(0) : 0;
+  count_points_->Reset();
+  if (points <= keep_at_most) return points;
+  absl::Status st = thin_points_->Reset().Bind(1, run_id).Bind(2, points / 2).Run("thin forecast history");
+  if (!st.ok()) return st;
+  return points - sqlite3_changes(db_);
 }
 
 int64_t SqliteStore::DatabaseBytes() {

@@ -29,7 +29,7 @@ inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"
 // flightpland's default database: $XDG_STATE_HOME/flightplan/flightplan.db, else
 // ~/.local/state/flightplan/flightplan.db (works for a first-time user without root).
 std::string DefaultDatabasePath();
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 class SqliteStore final : public RunStore {
  public:
@@ -67,6 +67,11 @@ class SqliteStore final : public RunStore {
   absl::StatusOr<int64_t> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
                                       const std::string& event) override;
   absl::Status SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) override;
+  absl::Status InsertForecastPoint(int64_t run_id, const ForecastPoint& point) override;
+  absl::Status ForEachForecastPoint(int64_t run_id,
+                                    const std::function<void(const ForecastPoint&)>& fn) override;
+  absl::StatusOr<ForecastHistoryTail> LastForecastPoint(int64_t run_id) override;
+  absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id, int64_t keep_at_most) override;
   absl::Status SetSnapshotWatermark(int64_t seq) override;
   absl::StatusOr<int64_t> SnapshotWatermark() override;
   int64_t DatabaseBytes() override;
@@ -113,7 +118,7 @@ class SqliteStore final : public RunStore {
   std::string reconnect_error_;
   std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
       insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,
-      get_watermark_;
+      get_watermark_, insert_point_, read_points_, last_point_, count_points_, thin_points_;
 };
 
 }  // namespace flightplan::storage

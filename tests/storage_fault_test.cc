@@ -89,6 +89,19 @@ class FaultyStore final : public storage::RunStore {
   absl::Status SaveSnapshot(int64_t run, int64_t seq, const std::string& state) override {
     return inner_->SaveSnapshot(run, seq, state);
   }
+  absl::Status InsertForecastPoint(int64_t run, const storage::ForecastPoint& point) override {
+    return inner_->InsertForecastPoint(run, point);
+  }
+  absl::Status ForEachForecastPoint(
+      int64_t run, const std::function<void(const storage::ForecastPoint&)>& fn) override {
+    return inner_->ForEachForecastPoint(run, fn);
+  }
+  absl::StatusOr<storage::ForecastHistoryTail> LastForecastPoint(int64_t run) override {
+    return inner_->LastForecastPoint(run);
+  }
+  absl::StatusOr<int64_t> ThinForecastHistory(int64_t run, int64_t keep_at_most) override {
+    return inner_->ThinForecastHistory(run, keep_at_most);
+  }
   absl::Status SetSnapshotWatermark(int64_t seq) override { return inner_->SetSnapshotWatermark(seq); }
   absl::StatusOr<int64_t> SnapshotWatermark() override { return inner_->SnapshotWatermark(); }
   int64_t DatabaseBytes() override { return inner_->DatabaseBytes(); }
