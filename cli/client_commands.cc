@@ -513,17 +513,42 @@ int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream&
   return 0;
 }
 
-int RunStatus(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out,
               std::ostream& err) {
+  auto stub = Connect(client);
+  v1::GetStatusRequest request;
+  request.set_run(options.run);
+  v1::RunStatus status;
+  // A stale forecast is on its way (the daemon hurries a run read while stale): wait for
+  // it, bounded, then print what there is; the text and JSON say when it is stale.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(options.wait_seconds * 1000));
+  while (true) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    grpc::Status st = stub->GetStatus(&ctx, request, &status);
+    if (!st.ok()) return Fail(err, "status", st, client);
+    const auto now = std::chrono::steady_clock::now();
+    if (!status.forecast().forecast_stale() || now >= deadline) break;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(100), deadline - now));
+  }
+  out << (options.json ? Json(status) : FormatRunStatus(status));
+  return 0;
+}
+
+int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+               std::ostream& err) {
   auto stub = Connect(client);
   grpc::ClientContext ctx;
   SetDeadline(ctx, client);
-  v1::GetStatusRequest request;
+  // 20,000 points are about 2 MB: above gRPC's default 4 MB only with many large moves.
+  v1::GetHistoryRequest request;
   request.set_run(run);
-  v1::RunStatus status;
-  grpc::Status st = stub->GetStatus(&ctx, request, &status);
-  if (!st.ok()) return Fail(err, "status", st, client);
-  out << (json ? Json(status) : FormatRunStatus(status));
+  v1::ForecastHistory history;
+  grpc::Status st = stub->GetHistory(&ctx, request, &history);
+  if (!st.ok()) return Fail(err, "history", st, client);
+  out << (json ? Json(history) : FormatHistory(history));
   return 0;
 }
 

@@ -1,4 +1,5 @@
-// The `flightplan` commands that talk to flightpland: create, replay, report, status, runs.
+// The `flightplan` commands that talk to flightpland: create, replay, report, status,
+// history, runs.
 //
 // Each returns the process exit status: 0 on success, 1 when the daemon refused something
 // (its status code and message are printed), 2 on bad usage or an unreadable input file.
@@ -70,8 +71,19 @@ struct TailOptions {
 int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
             std::ostream& err);
 
-int RunStatus(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+struct StatusOptions {
+  std::string run;
+  bool json = false;
+  // How long to wait for a forecast that has caught up with the run's events (polling
+  // every 100 ms); after it, the status is printed as it is, its forecast labelled stale.
+  // 0: no wait.
+  double wait_seconds = 2;
+};
+int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out,
               std::ostream& err);
+// The run's stored forecast trajectory: a table, or the ForecastHistory as proto JSON.
+int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+               std::ostream& err);
 int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);
 
 }  // namespace flightplan

@@ -92,13 +92,31 @@ int main(int argc, char** argv) {
   report->add_option("--id", report_options.id, "idempotency key");
   report->add_option("--attempt", report_options.attempt, "the attempt it comes from (default: current)");
 
-  std::string status_run;
-  bool status_json = false;
+  flightplan::StatusOptions status_options;
+  bool no_wait = false;
   CLI::App* status = app.add_subcommand(
       "status", "A run's progress, wall time by category, interruptions, throughput, finish "
-                "forecast (P10/P50/P90), failure budget and burn rates, and reliability.");
-  status->add_option("RUN", status_run, "run name")->required();
-  status->add_flag("--json", status_json, "print the RunStatus as proto JSON (proto field names)");
+                "forecast (P10/P50/P90), failure budget and burn rates, and reliability. When "
+                "the forecast is behind the run's events it waits for a fresh one (--wait), "
+                "then says how old the one shown is.");
+  status->add_option("RUN", status_options.run, "run name")->required();
+  status->add_flag("--json", status_options.json, "print the RunStatus as proto JSON (proto field names)");
+  status->add_option("--wait", status_options.wait_seconds,
+                     "seconds to wait for a forecast that has caught up with the run's events; "
+                     "after it, the status shows the older one, labelled")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
+  status->add_flag("--no-wait", no_wait, "print at once, a stale forecast labelled (--wait 0)");
+
+  std::string history_run;
+  bool history_json = false;
+  CLI::App* history = app.add_subcommand(
+      "history", "A run's forecast trajectory as flightpland stored it: as of, events, P10/P50/P90 "
+                 "finish, failure budget consumed, projected at finish, P(exhausted), burn rate. "
+                 "A point per 10 minutes of the run's time and on large moves.");
+  history->add_option("RUN", history_run, "run name")->required();
+  history->add_flag("--json", history_json,
+                    "print the ForecastHistory as proto JSON (proto field names)");
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
@@ -214,7 +232,11 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand(report)) return flightplan::RunReport(client, report_options, std::cout, std::cerr);
   if (app.got_subcommand(status)) {
-    return flightplan::RunStatus(client, status_run, status_json, std::cout, std::cerr);
+    if (no_wait) status_options.wait_seconds = 0;
+    return flightplan::RunStatus(client, status_options, std::cout, std::cerr);
+  }
+  if (app.got_subcommand(history)) {
+    return flightplan::RunHistory(client, history_run, history_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
   if (app.got_subcommand(backup)) {

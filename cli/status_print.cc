@@ -11,6 +11,31 @@ namespace flightplan {
 
 using namespace units;  // NOLINT: formatting only
 
+std::string FormatForecastFreshness(const v1::RunStatus& s) {
+  const v1::Forecast& fc = s.forecast();
+  if (!fc.forecast_stale()) return "";
+  constexpr char kTail[] =
+      "finish, slip, projection and P(exhausted) are from then; a newer one is being computed";
+  if (!fc.has_forecast_as_of()) {
+    return absl::StrFormat("  %-22s none yet (being computed): the budget projection below is "
+                           "from accounting alone\n",
+                           "forecast");
+  }
+  if (fc.forecast_events() == 0) {
+    return absl::StrFormat("  %-22s the plan alone, before the run's first event (%s behind): %s\n",
+                           "forecast as of", Count(static_cast<double>(s.events())), kTail);
+  }
+  if (fc.forecast_events() >= s.events()) {
+    return absl::StrFormat("  %-22s %s events, %s ago, before the plan's latest revision: %s\n",
+                           "forecast as of", Count(static_cast<double>(fc.forecast_events())),
+                           Duration(fc.forecast_age_seconds()), kTail);
+  }
+  return absl::StrFormat("  %-22s %s events (%s behind), %s ago: %s\n", "forecast as of",
+                         Count(static_cast<double>(fc.forecast_events())),
+                         Count(static_cast<double>(s.events() - fc.forecast_events())),
+                         Duration(fc.forecast_age_seconds()), kTail);
+}
+
 std::string FormatRunStatus(const v1::RunStatus& s) {
   std::string out;
   absl::StrAppend(&out, "run ", s.run(), ": ", s.state(), ", attempt ", s.attempt(),
@@ -74,6 +99,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
                                           Date(TimeFromProto(fc.plan_finish()))));
   }
+  absl::StrAppend(&out, FormatForecastFreshness(s));
   if (fc.has_deadline()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",
                                           Date(TimeFromProto(fc.deadline())),
@@ -105,6 +131,39 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         Duration(r.recommended_checkpoint_interval_seconds()),
                                         Duration(r.plan_checkpoint_interval_seconds())));
   for (const std::string& f : s.flags()) absl::StrAppend(&out, "  FLAG: ", f, "\n");
+  return out;
+}
+
+std::string FormatHistory(const v1::ForecastHistory& h) {
+  if (h.points().empty()) {
+    return absl::StrCat("run ", h.run(),
+                        ": no forecast history yet (a point is kept once the run has events and "
+                        "a forecast)\n");
+  }
+  std::string out = absl::StrFormat(
+      "run %s: %d forecast point%s, %s to %s\n", h.run(), h.points_size(),
+      h.points_size() == 1 ? "" : "s",
+      Date(TimeFromProto(h.points(0).as_of())),
+      Date(TimeFromProto(h.points(h.points_size() - 1).as_of())));
+  absl::StrAppend(&out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s\n", "AS OF",
+                                        "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED",
+                                        "PROJECTED", "P(EXH)", "BURN"));
+  auto day = [](const google::protobuf::Timestamp& t, bool has, bool with_time) {
+    if (!has) return std::string("-");
+    return with_time ? Date(TimeFromProto(t)) : DateOnly(TimeFromProto(t));
+  };
+  for (const v1::ForecastPoint& p : h.points()) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f%s\n",
+                              Date(TimeFromProto(p.as_of())), Count(static_cast<double>(p.events())),
+                              day(p.finish_p10(), p.has_finish_p10(), false),
+                              day(p.finish_p50(), p.has_finish_p50(), true),
+                              day(p.finish_p90(), p.has_finish_p90(), false),
+                              Duration(p.budget_consumed_seconds()),
+                              Duration(p.projected_at_finish_seconds()),
+                              Percent(p.exhaustion_probability(), 0), p.burn_rate(),
+                              p.finished() ? "  finished" : ""));
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
-// The human-readable run status of `flightplan status`.
+// The human-readable run status of `flightplan status` and forecast history of
+// `flightplan history`. Pure.
 #ifndef FLIGHTPLAN_CLI_STATUS_PRINT_H_
 #define FLIGHTPLAN_CLI_STATUS_PRINT_H_
 
@@ -10,6 +11,11 @@
 namespace flightplan {
 
 [[nodiscard]] std::string FormatRunStatus(const v1::RunStatus& status);
+// The line that says a status's forecast is older than its state ("forecast as of N events
+// (M behind), T ago"), or "" when it is fresh. Part of FormatRunStatus.
+[[nodiscard]] std::string FormatForecastFreshness(const v1::RunStatus& status);
+// `flightplan history`: one row per stored forecast point, oldest first.
+[[nodiscard]] std::string FormatHistory(const v1::ForecastHistory& history);
 [[nodiscard]] std::string FormatRunList(const v1::ListRunsResponse& runs);
 
 }  // namespace flightplan

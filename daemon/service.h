@@ -41,6 +41,9 @@ class TrackerService final : public v1::Tracker::CallbackService {
                                       v1::RunStatus* response) override;
   grpc::ServerWriteReactor<v1::RunStatus>* WatchStatus(grpc::CallbackServerContext* context,
                                                        const v1::GetStatusRequest* request) override;
+  grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
+                                       const v1::GetHistoryRequest* request,
+                                       v1::ForecastHistory* response) override;
   grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
                                      const v1::ListRunsRequest* request,
                                      v1::ListRunsResponse* response) override;

@@ -16,7 +16,7 @@
 namespace flightplan::daemon {
 
 struct Tracker::Request {
-  enum class Kind { kEvents, kCreate, kUpdate };
+  enum class Kind { kEvents, kCreate, kUpdate, kHistory };
   Kind kind = Kind::kEvents;
 
   struct Item {
@@ -35,11 +35,15 @@ struct Tracker::Request {
   std::shared_ptr<const RunPlan> plan;
   std::function<void(CreateResult)> plan_done;
   CreateResult create_result;
+
+  std::function<void(HistoryResult)> history_done;  // kHistory, for `run`
 };
 
 // The runs a group of requests touches, as mutable copies until the commit.
 struct Tracker::Group {
   std::map<std::string, std::unique_ptr<RunView>> working;
+  // History tails changed by this group, by run id: history_tails_ after the commit.
+  std::map<int64_t, storage::ForecastHistoryTail> history;
 };
 
 absl::Status ValidateRunName(const std::string& run) {
@@ -170,18 +174,19 @@ absl::Status Tracker::Recover() {
 
 void Tracker::Stop() {
   std::call_once(stopped_, [this] {
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      stopping_ = true;
-    }
-    queue_cv_.notify_all();
-    if (writer_.joinable()) writer_.join();
+    // The forecaster first: its last history points reach the writer before it drains.
     {
       std::lock_guard<std::mutex> lock(forecasts_mu_);
       forecasts_stop_ = true;
     }
     forecasts_cv_.notify_all();
     if (forecaster_.joinable()) forecaster_.join();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    if (writer_.joinable()) writer_.join();
   });
 }
 
@@ -279,6 +284,16 @@ absl::Status Tracker::SubmitPlan(bool update, std::string run, v1::Plan plan,
   return Enqueue(std::move(request));
 }
 
+absl::Status Tracker::SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done) {
+  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
+  if (!Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kHistory;
+  request->run = std::move(run);
+  request->history_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
 std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const {
   std::lock_guard<std::mutex> lock(runs_mu_);
   auto it = runs_.find(run);
@@ -310,94 +325,136 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
     status.mutable_progress()->set_plan_tokens(
         static_cast<int64_t>(share * static_cast<double>(prior.target_tokens)));
   }
-  // The cheap part now; the simulation as last computed (never waited for).
+  // The cheap part now; the simulation as last computed (never waited for), labelled with
+  // how old it is.
   forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
-  std::shared_ptr<const forecast::Simulation> sim;
+  CachedSimulation cached;
   {
     std::lock_guard<std::mutex> lock(forecasts_mu_);
     auto it = simulations_.find(view.name);
-    if (it != simulations_.end()) sim = it->second;
+    if (it != simulations_.end()) cached = it->second;
   }
+  const forecast::Simulation* sim = cached.sim.get();
   if (sim) f = forecast::Combine(f, *sim);
   ForecastToProto(f, sim ? std::max<uint64_t>(sim->events, 1) : 0, status);
+  const bool stale = sim == nullptr || sim->events != view.state.events ||
+                     cached.plan_revision != view.plan->revision;
+  v1::Forecast* fc = status.mutable_forecast();
+  fc->set_forecast_stale(stale);
+  if (sim) {
+    // Exact, also for a simulation of a run without events (forecast_as_of says one exists).
+    fc->set_forecast_events(sim->events);
+    *fc->mutable_forecast_as_of() = TimeToProto(sim->as_of);
+    fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
+  }
+  if (stale) MarkForForecast(view.name, /*urgent=*/true);
   return status;
 }
 
-void Tracker::MarkForForecast(const std::string& run) {
+void Tracker::MarkForForecast(const std::string& run, bool urgent) const {
   {
     std::lock_guard<std::mutex> lock(forecasts_mu_);
+    if (forecasts_stop_) return;
     forecast_due_.insert(run);
+    if (urgent) forecast_urgent_.insert(run);
   }
   forecasts_cv_.notify_one();
 }
 
 void Tracker::ForecasterLoop() {
-  // When each run was last simulated (wall time): a run is simulated again when it changed
-  // and forecast_min_interval has passed, or (wall clock) when forecast_refresh has.
-  std::map<std::string, absl::Time> last_run;
+  // One run per turn. Ready: a run that changed and was last simulated forecast_min_interval
+  // ago or more; those a reader waits for (urgent) first, then the one simulated longest
+  // ago. On the wall clock, a run not simulated for `refresh` is ready too (a silent run's
+  // forecast moves as time passes).
   const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
   const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
-  std::set<std::string> waiting;  // changed, but simulated too recently
+  std::set<std::string> waiting;  // changed since their latest simulation
   std::unique_lock<std::mutex> lock(forecasts_mu_);
   while (!forecasts_stop_) {
     const absl::Time wall = absl::Now();
-    // Due now: changed runs past their interval; on the wall clock, every run not
-    // simulated for `refresh` (a silent run's forecast moves as time passes).
     waiting.insert(forecast_due_.begin(), forecast_due_.end());
     forecast_due_.clear();
-    std::vector<std::string> due;
+    auto last_of = [&](const std::string& run) {
+      auto it = last_simulated_.find(run);
+      return it == last_simulated_.end() ? absl::InfinitePast() : it->second;
+    };
+    const std::string* pick = nullptr;
+    bool pick_urgent = false;
     absl::Time next = wall + refresh;
-    for (auto it = waiting.begin(); it != waiting.end();) {
-      auto last = last_run.find(*it);
-      const absl::Time ready = last == last_run.end() ? wall : last->second + min_interval;
-      if (ready <= wall) {
-        due.push_back(*it);
-        it = waiting.erase(it);
-      } else {
+    for (const std::string& run : waiting) {
+      const absl::Time last = last_of(run);
+      const absl::Time ready = last == absl::InfinitePast() ? wall : last + min_interval;
+      if (ready > wall) {
         next = std::min(next, ready);
-        ++it;
+        continue;
+      }
+      const bool urgent = forecast_urgent_.count(run) > 0;
+      if (pick == nullptr || (urgent && !pick_urgent) ||
+          (urgent == pick_urgent && last < last_of(*pick))) {
+        pick = &run;
+        pick_urgent = urgent;
       }
     }
-    if (!options_.events_clock) {
-      for (const auto& [run, at] : last_run) {
-        if (at + refresh <= wall && std::find(due.begin(), due.end(), run) == due.end()) {
-          due.push_back(run);
+    std::string chosen;
+    if (pick != nullptr) {
+      chosen = *pick;
+      waiting.erase(chosen);
+    } else if (!options_.events_clock) {
+      absl::Time oldest = absl::InfiniteFuture();
+      for (const auto& [run, at] : last_simulated_) {
+        if (at + refresh <= wall && at < oldest) {
+          chosen = run;
+          oldest = at;
         } else {
           next = std::min(next, at + refresh);
         }
       }
     }
-    if (due.empty()) {
+    if (chosen.empty()) {
       forecasts_cv_.wait_for(lock, absl::ToChronoMilliseconds(std::max(next - wall, absl::Milliseconds(1))),
                              [this] { return forecasts_stop_ || !forecast_due_.empty(); });
       continue;
     }
+    forecast_urgent_.erase(chosen);
     lock.unlock();
-    for (const std::string& run : due) {
-      {
-        std::lock_guard<std::mutex> check(forecasts_mu_);
-        if (forecasts_stop_) break;
-      }
-      std::shared_ptr<const RunView> view = Find(run);
-      if (!view) continue;
-      absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
-      if (now == absl::InfinitePast()) now = clock_->Now();
-      forecast::ForecastOptions options;
-      options.draws = options_.forecast_draws;
-      auto sim = std::make_shared<const forecast::Simulation>(
-          forecast::Simulate(view->state, view->plan->prior, now, options));
-      last_run[run] = absl::Now();
-      {
-        std::lock_guard<std::mutex> store(forecasts_mu_);
-        simulations_[run] = std::move(sim);
-      }
-      std::lock_guard<std::mutex> subs(subscribers_mu_);
-      for (const auto& [id, sub] : subscribers_) {
-        if (sub.first == run) sub.second();
-      }
-    }
+    SimulateRun(chosen);
     lock.lock();
   }
+}
+
+void Tracker::SimulateRun(const std::string& run) {
+  std::shared_ptr<const RunView> view = Find(run);
+  if (!view) return;
+  absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
+  if (now == absl::InfinitePast()) now = clock_->Now();
+  forecast::ForecastOptions options;
+  options.draws = options_.forecast_draws;
+  auto sim = std::make_shared<const forecast::Simulation>(
+      forecast::Simulate(view->state, view->plan->prior, now, options));
+  last_simulated_[run] = absl::Now();
+  // The point goes to the writer before the simulation is published: once a status reads
+  // fresh, a history read that follows it sees the point (when it was kept).
+  OfferForecastPoint(view->id, PointFromForecast(forecast::Combine(
+                                   forecast::ForecastNow(view->state, view->plan->prior, now), *sim)));
+  {
+    std::lock_guard<std::mutex> store(forecasts_mu_);
+    simulations_[run] = CachedSimulation{std::move(sim), view->plan->revision};
+  }
+  std::lock_guard<std::mutex> subs(subscribers_mu_);
+  for (const auto& [id, sub] : subscribers_) {
+    if (sub.first == run) sub.second();
+  }
+}
+
+void Tracker::OfferForecastPoint(int64_t run_id, const storage::ForecastPoint& point) {
+  if (point.events == 0) return;  // never recorded: no need to wake the writer
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (stopping_) return;
+    if (pending_points_.size() >= std::max<size_t>(1024, 2 * options_.max_runs)) return;
+    pending_points_.push_back(PendingPoint{run_id, point});
+  }
+  queue_cv_.notify_one();
 }
 
 absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
@@ -427,11 +484,15 @@ size_t Tracker::QueueDepth() const {
 void Tracker::WriterLoop() {
   while (true) {
     std::vector<std::unique_ptr<Request>> group;
+    std::vector<PendingPoint> points;
     size_t depth = 0;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !queue_.empty(); });
-      if (urgent_.empty() && queue_.empty()) break;  // stopping, drained
+      queue_cv_.wait(lock, [this] {
+        return stopping_ || !urgent_.empty() || !queue_.empty() || !pending_points_.empty();
+      });
+      if (urgent_.empty() && queue_.empty() && pending_points_.empty()) break;  // stopping, drained
+      points.swap(pending_points_);
       // Single requests first, up to the group's limits; then stream batches, at least one
       // whenever any wait, so that a steady stream of single reports cannot starve them.
       size_t events = 0;
@@ -449,7 +510,7 @@ void Tracker::WriterLoop() {
       depth = urgent_.size() + queue_.size();
     }
     if (metrics_) metrics_->SetQueueDepth(depth);
-    ProcessGroup(group);
+    ProcessGroup(group, std::move(points));
   }
   // Shutting down: snapshot every changed run so the next start folds nothing.
   Group final_group;
@@ -608,65 +669,94 @@ absl::Status Tracker::SnapshotRuns(Group& group) {
   return store_->SetSnapshotWatermark(last_seq_);
 }
 
-void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
+absl::Status Tracker::ProcessRequests(std::vector<std::unique_ptr<Request>>& requests,
+                                      Group& group, absl::Status& storage_cause) {
+  for (std::unique_ptr<Request>& r : requests) {
+    if (r->kind == Request::Kind::kHistory) continue;  // a read, answered after the commit
+    if (absl::Status st = store_->Savepoint(); !st.ok()) return st;
+    absl::Status st;
+    if (r->kind == Request::Kind::kEvents) {
+      st = ProcessEvents(*r, group, r->batch_result);
+      r->batch_result.status = st;
+      if (st.ok()) events_since_round_ += r->batch_result.accepted;
+    } else {
+      // A plan request touches one run; undo it by dropping that copy on failure.
+      std::unique_ptr<RunView> before;
+      if (auto it = group.working.find(r->run); it != group.working.end()) {
+        before = std::make_unique<RunView>(*it->second);
+      }
+      st = ProcessPlan(*r, group, r->create_result);
+      r->create_result.status = st;
+      if (!st.ok()) {
+        if (before) {
+          group.working[r->run] = std::move(before);
+        } else {
+          group.working.erase(r->run);
+        }
+      }
+    }
+    if (!st.ok() && st.code() == absl::StatusCode::kUnavailable && storage_cause.ok()) {
+      storage_cause = st;
+    }
+    if (st.ok()) {
+      if (absl::Status released = store_->ReleaseSavepoint(); !released.ok()) return released;
+    } else if (absl::Status undone = store_->RollbackToSavepoint(); !undone.ok()) {
+      return undone;
+    }
+    // A storage error (disk full, I/O) may have ended the whole transaction: then
+    // nothing of the group may be acknowledged.
+    if (!store_->InTransaction()) return absl::UnavailableError("the storage transaction was aborted");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tracker::RecordForecastPoints(const std::vector<PendingPoint>& points, Group& group) {
+  const HistoryOptions& policy = options_.history;
+  for (const PendingPoint& p : points) {
+    auto tail = group.history.find(p.run_id);
+    if (tail == group.history.end()) {
+      auto stored = history_tails_.find(p.run_id);
+      if (stored == history_tails_.end()) {
+        // Read before this group writes any point of the run: what is committed.
+        absl::StatusOr<storage::ForecastHistoryTail> loaded = store_->LastForecastPoint(p.run_id);
+        if (!loaded.ok()) return loaded.status();
+        stored = history_tails_.emplace(p.run_id, *std::move(loaded)).first;
+      }
+      tail = group.history.emplace(p.run_id, stored->second).first;
+    }
+    if (!ShouldRecord(tail->second.last, p.point, policy)) continue;
+    if (absl::Status st = store_->InsertForecastPoint(p.run_id, p.point); !st.ok()) {
+      // A point is not worth a group: drop it, unless the transaction went with it.
+      if (!store_->InTransaction()) return st;
+      continue;
+    }
+    const bool replaced = tail->second.last && tail->second.last->as_of == p.point.as_of;
+    tail->second.last = p.point;
+    if (!replaced && ++tail->second.points > policy.max_points) {
+      absl::StatusOr<int64_t> left = store_->ThinForecastHistory(p.run_id, policy.max_points);
+      if (!left.ok()) return left.status();
+      tail->second.points = *left;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
+                           std::vector<PendingPoint> points) {
   const auto started = std::chrono::steady_clock::now();
   const int64_t last_seq_before = last_seq_;
   Group group;
   absl::Status storage_cause;  // the first storage error of a request: the root cause
   absl::Status group_status = store_->Begin();
-  if (group_status.ok()) {
-    for (std::unique_ptr<Request>& r : requests) {
-      if (absl::Status st = store_->Savepoint(); !st.ok()) {
-        group_status = st;
-        break;
-      }
-      absl::Status st;
-      if (r->kind == Request::Kind::kEvents) {
-        st = ProcessEvents(*r, group, r->batch_result);
-        r->batch_result.status = st;
-        if (st.ok()) events_since_round_ += r->batch_result.accepted;
-      } else {
-        // A plan request touches one run; undo it by dropping that copy on failure.
-        std::unique_ptr<RunView> before;
-        if (auto it = group.working.find(r->run); it != group.working.end()) {
-          before = std::make_unique<RunView>(*it->second);
-        }
-        st = ProcessPlan(*r, group, r->create_result);
-        r->create_result.status = st;
-        if (!st.ok()) {
-          if (before) {
-            group.working[r->run] = std::move(before);
-          } else {
-            group.working.erase(r->run);
-          }
-        }
-      }
-      if (!st.ok() && st.code() == absl::StatusCode::kUnavailable && storage_cause.ok()) {
-        storage_cause = st;
-      }
-      if (st.ok()) {
-        if (absl::Status released = store_->ReleaseSavepoint(); !released.ok()) {
-          group_status = released;
-          break;
-        }
-      } else if (absl::Status undone = store_->RollbackToSavepoint(); !undone.ok()) {
-        group_status = undone;
-        break;
-      }
-      // A storage error (disk full, I/O) may have ended the whole transaction: then
-      // nothing of the group may be acknowledged.
-      if (!store_->InTransaction()) {
-        group_status = absl::UnavailableError("the storage transaction was aborted");
-        break;
-      }
-    }
-    if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
-      group_status = SnapshotRuns(group);
-    }
-    if (group_status.ok()) group_status = store_->Commit();
+  if (group_status.ok()) group_status = ProcessRequests(requests, group, storage_cause);
+  if (group_status.ok()) group_status = RecordForecastPoints(points, group);
+  if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
+    group_status = SnapshotRuns(group);
   }
+  if (group_status.ok()) group_status = store_->Commit();
   if (!group_status.ok()) {
-    // Nothing of this group is durable: refuse every request, publish nothing.
+    // Nothing of this group is durable: refuse every request, publish nothing (the
+    // history points are dropped).
     store_->Rollback();
     last_seq_ = last_seq_before;
     const absl::Status& cause = storage_cause.ok() ? group_status : storage_cause;
@@ -681,23 +771,50 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests) {
       }
     }
   } else {
+    for (auto& [run_id, tail] : group.history) history_tails_[run_id] = std::move(tail);
     Publish(group);
   }
-  if (metrics_) {
+  if (metrics_ && !requests.empty()) {  // a group of history points alone is not ingest
     metrics_->ObserveCommit(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
+  Complete(requests);
+}
+
+void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
   for (std::unique_ptr<Request>& r : requests) {
-    if (r->kind == Request::Kind::kEvents) {
-      const BatchResult& b = r->batch_result;
-      if (metrics_) {
-        metrics_->CountBatch(b.accepted, b.duplicates,
-                             b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size()),
-                             b.status.code());
+    switch (r->kind) {
+      case Request::Kind::kEvents: {
+        const BatchResult& b = r->batch_result;
+        if (metrics_) {
+          metrics_->CountBatch(b.accepted, b.duplicates,
+                               b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size()),
+                               b.status.code());
+        }
+        r->events_done(b);
+        break;
       }
-      r->events_done(b);
-    } else {
-      r->plan_done(r->create_result);
+      case Request::Kind::kCreate:
+      case Request::Kind::kUpdate:
+        r->plan_done(r->create_result);
+        break;
+      case Request::Kind::kHistory: {
+        // Outside any transaction: what is committed, this group included.
+        std::shared_ptr<const RunView> view = Find(r->run);
+        if (!view) {
+          r->history_done(absl::NotFoundError(absl::StrCat("run '", r->run, "' does not exist")));
+          break;
+        }
+        std::vector<storage::ForecastPoint> points;
+        absl::Status st = store_->ForEachForecastPoint(
+            view->id, [&](const storage::ForecastPoint& p) { points.push_back(p); });
+        if (st.ok()) {
+          r->history_done(std::move(points));
+        } else {
+          r->history_done(absl::UnavailableError(absl::StrCat("storage: ", st.message())));
+        }
+        break;
+      }
     }
   }
 }

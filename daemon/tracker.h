@@ -10,6 +10,22 @@
 // Simulations for the finish forecast run on a third thread, throttled per run, and are
 // cached; readers combine them with the cheap part of the forecast and never wait for one.
 //
+// Fresh or labelled: a status (GetStatus, WatchStatus, a scrape) is computed at once from
+// the latest state and the cached simulation, which may be behind it. It never hides that:
+// the status carries forecast_events, forecast_as_of, forecast_age_seconds and
+// forecast_stale (the simulation is older than the events or the plan revision shown), and
+// the scrape flightplan_forecast_stale and flightplan_forecast_age_seconds. A read that finds its run's simulation stale moves the
+// run to the front of the forecaster's queue (still at most one simulation per run per
+// forecast_min_interval), so `flightplan status`, which waits up to 2 s for a fresh one,
+// usually gets it. Cost: a read never simulates, so 1,000 runs read at once cost 1,000
+// cheap ForecastNow calls, not 1,000 simulations.
+//
+// Forecast history: after each simulation the forecaster hands the run's forecast to the
+// writer as a candidate point (pending_points_, drained with the next group); the writer
+// keeps it when ShouldRecord (daemon/forecast_history.h) says so and stores it in that
+// group's transaction. History reads go through the queue too and are answered by the
+// writer after the group's commit: SQLite has one owner, the writer thread.
+//
 // Thread-safe: every public method may be called from any thread. Completions run on the
 // writer thread, subscriber callbacks on the writer or the forecaster thread; neither may
 // block.
@@ -32,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/clock.h"
+#include "daemon/forecast_history.h"
 #include "exporters/daemon_metrics.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/plan.pb.h"
@@ -71,6 +88,8 @@ struct TrackerOptions {
   absl::Duration forecast_min_interval = absl::Seconds(1);
   absl::Duration forecast_refresh = absl::Seconds(30);
   int forecast_draws = 2000;
+  // Which forecasts each run's history keeps, and how many.
+  HistoryOptions history;
 };
 
 // What a run's plan says, fixed per plan revision.
@@ -106,6 +125,9 @@ struct BatchResult {
   uint32_t duplicates = 0;
 };
 
+// A run's forecast history, oldest first; NOT_FOUND for an unknown run.
+using HistoryResult = absl::StatusOr<std::vector<storage::ForecastPoint>>;
+
 struct CreateResult {
   absl::Status status;
   bool created = false;  // false: the run existed with this plan (or the plan was unchanged)
@@ -123,8 +145,9 @@ class Tracker {
   Tracker(const Tracker&) = delete;
   Tracker& operator=(const Tracker&) = delete;
 
-  // Refuses new requests (UNAVAILABLE), finishes the queued ones, snapshots every changed
-  // run and stops the writer. Idempotent.
+  // Stops the forecaster, refuses new requests (UNAVAILABLE), finishes the queued ones and
+  // the pending history points, snapshots every changed run and stops the writer.
+  // Idempotent.
   void Stop();
 
   // Each Submit either refuses at once (the returned status: RESOURCE_EXHAUSTED when the
@@ -140,9 +163,17 @@ class Tracker {
   [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
                                               std::function<void(CreateResult)> done);
 
+  // Reads the run's forecast history on the writer thread, after the commit of the group
+  // it joins: `done` (on the writer thread) gets every point stored so far. Refuses as the
+  // other Submits do, and NOT_FOUND at once for a run that does not exist.
+  [[nodiscard]] absl::Status SubmitHistoryRead(std::string run,
+                                               std::function<void(HistoryResult)> done);
+
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
   [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
   // The run's status now (wall clock, or its latest event with events_clock). NOT_FOUND.
+  // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...); a stale one
+  // asks the forecaster to hurry this run.
   [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
   [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
 
@@ -157,6 +188,16 @@ class Tracker {
  private:
   struct Request;
   struct Group;
+  // A forecast the forecaster offers to the run's history; the writer decides.
+  struct PendingPoint {
+    int64_t run_id = 0;
+    storage::ForecastPoint point;
+  };
+  // The latest simulation of a run, and the plan revision it was made with.
+  struct CachedSimulation {
+    std::shared_ptr<const forecast::Simulation> sim;
+    uint32_t plan_revision = 0;
+  };
 
   Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
           exporters::DaemonMetrics* metrics, TrackerOptions options);
@@ -167,7 +208,15 @@ class Tracker {
                       std::shared_ptr<OrderedStream> stream, uint64_t sequence);
   absl::Status Enqueue(std::unique_ptr<Request> request);
   void WriterLoop();
-  void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests);
+  void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
+                    std::vector<PendingPoint> points);
+  // The group's requests, each under its savepoint; the transaction's status.
+  absl::Status ProcessRequests(std::vector<std::unique_ptr<Request>>& requests, Group& group,
+                               absl::Status& storage_cause);
+  // Stores the candidates ShouldRecord keeps, in the group's transaction.
+  absl::Status RecordForecastPoints(const std::vector<PendingPoint>& points, Group& group);
+  // Answers history reads and calls every request's completion.
+  void Complete(std::vector<std::unique_ptr<Request>>& requests);
   absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessEventsInOrder(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
@@ -175,7 +224,11 @@ class Tracker {
   absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);
   void ForecasterLoop();
-  void MarkForForecast(const std::string& run);
+  // Simulates `run` now, caches it, offers its point to the history, tells subscribers.
+  void SimulateRun(const std::string& run);
+  void OfferForecastPoint(int64_t run_id, const storage::ForecastPoint& point);
+  // `urgent`: a reader found its forecast stale; it goes ahead of the other ready runs.
+  void MarkForForecast(const std::string& run, bool urgent = false) const;
 
   const TrackerOptions options_;
   Clock* const clock_;
@@ -183,6 +236,8 @@ class Tracker {
   std::unique_ptr<storage::RunStore> store_;  // writer thread only (and Recover, before it)
   uint64_t events_since_round_ = 0;           // writer thread only
   int64_t last_seq_ = 0;                      // writer thread only
+  // The end of each run's stored forecast history, by run id; loaded on first use.
+  std::map<int64_t, storage::ForecastHistoryTail> history_tails_;  // writer thread only
 
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
@@ -193,6 +248,9 @@ class Tracker {
   std::deque<std::unique_ptr<Request>> urgent_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<std::unique_ptr<Request>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // Candidate history points from the forecaster, taken by the writer with its next group.
+  // Bounded (a writer that far behind drops the newest candidates: thinning drops most).
+  std::vector<PendingPoint> pending_points_ ABSL_GUARDED_BY(queue_mu_);
 
   mutable std::mutex runs_mu_;
   std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
@@ -203,10 +261,12 @@ class Tracker {
       ABSL_GUARDED_BY(subscribers_mu_);
 
   mutable std::mutex forecasts_mu_;
-  std::condition_variable forecasts_cv_;
-  std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
-  std::map<std::string, std::shared_ptr<const forecast::Simulation>> simulations_
-      ABSL_GUARDED_BY(forecasts_mu_);
+  mutable std::condition_variable forecasts_cv_;
+  mutable std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
+  mutable std::set<std::string> forecast_urgent_ ABSL_GUARDED_BY(forecasts_mu_);
+  std::map<std::string, CachedSimulation> simulations_ ABSL_GUARDED_BY(forecasts_mu_);
+  // When each run was last simulated (wall time).
+  std::map<std::string, absl::Time> last_simulated_;  // forecaster thread only
   bool forecasts_stop_ ABSL_GUARDED_BY(forecasts_mu_) = false;
 
   std::thread writer_;

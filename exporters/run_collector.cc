@@ -116,6 +116,15 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "throughput, interruptions and their losses).",
             with("quantile", q), Seconds(*ts));
     }
+    f.Add("flightplan_forecast_stale", kGauge,
+          "1 while the simulated forecast (finish, projected budget, P(exhausted)) is older "
+          "than the run's events or plan shown with it; a newer one is being computed.",
+          {run}, fc.forecast_stale() ? 1 : 0);
+    if (fc.has_forecast_as_of()) {
+      f.Add("flightplan_forecast_age_seconds", kGauge,
+            "The run's time between the simulated forecast and the state shown with it, seconds.",
+            {run}, fc.forecast_age_seconds());
+    }
     if (fc.has_plan_finish()) {
       f.Add("flightplan_plan_finish_timestamp_seconds", kGauge,
             "Finish of the plan's schedule, Unix time.", {run}, Seconds(fc.plan_finish()));

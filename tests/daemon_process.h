@@ -59,7 +59,7 @@ class DaemonProcess {
       request.set_run(kRun);
       const grpc::Status st = stub->GetStatus(&ctx, request, &status);
       EXPECT_TRUE(st.ok()) << st.error_message();
-      if (!st.ok() || status.forecast().forecast_events() == std::max<uint64_t>(status.events(), 1)) break;
+      if (!st.ok() || !status.forecast().forecast_stale()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
     return status;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -20,8 +21,12 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/grpc/reflection/v1alpha/reflection_min.pb.h"
+#include "cli/client_commands.h"
 #include "cli/plan_file.h"
+#include "cli/status_print.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/event_log.h"
+#include "tests/history_check.h"
 #include "tests/subprocess.h"
 
 namespace flightplan {
@@ -107,11 +112,44 @@ class DaemonTest : public ::testing::Test {
       request.set_run(run);
       grpc::Status st = stub_->GetStatus(&ctx, request, &status);
       EXPECT_TRUE(st.ok()) << st.error_message();
-      if (!st.ok() || status.forecast().forecast_events() == std::max<uint64_t>(status.events(), 1)) break;
+      if (!st.ok() || !status.forecast().forecast_stale()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } while (std::chrono::steady_clock::now() < deadline);
     status.clear_as_of();
     return status;
+  }
+
+  // The status right now, whatever its forecast's state.
+  v1::RunStatus StatusNow(const std::string& run = "dense-70b-10t") {
+    grpc::ClientContext ctx;
+    v1::GetStatusRequest request;
+    request.set_run(run);
+    v1::RunStatus status;
+    const grpc::Status st = stub_->GetStatus(&ctx, request, &status);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return status;
+  }
+
+  grpc::Status History(const std::string& run, v1::ForecastHistory* history) {
+    grpc::ClientContext ctx;
+    v1::GetHistoryRequest request;
+    request.set_run(run);
+    return stub_->GetHistory(&ctx, request, history);
+  }
+
+  // `flightplan status` against this daemon: its output, and how long it took.
+  std::string CliStatus(double wait_seconds, bool json, double* seconds) {
+    ClientOptions client;
+    client.server = absl::StrCat("127.0.0.1:", daemon_->grpc_port());
+    StatusOptions options;
+    options.run = "dense-70b-10t";
+    options.json = json;
+    options.wait_seconds = wait_seconds;
+    std::ostringstream out, err;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(RunStatus(client, options, out, err), 0) << err.str();
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out.str();
   }
 
   TempDir dir_;
@@ -591,6 +629,158 @@ TEST_F(DaemonTest, SnapshotsMakeARestartFoldOnlyTheTail) {
   // by a daemon that snapshots rarely.
   Restart();
   EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+// Fresh or labelled, the busy case: a burst of events lands while the forecaster may not
+// simulate the run again for an hour. Every read then shows the new state with the old
+// forecast, and says so: in the proto, in the watch, and in the text.
+TEST_F(DaemonTest, AStaleForecastIsLabelledNeverPresentedAsFresh) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 600, 3);
+  ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin(), log.begin() + 100)).ok());
+  ASSERT_EQ(Status().forecast().forecast_events(), 100u);  // caught up
+  daemon::TrackerOptions slow;
+  slow.forecast_min_interval = absl::Hours(1);
+  Restart(slow);  // a restart simulates every run once, then at most hourly
+  const v1::RunStatus before = Status();
+  ASSERT_FALSE(before.forecast().forecast_stale());
+  ASSERT_EQ(before.forecast().forecast_events(), 100u);
+
+  ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin() + 100, log.begin() + 400)).ok());
+  const v1::RunStatus s = StatusNow();
+  EXPECT_EQ(s.events(), 400u);
+  const v1::Forecast& fc = s.forecast();
+  EXPECT_EQ(fc.forecast_stale(), fc.forecast_events() != s.events());
+  EXPECT_TRUE(fc.forecast_stale());
+  EXPECT_EQ(fc.forecast_events(), 100u);
+  EXPECT_EQ(fc.forecast_as_of().seconds(), before.forecast().forecast_as_of().seconds());
+  // The run's time moved on (event clock): the age is the gap between the two states.
+  EXPECT_NEAR(fc.forecast_age_seconds(),
+              static_cast<double>(s.as_of().seconds() - fc.forecast_as_of().seconds()), 1);
+  EXPECT_GT(fc.forecast_age_seconds(), 0);
+  const std::string text = FormatRunStatus(s);
+  EXPECT_NE(text.find("forecast as of"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 100 events (300 behind), "), std::string::npos) << text;
+
+  // A watch shows the same label.
+  grpc::ClientContext ctx;
+  v1::GetStatusRequest request;
+  request.set_run(kRun);
+  auto reader = stub_->WatchStatus(&ctx, request);
+  v1::RunStatus watched;
+  ASSERT_TRUE(reader->Read(&watched));
+  EXPECT_TRUE(watched.forecast().forecast_stale());
+  EXPECT_EQ(watched.forecast().forecast_events(), 100u);
+  ctx.TryCancel();
+  while (reader->Read(&watched)) {
+  }
+
+  // `flightplan status` waits its bound, then prints the old forecast, labelled; --no-wait
+  // prints it at once.
+  double seconds = 0;
+  std::string out = CliStatus(0.5, /*json=*/false, &seconds);
+  EXPECT_GE(seconds, 0.5);
+  EXPECT_LT(seconds, 5);
+  EXPECT_NE(out.find("(300 behind)"), std::string::npos) << out;
+  out = CliStatus(0, /*json=*/true, &seconds);
+  EXPECT_LT(seconds, 0.5);
+  v1::RunStatus json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &json).ok()) << out;
+  EXPECT_TRUE(json.forecast().forecast_stale());
+  EXPECT_NE(out.find("\"forecast_stale\": true"), std::string::npos) << out;
+}
+
+// Fresh or labelled, the quiet case: once the forecaster caught up, the status is fresh and
+// says nothing about staleness; `flightplan status` right after a burst waits (well inside
+// its bound) for the fresh one.
+TEST_F(DaemonTest, ACaughtUpForecastIsFreshAndTheCliWaitsForIt) {
+  daemon::TrackerOptions options;
+  options.forecast_min_interval = absl::Milliseconds(200);
+  Restart(options);
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 600, 3);
+  ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin(), log.begin() + 300)).ok());
+  // Whatever the race: either caught up, or labelled.
+  v1::RunStatus s = StatusNow();
+  EXPECT_EQ(s.forecast().forecast_stale(),
+            !s.forecast().has_forecast_as_of() || s.forecast().forecast_events() != s.events());
+  EXPECT_EQ(FormatForecastFreshness(s).empty(), !s.forecast().forecast_stale());
+
+  double seconds = 0;
+  std::string out = CliStatus(2, /*json=*/false, &seconds);
+  EXPECT_LT(seconds, 2);
+  EXPECT_EQ(out.find("forecast as of"), std::string::npos) << out;
+  EXPECT_NE(out.find("finish forecast        P10 "), std::string::npos) << out;
+
+  s = StatusNow();
+  EXPECT_FALSE(s.forecast().forecast_stale());
+  EXPECT_EQ(s.forecast().forecast_events(), s.events());
+  EXPECT_EQ(s.forecast().forecast_age_seconds(), 0);  // event clock, no event since
+  EXPECT_EQ(s.forecast().forecast_as_of().seconds(), s.as_of().seconds());
+  EXPECT_EQ(FormatForecastFreshness(s), "");
+  out = CliStatus(2, /*json=*/true, &seconds);
+  EXPECT_LT(seconds, 1);
+  EXPECT_NE(out.find("\"forecast_stale\": false"), std::string::npos) << out;
+}
+
+// Forecast history of a run reported a couple of minutes at a time, with a fresh forecast
+// after each report: a point per 10 minutes of the run's time and its large moves, in time
+// order, ending at the finish, and the same after a restart.
+TEST_F(DaemonTest, HistoryKeepsAPointPerTenMinutesAndLargeMovesAndSurvivesARestart) {
+  daemon::TrackerOptions options;
+  options.forecast_min_interval = absl::Milliseconds(1);
+  options.forecast_draws = 1000;
+  Restart(options);
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  v1::ForecastHistory history;
+  ASSERT_TRUE(History(kRun, &history).ok());
+  EXPECT_EQ(history.points_size(), 0);  // no events, no point
+  // The synthetic run at the plan's pace (2^25 tokens per 10-second step, ~3.4M tokens/s),
+  // so that its forecast moves as a real run's does, not by leaps.
+  std::vector<v1::Event> log = testing::SyntheticRun(kRun, 2400, 5);
+  for (v1::Event& e : log) {
+    if (e.has_steps()) e.mutable_steps()->set_tokens(e.steps().step() * (int64_t{1} << 25));
+  }
+  size_t forecasts = 0;
+  for (size_t i = 0; i < log.size(); i += 12) {  // about 2 minutes of the run each
+    ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin() + static_cast<long>(i),
+                                              log.begin() + static_cast<long>(std::min(log.size(), i + 12))))
+                    .ok());
+    Status();  // until the forecast caught up: one candidate point per report
+    ++forecasts;
+  }
+  const v1::RunStatus final_status = StatusNow();
+  ASSERT_EQ(final_status.state(), "finished");
+  ASSERT_TRUE(History(kRun, &history).ok());
+  const double run_seconds = static_cast<double>(final_status.last_event_time().seconds() -
+                                                 final_status.first_event_time().seconds());
+  std::printf("history: %d points of %zu forecasts, %zu events, %.1f h of the run\n",
+              history.points_size(), forecasts, log.size(), run_seconds / 3600);
+  EXPECT_EQ(history.run(), kRun);
+  EXPECT_TRUE(testing::MonotoneAndThinned(history));
+  // Thinned: about one point per 10 minutes of the run, far fewer than the forecasts made.
+  EXPECT_GE(history.points_size(), static_cast<int>(run_seconds / 600) / 2);
+  EXPECT_LT(history.points_size(), static_cast<int>(forecasts) / 2);
+  // The last point is the final status's forecast.
+  const v1::ForecastPoint& last = history.points(history.points_size() - 1);
+  EXPECT_TRUE(last.finished());
+  EXPECT_EQ(last.events(), final_status.events());
+  EXPECT_EQ(last.as_of().seconds(), final_status.as_of().seconds());
+  EXPECT_EQ(last.finish_p50().seconds(), final_status.forecast().finish_p50().seconds());
+  EXPECT_DOUBLE_EQ(last.budget_consumed_seconds(), final_status.failure_budget().consumed_seconds());
+  EXPECT_DOUBLE_EQ(last.projected_at_finish_seconds(),
+                   final_status.failure_budget().projected_at_finish_seconds());
+  EXPECT_DOUBLE_EQ(last.exhaustion_probability(), final_status.failure_budget().exhaustion_probability());
+  EXPECT_DOUBLE_EQ(last.burn_rate(), final_status.failure_budget().burn_rate());
+
+  Restart(options);
+  Status();  // the restart's simulation adds nothing: the run finished
+  v1::ForecastHistory again;
+  ASSERT_TRUE(History(kRun, &again).ok());
+  EXPECT_EQ(again.DebugString(), history.DebugString());
+
+  EXPECT_EQ(History("nope", &again).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(History("bad name!", &again).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingReads) {

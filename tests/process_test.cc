@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "tests/daemon_process.h"
 #include "tests/event_log.h"
+#include "tests/history_check.h"
 #include "tests/http_get.h"
 #include "tests/subprocess.h"
 
@@ -176,6 +177,64 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   r = RunProcess({kCli, "backtest", first_half, "--plan", kFlagship});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("never reaches its target"), std::string::npos) << r.err;
+}
+
+// Forecast history of a run drawn from the plan (flightplan simulate), replayed into a
+// daemon on the event clock: served by `flightplan history`, in time order, thinned, ending
+// at the final status, and the same after a restart.
+TEST(Process, HistoryOfASimulatedReplayIsMonotoneThinnedAndSurvivesARestart) {
+  TempDir dir;
+  auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "7"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string events = dir.Write("sim.jsonl", sim.out);
+  const size_t lines = static_cast<size_t>(std::count(sim.out.begin(), sim.out.end(), '\n'));
+  const std::string db = dir.path() + "/h.db";
+  const std::vector<std::string> fast_forecasts = {"--forecast-interval", "0.01"};
+  v1::ForecastHistory history;
+  {
+    DaemonProcess d(db, dir.path() + "/d1.log", /*metrics=*/false, fast_forecasts);
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    auto r = Cli(d.address(), {"replay", events, "--batch", "10"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const v1::RunStatus final_status = d.Status();  // the forecast caught up
+    ASSERT_EQ(final_status.state(), "finished");
+    ASSERT_EQ(final_status.events(), lines);
+
+    r = Cli(d.address(), {"history", kRun, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &history).ok()) << r.out;
+    EXPECT_NE(r.out.find("\"budget_consumed_seconds\""), std::string::npos);
+    EXPECT_NE(r.out.find("\"finish_p50\""), std::string::npos);
+    std::printf("history of a %zu-event replay: %d points\n", lines, history.points_size());
+    ASSERT_GT(history.points_size(), 1);
+    EXPECT_TRUE(testing::MonotoneAndThinned(history));
+    EXPECT_LT(static_cast<size_t>(history.points_size()), lines / 20);
+    const v1::ForecastPoint& last = history.points(history.points_size() - 1);
+    EXPECT_TRUE(last.finished());
+    EXPECT_EQ(last.events(), final_status.events());
+    EXPECT_EQ(last.as_of().seconds(), final_status.as_of().seconds());
+    EXPECT_EQ(last.finish_p50().seconds(), final_status.forecast().finish_p50().seconds());
+    EXPECT_DOUBLE_EQ(last.budget_consumed_seconds(), final_status.failure_budget().consumed_seconds());
+
+    r = Cli(d.address(), {"history", kRun});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* column : {"AS OF", "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED", "PROJECTED",
+                               "P(EXH)", "BURN", "finished"}) {
+      EXPECT_NE(r.out.find(column), std::string::npos) << column << "\n" << r.out;
+    }
+    r = Cli(d.address(), {"history", "nope"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+    d.child().Signal(SIGTERM);
+    EXPECT_EQ(d.child().Wait(), 0);
+  }
+  DaemonProcess again(db, dir.path() + "/d2.log", /*metrics=*/false, fast_forecasts);
+  again.Status();
+  const auto r = Cli(again.address(), {"history", kRun, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::ForecastHistory restored;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &restored).ok()) << r.out;
+  EXPECT_EQ(restored.DebugString(), history.DebugString());
 }
 
 TEST(Process, TailFollowsALogAcrossRotationAndTruncation) {
