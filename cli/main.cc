@@ -2,14 +2,17 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "cli/client_commands.h"
 #include "cli/plan_command.h"
 #include "cli/sim_commands.h"
+#include "forecast/simulator.h"
 #include "storage/sqlite_store.h"
 
 int main(int argc, char** argv) {
@@ -155,29 +158,48 @@ int main(int argc, char** argv) {
   simulate->add_option("PLAN", sim.plan_path, "plan file")->required();
   simulate->add_option("--run", sim.run, "run name in the events (default: the plan's)");
   simulate->add_option("--seed", sim.simulation.seed, "random seed")->capture_default_str();
-  simulate->add_option("--failure-rate-factor", sim.simulation.failure_rate_factor,
-                       "failures x k")->capture_default_str();
-  simulate->add_option("--throughput-factor", sim.simulation.throughput_factor,
-                       "achieved / planned tokens per second")->capture_default_str();
-  simulate->add_option("--degrade-per-tenth", sim.simulation.degrade_per_tenth,
-                       "throughput lost per tenth of progress")->capture_default_str();
-  simulate->add_option("--regime-at", sim.simulation.regime_at,
-                       "progress (0-1) where a regime change (a bad rack) starts; 0 = none")
-      ->capture_default_str();
-  simulate->add_option("--regime-failure-factor", sim.simulation.regime_failure_factor,
-                       "failures x k after the regime change")->capture_default_str();
-  simulate->add_option("--regime-throughput-factor", sim.simulation.regime_throughput_factor,
-                       "throughput x f after the regime change")->capture_default_str();
-  simulate->add_option("--restart-tail-alpha", sim.simulation.restart_tail_alpha,
-                       "> 0: Pareto-tailed restarts of this shape")->capture_default_str();
-  simulate->add_option("--hang-fraction", sim.simulation.hang_fraction,
-                       "share of failures that hang until the watchdog")->capture_default_str();
-  simulate->add_option("--watchdog-seconds", sim.simulation.watchdog_seconds, "watchdog timeout")
-      ->capture_default_str();
-  simulate->add_option("--unreported-fraction", sim.simulation.unreported_fraction,
-                       "share of crashes nobody reports")->capture_default_str();
-  simulate->add_option("--duplicate-fraction", sim.simulation.duplicate_fraction,
-                       "share of events sent twice")->capture_default_str();
+  std::string scenario_names;
+  for (const auto& sc : flightplan::forecast::Scenarios()) {
+    absl::StrAppend(&scenario_names, "\n    ", sc.name, ": ", sc.description);
+  }
+  std::vector<std::string> scenario_list;
+  for (const auto& sc : flightplan::forecast::Scenarios()) scenario_list.push_back(sc.name);
+  simulate->add_option("--scenario", sim.scenario,
+                       "start from a named scenario (the calibration test's); flags given too "
+                       "override its settings:" + scenario_names)
+      ->check(CLI::IsMember(scenario_list));
+  // Each knob: an option, and (with --scenario) an override when given explicitly.
+  std::vector<std::function<void(flightplan::forecast::SimulationOptions&)>> overrides;
+  auto knob = [&](const std::string& flag, auto member, const std::string& help) {
+    simulate->add_option(flag, sim.simulation.*member, help)->capture_default_str();
+    overrides.push_back([&sim, simulate, flag, member](flightplan::forecast::SimulationOptions& o) {
+      if (simulate->count(flag) > 0) o.*member = sim.simulation.*member;
+    });
+  };
+  using SO = flightplan::forecast::SimulationOptions;
+  knob("--failure-rate-factor", &SO::failure_rate_factor, "failures x k");
+  knob("--throughput-factor", &SO::throughput_factor, "achieved / planned tokens per second");
+  knob("--degrade-per-tenth", &SO::degrade_per_tenth, "throughput lost per tenth of progress");
+  knob("--regime-at", &SO::regime_at, "progress (0-1) where a regime change (a bad rack) starts; 0 = none");
+  knob("--regime-failure-factor", &SO::regime_failure_factor, "failures x k after the regime change");
+  knob("--regime-throughput-factor", &SO::regime_throughput_factor, "throughput x f after the regime change");
+  knob("--early-until", &SO::early_until, "progress (0-1) until which failures are x --early-failure-factor");
+  knob("--early-failure-factor", &SO::early_failure_factor, "failures x k before --early-until (a chaotic start)");
+  knob("--bad-day-every-days", &SO::bad_day_every_days, "mean days between bad days (bursty failures); 0 = none");
+  knob("--bad-day-hours", &SO::bad_day_hours, "length of a bad day");
+  knob("--bad-day-failure-factor", &SO::bad_day_failure_factor, "failures x k on a bad day");
+  knob("--maintenance-every-days", &SO::maintenance_every_days,
+       "planned maintenance on a calendar, every N days (0 = the plan's allotment as windows)");
+  knob("--maintenance-hours", &SO::maintenance_hours, "length of each calendar maintenance window");
+  knob("--intervention-every-days", &SO::intervention_every_days,
+       "a deliberate planned restart that rolls back checkpoints, every N days; 0 = none");
+  knob("--intervention-rollback-checkpoints", &SO::intervention_rollback_checkpoints,
+       "checkpoints an intervention rolls back");
+  knob("--restart-tail-alpha", &SO::restart_tail_alpha, "> 0: Pareto-tailed restarts of this shape");
+  knob("--hang-fraction", &SO::hang_fraction, "share of failures that hang until the watchdog");
+  knob("--watchdog-seconds", &SO::watchdog_seconds, "watchdog timeout");
+  knob("--unreported-fraction", &SO::unreported_fraction, "share of crashes nobody reports");
+  knob("--duplicate-fraction", &SO::duplicate_fraction, "share of events sent twice");
   bool no_maintenance = false;
   simulate->add_flag("--no-maintenance", no_maintenance, "no planned maintenance windows");
   simulate->add_option("--reports", sim.simulation.target_reports, "step reports over the run")
@@ -250,6 +272,13 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand(tail)) return flightplan::RunTail(client, tail_options, std::cout, std::cerr);
   if (app.got_subcommand(simulate)) {
+    if (!sim.scenario.empty()) {
+      flightplan::forecast::SimulationOptions preset = flightplan::forecast::FindScenario(sim.scenario)->options;
+      preset.seed = sim.simulation.seed;
+      preset.target_reports = sim.simulation.target_reports;
+      for (const auto& apply : overrides) apply(preset);
+      sim.simulation = preset;
+    }
     sim.simulation.maintenance = !no_maintenance;
     return flightplan::RunSimulate(sim, std::cout, std::cerr);
   }

@@ -13,6 +13,7 @@ namespace flightplan {
 struct SimulateOptions {
   std::string plan_path;
   std::string run;  // default: the plan's name
+  std::string scenario;  // a named scenario (forecast::Scenarios()); main.cc applies it
   forecast::SimulationOptions simulation;
 };
 // Prints JSON Lines on `out`. Exit 0; 1 when the plan has error findings; 2 when unreadable.

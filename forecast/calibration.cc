@@ -1,6 +1,7 @@
 #include "forecast/calibration.h"
 
 #include <set>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,7 +13,6 @@ absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan,
                                                           const CalibrationOptions& options) {
   const ForecastPrior prior = PriorFromPlan(plan, report);
   std::vector<ScenarioCalibration> out;
-  uint64_t index = 0;
   for (const Scenario& sc : scenarios) {
     ScenarioCalibration cal;
     cal.scenario = sc.name;
@@ -21,7 +21,10 @@ absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan,
     for (int seed = 1; seed <= options.seeds; ++seed) {
       SimulationOptions o = sc.options;
       o.duplicate_fraction = options.duplicate_fraction;
-      o.seed = static_cast<uint64_t>(seed) * 7919 + index++;
+      // Seeded by the scenario's name, so a scenario draws the same runs alone or with others.
+      uint64_t name_hash = 1469598103934665603ULL;  // FNV-1a
+      for (const char c : std::string_view(sc.name)) name_hash = (name_hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+      o.seed = static_cast<uint64_t>(seed) * 7919 + name_hash % 100003;
       const std::vector<Event> events = SimulateRun(plan, report, o);
       // The simulator writes what a daemon accepts: every event applies or is a duplicate.
       RunState folded;

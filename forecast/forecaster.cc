@@ -205,8 +205,9 @@ namespace {
 // first window yet is not read as one that needs none.
 constexpr double kPriorStops = 2.0;
 constexpr double kTypicalStopSeconds = 6 * 3600.0;
-// Prior probability that a process changed between the older and the recent window.
-constexpr double kChangePrior = 0.5;
+// The shortest recent window whose failure rate is believed to be a new regime rather than
+// a burst (see EstimateProcesses).
+constexpr double kMinRegimeSeconds = 3 * 86400.0;
 
 // The run's evidence between two samples.
 struct Window {
@@ -251,37 +252,37 @@ EvidenceSample WindowStart(const RunState& s, absl::Time now, double span) {
   return start;
 }
 
-// Poisson log-likelihood of n events in exposure e at its maximum (rate n/e).
-double PoissonPeak(double n, double e) { return n > 0 && e > 0 ? n * std::log(n / e) - n : 0; }
-// Exponential log-likelihood of n values summing to `sum` at its maximum (mean sum/n).
-double ExponentialPeak(double n, double sum) { return n > 0 && sum > 0 ? -n * std::log(sum / n) - n : 0; }
-
-// Posterior probability that the older and the recent window have different rates: the
-// log-likelihood ratio of two rates against one, less the BIC penalty for the extra
-// parameter (half the log of the observations), with prior odds kChangePrior.
-double ChangeProbability(double log_ratio, double observations) {
-  const double log_odds = std::log(kChangePrior / (1 - kChangePrior)) + log_ratio -
-                          0.5 * std::log(std::max(1.0, observations));
-  return 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
+// Log marginal likelihood of n events in exposure e (or of n exponential values summing
+// to e: the same kernel) under a Gamma(a, b) prior on the rate; the terms that cancel in
+// a Bayes factor are left out.
+double LogMarginal(double n, double e, double a, double b) {
+  return std::lgamma(a + n) - std::lgamma(a) + a * std::log(b) - (a + n) * std::log(b + e);
 }
 
-// Rates: two Poisson windows against their union.
-// Rates: two Poisson windows against their union, the log-likelihood ratio divided by the
-// counts' overdispersion (quasi-likelihood: bursts are not read as a change).
-double RateChange(double n_old, double e_old, double n_new, double e_new, double dispersion) {
+// Posterior probability that the older and the recent window have different rates: the
+// exact Bayes factor of two Gamma-Poisson rates against one (a Gamma(1, 1/pooled rate)
+// prior on each, so that a handful of events cannot make a change), tempered by the
+// overdispersion (quasi-likelihood: bursts and heavy tails are not read as a change), with
+// prior probability `prior` of a change.
+double RateChange(double n_old, double e_old, double n_new, double e_new, double dispersion, double prior) {
   if (e_old <= 0 || e_new <= 0) return 0;
-  const double ratio = PoissonPeak(n_old, e_old) + PoissonPeak(n_new, e_new) -
-                       PoissonPeak(n_old + n_new, e_old + e_new);
-  return ChangeProbability(std::max(0.0, ratio) / std::max(1.0, dispersion), n_old + n_new);
+  const double n = n_old + n_new, e = e_old + e_new;
+  const double b = e / (n + 1);  // a = 1: an exponential prior with the pooled mean
+  const double log_bf =
+      LogMarginal(n_old, e_old, 1, b) + LogMarginal(n_new, e_new, 1, b) - LogMarginal(n, e, 1, b);
+  const double log_odds = std::log(prior / (1 - prior)) + log_bf / std::max(1.0, dispersion);
+  return 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
 }
 
 // Overdispersion of a count against Poisson (1 = Poisson; bursts of failures make it
 // larger): Pearson's chi-square over about kDispersionChunks equal spans of exposure,
 // divided by its degrees of freedom. Counts and exposure are read from the evidence
 // samples (cumulative) with `count` and `exposure`.
-constexpr int kDispersionChunks = 16;
+constexpr int kDispersionChunks = 32;
 // Chunks before exposure `split` are compared with the older part's rate, the rest with
-// the recent part's, so that a change between them is not read as bursts.
+// the recent part's, so that a change between them is not read as bursts; the larger of
+// the two parts' dispersions counts, so that a burst inside the recent window (a bad day
+// that has just happened) is read as one, not as a new regime.
 template <typename Count, typename Exposure>
 double Dispersion(const RunState& s, const EvidenceSample& now, double split, double n_split, Count count,
                   Exposure exposure) {
@@ -289,24 +290,30 @@ double Dispersion(const RunState& s, const EvidenceSample& now, double split, do
   if (total_e <= 0 || total_n < 4 || s.evidence.size() < 2 * kDispersionChunks) return 1;
   const double rate_old = split > 0 ? n_split / split : total_n / total_e;
   const double rate_new = total_e > split ? (total_n - n_split) / (total_e - split) : rate_old;
-  double chi2 = 0, prev_e = 0, prev_n = 0;
-  int chunks = 0;
+  double chi2[2] = {0, 0}, prev_e = 0, prev_n = 0;
+  int chunks[2] = {0, 0};
   auto close = [&](double e, double n) {
-    const double expected = (prev_e < split ? rate_old : rate_new) * (e - prev_e);
+    const int part = prev_e < split ? 0 : 1;
+    const double expected = (part == 0 ? rate_old : rate_new) * (e - prev_e);
     if (expected > 0) {
-      chi2 += (n - prev_n - expected) * (n - prev_n - expected) / expected;
-      ++chunks;
+      chi2[part] += (n - prev_n - expected) * (n - prev_n - expected) / expected;
+      ++chunks[part];
     }
     prev_e = e;
     prev_n = n;
   };
   for (const EvidenceSample& e : s.evidence) {
-    if (exposure(e) - prev_e >= total_e / kDispersionChunks && total_e - exposure(e) >= 0.5 * total_e / kDispersionChunks) {
+    if (exposure(e) - prev_e >= total_e / kDispersionChunks &&
+        total_e - exposure(e) >= 0.5 * total_e / kDispersionChunks) {
       close(exposure(e), count(e));
     }
   }
   close(total_e, total_n);
-  return chunks >= 4 ? std::max(1.0, chi2 / (chunks - 1)) : 1;
+  double dispersion = 1;
+  for (int part = 0; part < 2; ++part) {
+    if (chunks[part] >= 3) dispersion = std::max(dispersion, chi2[part] / (chunks[part] - 1));
+  }
+  return dispersion;
 }
 
 // A pool of losses per incident to bootstrap from, mixed with the plan's log-normal.
@@ -355,7 +362,47 @@ struct Processes {
   double p_losses = 0;
   RatioRegime overhead[2];
   double p_overhead = 0;
+  // Regular planned stops (a weekly window): seconds to add to the Poisson expectation,
+  // from the time since the last stop against the usual gap (negative right after one).
+  double overhead_phase_seconds = 0;
 };
+
+// Planned stops as a renewal process: when they come regularly, the time since the last
+// one says whether the next is near. For a periodic process with gap g and age a, the
+// stops in the next R are (a + R)/g - 1/2 on average, against R/g for Poisson; the
+// correction is weighed by how regular the gaps have been (1 - their coefficient of
+// variation). Gaps and age in compute seconds, read from the evidence samples.
+// Compute seconds at the latest planned stop (0 before any).
+double LastStopProductive(const RunState& s) {
+  double at = 0, prev_stops = 0;
+  for (const EvidenceSample& e : s.evidence) {
+    if (e.planned_stops > prev_stops) at = e.productive_seconds;
+    prev_stops = e.planned_stops;
+  }
+  return at;
+}
+
+double OverheadPhaseSeconds(const RunState& s, const EvidenceSample& now, double unit) {
+  std::vector<double> at;  // compute seconds at each planned stop
+  double prev_stops = 0;
+  for (const EvidenceSample& e : s.evidence) {
+    if (e.planned_stops > prev_stops) at.push_back(e.productive_seconds);
+    prev_stops = e.planned_stops;
+  }
+  if (at.size() < 3) return 0;
+  double mean = 0, sq = 0;
+  for (size_t i = 1; i < at.size(); ++i) {
+    const double gap = at[i] - at[i - 1];
+    mean += gap;
+    sq += gap * gap;
+  }
+  const double n = static_cast<double>(at.size() - 1);
+  mean /= n;
+  if (mean <= 0) return 0;
+  const double cv = std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean;
+  const double age = std::clamp(now.productive_seconds - at.back(), 0.0, mean);
+  return (1 - std::min(cv, 1.0)) * (age / mean - 0.5) * unit;
+}
 
 Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const ForecastPrior& prior,
                             const ForecastOptions& options, absl::Time as_of) {
@@ -374,13 +421,19 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   const EvidenceSample now = EvidenceNow(s, snap);
   const Window life = Between(start, now);
   const double unit = life.stops > 0 ? life.other / life.stops : kTypicalStopSeconds;
-  const double prior_seconds =
-      plan_ratio > 0 ? std::clamp(kPriorStops * unit / plan_ratio, 86400.0, std::max(86400.0, prior.plan_active_seconds / 4))
-                     : std::max(86400.0, prior.plan_active_seconds / 4);
+  // At most a quarter of the run, at least a day.
+  const double cap = std::max(86400.0, prior.plan_active_seconds / 4);
+  const double prior_seconds = plan_ratio > 0 ? std::clamp(kPriorStops * unit / plan_ratio, 86400.0, cap) : cap;
   auto overhead = [&](double base_ratio, double base_seconds, double other, double productive, double stops) {
     return RatioRegime{(base_ratio * base_seconds + other) / (base_seconds + productive), 1 + stops + kPriorStops};
   };
-  p.overhead[0] = overhead(plan_ratio, prior_seconds, life.other, life.productive, life.stops);
+  // Planned stops are scheduled: the time since the latest one (or since the start) is no
+  // evidence of fewer stops until it exceeds the gap they have been coming at (the plan's
+  // until seen), so it counts as exposure only past that gap.
+  const double last_stop = LastStopProductive(s);
+  const double gap = life.stops > 0 ? last_stop / life.stops : (plan_ratio > 0 ? unit / plan_ratio : 0);
+  const double censored = std::max(0.0, life.productive - last_stop - gap);
+  p.overhead[0] = overhead(plan_ratio, prior_seconds, life.other, last_stop + censored, life.stops);
   p.failures[1] = p.failures[0];
   p.losses[1] = p.losses[0];
   p.overhead[1] = p.overhead[0];
@@ -429,7 +482,8 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   }
 
   // kChangepoint: the recent window against the older part.
-  const Window recent = Between(WindowStart(s, as_of, span), now);
+  const EvidenceSample recent_start = WindowStart(s, as_of, span);
+  const Window recent = Between(recent_start, now);
   const Window older = Minus(life, recent);
   const double n_recent = recent.incidents + open;
   const double n_older = std::max(0.0, incidents - n_recent);
@@ -439,33 +493,49 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   p.failure_dispersion = Dispersion(
       s, now, older.running, older.incidents, [](const EvidenceSample& e) { return e.incidents; },
       [](const EvidenceSample& e) { return e.running_seconds; });
-  p.p_failures = RateChange(n_older, older.running, n_recent, recent.running, p.failure_dispersion);
+  // The prior probability of a change inside the recent window: about one change over the
+  // run so far, at any time alike, falls in it with the window's share of the time.
+  const double change_prior = std::clamp(options.recent_share, 0.01, 0.5);
+  // A cluster of crashes within a day (a flaky switch, a bad batch of hosts found at once)
+  // is common and passes; a new regime is believed in proportion as the window that shows
+  // it has lasted longer than that.
+  const double believed = std::min(1.0, recent.seconds / kMinRegimeSeconds);
+  p.p_failures = believed * RateChange(n_older, older.running, n_recent, recent.running, p.failure_dispersion,
+                                       change_prior);
 
   // Losses: the newest incidents, as many as the recent window closed.
   const size_t keep = std::min(all_losses.size(), static_cast<size_t>(recent.incidents));
   if (keep >= 2 && all_losses.size() - keep >= 2) {
     const std::vector<double> newest(all_losses.end() - static_cast<long>(keep), all_losses.end());
-    double sum_new = 0, sum_all = 0;
-    for (double l : newest) sum_new += l;
-    for (double l : all_losses) sum_all += l;
     const double n_new = static_cast<double>(keep), n_all = static_cast<double>(all_losses.size());
-    const double ratio = ExponentialPeak(n_new, sum_new) + ExponentialPeak(n_all - n_new, sum_all - sum_new) -
-                         ExponentialPeak(n_all, sum_all);
-    // Quasi-likelihood again: the exponential has a squared coefficient of variation of 1;
-    // heavier tails (a few restarts that take hours) must not read as a change.
-    double sq_all = 0;
-    for (double l : all_losses) sq_all += l * l;
-    const double mean_all = sum_all / n_all;
-    const double cv2 = mean_all > 0 ? (sq_all / n_all - mean_all * mean_all) / (mean_all * mean_all) : 1;
+    // Losses are heavy-tailed (one restart that takes hours), so the change is read on
+    // their logarithms: the difference of the mean log-loss of the newest incidents and
+    // the older ones, its Bayes factor in the BIC approximation (z^2/2 less half the log
+    // of the count).
+    double old_sum = 0, old_sq = 0, new_sum = 0, new_sq = 0;
+    const size_t split = all_losses.size() - keep;
+    for (size_t i = 0; i < all_losses.size(); ++i) {
+      const double l = std::log(std::max(1.0, all_losses[i]));
+      (i < split ? old_sum : new_sum) += l;
+      (i < split ? old_sq : new_sq) += l * l;
+    }
+    const double n_old = n_all - n_new;
+    const double var = std::max(1e-6, (old_sq - old_sum * old_sum / n_old + new_sq - new_sum * new_sum / n_new) /
+                                          std::max(1.0, n_all - 2));
+    const double z = (new_sum / n_new - old_sum / n_old) / std::sqrt(var / n_new + var / n_old);
+    const double log_odds =
+        std::log(change_prior / (1 - change_prior)) + 0.5 * z * z - 0.5 * std::log(n_all);
+    p.p_losses = 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
     p.losses[1] = MakePool(newest, plan_loss);
-    p.p_losses = ChangeProbability(std::max(0.0, ratio) / std::max(1.0, cv2), n_all);
   }
 
   // Planned overhead: counted in units of the run's typical planned stop, so that one
   // long window weighs as one event, not as its seconds.
   // The recent regime's prior is the lifetime ratio, worth one stop.
   const double ratio0 = p.overhead[0].ratio;
-  p.overhead[1] = ratio0 > 0 ? overhead(ratio0, unit / ratio0, recent.other, recent.productive, recent.stops)
+  const double recent_exposure =
+      std::max(0.0, std::min(recent.productive, last_stop - recent_start.productive_seconds)) + censored;
+  p.overhead[1] = ratio0 > 0 ? overhead(ratio0, unit / ratio0, recent.other, recent_exposure, recent.stops)
                              : overhead(0, prior_seconds, recent.other, recent.productive, recent.stops);
   p.overhead[1].shape -= kPriorStops - 1;
   if (life.stops > 0) {
@@ -474,7 +544,9 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
         [unit](const EvidenceSample& e) { return e.other_seconds / unit; },
         [](const EvidenceSample& e) { return e.productive_seconds; });
     p.p_overhead =
-        RateChange(older.other / unit, older.productive, recent.other / unit, recent.productive, dispersion);
+        RateChange(older.other / unit, older.productive, recent.other / unit, recent.productive, dispersion,
+                   change_prior);
+    p.overhead_phase_seconds = OverheadPhaseSeconds(s, now, unit);
   }
   return p;
 }
@@ -616,7 +688,8 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
       std::gamma_distribution<double> spread(over.shape, over.ratio / over.shape);
       overhead_ratio = spread(rng);
     }
-    const double total = wait + running + loss + compute * overhead_ratio + planned_down_left;
+    const double planned_ahead = std::max(0.0, compute * overhead_ratio + proc.overhead_phase_seconds);
+    const double total = wait + running + loss + planned_ahead + planned_down_left;
     finish[static_cast<size_t>(i)] = total;
     future_loss[static_cast<size_t>(i)] = loss;
     if (consumed + loss > prior.budget_seconds) ++exhausted;

@@ -29,7 +29,7 @@ TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
   const PlanSpec plan = PlanFromProto(*proto);
   const PlanReport report = ComputePlan(plan);
   CalibrationOptions options;
-  options.seeds = 8;
+  options.seeds = 16;
   options.forecast.draws = 1000;
   absl::StatusOr<std::vector<ScenarioCalibration>> cal = Calibrate(plan, report, Scenarios(), options);
   ASSERT_TRUE(cal.ok()) << cal.status();
