@@ -125,10 +125,10 @@ struct Simulation {
   // What the simulation assumed for the rest of the run (kChangepoint: the mixture's mean).
   double change_probability_failures = 0;  // the recent regime's weight
   double change_probability_losses = 0;
-  double change_probability_overhead = 0;
   double mtbf_seconds = 0;                 // running seconds per incident ahead
   double loss_per_incident_seconds = 0;
   double overhead_ratio = 0;               // planned overhead per compute second ahead
+  double trend_weight = 0;                 // weight of "the throughput trend continues"
 };
 [[nodiscard]] Simulation Simulate(const RunState& state, const ForecastPrior& prior, absl::Time now,
                                   const ForecastOptions& options = {});

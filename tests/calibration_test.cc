@@ -1,15 +1,12 @@
 // Calibration: simulated runs of the flagship plan in every named scenario (simulator.cc:
 // reality differing from the plan, changing mid-run, bursty, heavier maintenance,
-// deliberate rollbacks), each backtested at every tenth of progress. What holds today
-// (the README's table, 8 seeds):
-//   - overall, the actual finish falls inside P10..P90 in 75-88% of the cuts (issue 11);
-//   - in every scenario that changes mid-run, at least 60% of the cuts after the change
-//     are covered (issue 11; before a change nobody can see it coming); in the others at
-//     least 50% (issue 11 asks 60%: "bursty" is at 57%);
-//   - the median P50 error is at most 0.8x the lifetime-rate estimate's overall (issue 11
-//     asks 0.6x; today 0.72x) and at most 1.35x it in any scenario (issue 11 asks 1x;
-//     stationary scenarios are at 0.8-1.26x, where the naive estimate is nearly optimal).
-// The unmet targets are open work on issue 11; these bounds keep what was reached.
+// deliberate rollbacks), 16 seeds each, backtested at every tenth of progress. What must
+// hold (issue 11):
+//   - overall, the actual finish falls inside P10..P90 in 75-88% of the cuts;
+//   - in every scenario, at least 60% of the cuts after its change are covered (all cuts
+//     for a scenario that does not change; before a change nobody can see it coming);
+//   - the median P50 error is at most 0.6x the lifetime-rate estimate's overall, and no
+//     worse than it in any scenario.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -39,13 +36,13 @@ TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
   for (const ScenarioCalibration& s : *cal) {
     EXPECT_EQ(s.refused_events, 0u) << s.scenario;
     EXPECT_EQ(s.all.points, 9u * options.seeds) << s.scenario;
-    EXPECT_GE(s.after_change.coverage, s.change_at > 0 ? 0.60 : 0.50) << s.scenario;
-    EXPECT_LE(s.all.median_p50_error_seconds, 1.35 * s.all.median_naive_lifetime_error_seconds) << s.scenario;
+    EXPECT_GE(s.after_change.coverage, 0.60) << s.scenario;
+    EXPECT_LE(s.all.median_p50_error_seconds, s.all.median_naive_lifetime_error_seconds) << s.scenario;
   }
   const BacktestSummary all = Overall(*cal);
   EXPECT_GE(all.coverage, 0.75);
   EXPECT_LE(all.coverage, 0.88);
-  EXPECT_LE(all.median_p50_error_seconds, 0.8 * all.median_naive_lifetime_error_seconds);
+  EXPECT_LE(all.median_p50_error_seconds, 0.6 * all.median_naive_lifetime_error_seconds);
 }
 
 // A change the window can see moves the forecast: the same chaotic start backtested with
