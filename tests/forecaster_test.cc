@@ -2,9 +2,15 @@
 #include "forecast/forecaster.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "cli/plan_file.h"
 #include "forecast/formulas.h"
+#include "forecast/plan_engine.h"
+#include "forecast/simulator.h"
 #include "proto/event_convert.h"
+#include "proto/plan_convert.h"
 #include "gtest/gtest.h"
 
 namespace flightplan::forecast {
@@ -218,6 +224,171 @@ TEST(Forecaster, NaiveEstimates) {
   EXPECT_NEAR(absl::ToDoubleSeconds(f.naive_lifetime_finish - At(7200)), remaining / 1000.0, 1);
   // Last hour: 3,600 s x 1,000 tokens/s.
   EXPECT_NEAR(absl::ToDoubleSeconds(f.naive_recent_finish - At(7200)), remaining / 1000.0, 1);
+}
+
+
+// --- The evidence models on simulated runs of the flagship plan (simulator.h scenarios) ---
+
+struct Flagship {
+  PlanSpec plan;
+  PlanReport report;
+  ForecastPrior prior;
+};
+const Flagship& FlagshipPlan() {
+  static const Flagship* const flagship = [] {
+    absl::StatusOr<v1::Plan> proto =
+        LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+    auto* out = new Flagship;
+    if (!proto.ok()) {
+      ADD_FAILURE() << proto.status();
+      return out;
+    }
+    out->plan = PlanFromProto(*proto);
+    out->report = ComputePlan(out->plan);
+    out->prior = PriorFromPlan(out->plan, out->report);
+    return out;
+  }();
+  return *flagship;
+}
+
+// A scenario's run (seed `seed`) folded until its lineage holds `progress` of the target.
+RunState FoldTo(const char* scenario, double progress, uint64_t seed = 1) {
+  const Scenario* sc = FindScenario(scenario);
+  EXPECT_NE(sc, nullptr) << scenario;
+  if (sc == nullptr) return {};
+  SimulationOptions o = sc->options;
+  o.seed = seed;
+  const std::vector<Event> events = SimulateRun(FlagshipPlan().plan, FlagshipPlan().report, o);
+  const double target = static_cast<double>(FlagshipPlan().prior.target_tokens);
+  RunState s;
+  for (const Event& e : events) {
+    if (static_cast<double>(s.tokens) >= progress * target) break;
+    const absl::Status st = ApplyEvent(s, e);
+    EXPECT_TRUE(st.ok()) << st;
+  }
+  EXPECT_NE(s.phase, Phase::kFinished) << scenario;
+  EXPECT_GE(static_cast<double>(s.tokens), progress * target) << scenario;
+  return s;
+}
+
+Simulation SimulateAt(const RunState& s, EvidenceModel model = EvidenceModel::kChangepoint) {
+  ForecastOptions o;
+  o.model = model;
+  o.draws = 500;  // the regime fields do not depend on the draws
+  return Simulate(s, FlagshipPlan().prior, s.last_time, o);
+}
+
+double PlanOverheadRatio() {
+  return FlagshipPlan().prior.plan_availability_seconds / FlagshipPlan().prior.plan_active_seconds;
+}
+
+TEST(Regimes, AsPlannedSeesNoChangeAndNoTrend) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    const RunState s = FoldTo("as-planned", 0.5, seed);
+    const Simulation sim = SimulateAt(s);
+    EXPECT_LT(sim.change_probability_failures, 0.5);
+    EXPECT_LT(sim.trend_weight, 0.5);
+    // Reality is the plan: about a hundred failures so far put the MTBF ahead within
+    // +-50% of the plan's.
+    EXPECT_GT(sim.mtbf_seconds, FlagshipPlan().prior.job_mtbf_seconds / 1.5);
+    EXPECT_LT(sim.mtbf_seconds, FlagshipPlan().prior.job_mtbf_seconds * 1.5);
+  }
+}
+
+TEST(Regimes, AChaoticStartIsLeftBehindOnceItSettles) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    // At 50%: 4x the plan's failures until 30%, half of them since.
+    const RunState s = FoldTo("chaotic-start", 0.5, seed);
+    const Simulation sim = SimulateAt(s);
+    EXPECT_GT(sim.change_probability_failures, 0.5);
+    const RunSnapshot snap = Snapshot(s, s.last_time);
+    ASSERT_GT(s.incidents, 0u);
+    // The calmer recent regime wins: more running time per incident ahead than the run
+    // has shown overall, raw or with the plan as a prior (the lifetime posterior) ...
+    const double lifetime_observed = snap.running_seconds / s.incidents;
+    const double lifetime_posterior = ForecastNow(s, FlagshipPlan().prior, s.last_time).posterior_mtbf_seconds;
+    EXPECT_GT(sim.mtbf_seconds, lifetime_observed);
+    EXPECT_GT(sim.mtbf_seconds, lifetime_posterior);
+    // ... and than the plan's, as reality since 30% is half the plan's failures.
+    EXPECT_GT(sim.mtbf_seconds, FlagshipPlan().prior.job_mtbf_seconds);
+  }
+}
+
+TEST(Regimes, ADegradingThroughputIsReadAsATrend) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    // 2% less throughput per tenth: six steps down by 60%.
+    const Simulation sim = SimulateAt(FoldTo("degrading", 0.6, seed));
+    EXPECT_GT(sim.trend_weight, 0.5);
+  }
+}
+
+TEST(Regimes, HeavyMaintenanceIsLearnedExceptByTheLifetimeModel) {
+  const double plan_ratio = PlanOverheadRatio();
+  ASSERT_GT(plan_ratio, 0);
+  const Scenario* sc = FindScenario("heavy-maintenance");
+  ASSERT_NE(sc, nullptr);
+  // 8 h down every 7 days of wall time is at least 8 h per 7 days of compute.
+  const double calendar_floor =
+      sc->options.maintenance_hours * 3600 / (sc->options.maintenance_every_days * 86400);
+  ASSERT_GT(calendar_floor, plan_ratio);
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    const RunState heavy = FoldTo("heavy-maintenance", 0.6, seed);
+    const Simulation sim = SimulateAt(heavy);
+    EXPECT_GT(sim.overhead_ratio, plan_ratio);
+    // The plan is a prior worth at most a quarter of the run's compute, against 60% of it
+    // observed: the estimate is past halfway from the plan's ratio to the calendar's.
+    EXPECT_GT(sim.overhead_ratio, 0.5 * (plan_ratio + calendar_floor));
+    // And heavier than what the same seed learns with the plan's own windows.
+    EXPECT_GT(sim.overhead_ratio, SimulateAt(FoldTo("as-planned", 0.6, seed)).overhead_ratio);
+    // The lifetime baseline takes the plan's allotment, whatever the evidence.
+    EXPECT_DOUBLE_EQ(SimulateAt(heavy, EvidenceModel::kLifetime).overhead_ratio, plan_ratio);
+  }
+}
+
+TEST(Regimes, TheLifetimeModelSeesNoChangeNoTrend) {
+  // Runs where the default model does see them, so the zeros are the model's choice.
+  const RunState chaotic = FoldTo("chaotic-start", 0.5);
+  const RunState degrading = FoldTo("degrading", 0.6);
+  ASSERT_GT(SimulateAt(chaotic).change_probability_failures, 0.5);
+  ASSERT_GT(SimulateAt(degrading).trend_weight, 0.5);
+  for (const RunState* s : {&chaotic, &degrading}) {
+    const Simulation sim = SimulateAt(*s, EvidenceModel::kLifetime);
+    EXPECT_EQ(sim.change_probability_failures, 0);
+    EXPECT_EQ(sim.change_probability_losses, 0);
+    EXPECT_EQ(sim.trend_weight, 0);
+    // The whole history with the plan as a prior: the lifetime posterior MTBF.
+    const double posterior = ForecastNow(*s, FlagshipPlan().prior, s->last_time).posterior_mtbf_seconds;
+    EXPECT_NEAR(sim.mtbf_seconds, posterior, 1e-9 * posterior);
+  }
+}
+
+TEST(Regimes, TheSameStateGivesTheSameSimulation) {
+  const RunState s = FoldTo("bursty", 0.5);
+  const RunState copy = s;
+  const Simulation a = Simulate(s, FlagshipPlan().prior, s.last_time);
+  const Simulation b = Simulate(copy, FlagshipPlan().prior, s.last_time);
+  EXPECT_EQ(a.as_of, b.as_of);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.forecast_tokens_per_second, b.forecast_tokens_per_second);
+  EXPECT_EQ(a.throughput_shifted, b.throughput_shifted);
+  EXPECT_EQ(a.finish_p10_seconds, b.finish_p10_seconds);
+  EXPECT_EQ(a.finish_p50_seconds, b.finish_p50_seconds);
+  EXPECT_EQ(a.finish_p90_seconds, b.finish_p90_seconds);
+  EXPECT_EQ(a.future_loss_p50_seconds, b.future_loss_p50_seconds);
+  EXPECT_EQ(a.exhaustion_probability, b.exhaustion_probability);
+  EXPECT_EQ(a.deadline_probability, b.deadline_probability);
+  EXPECT_EQ(a.change_probability_failures, b.change_probability_failures);
+  EXPECT_EQ(a.change_probability_losses, b.change_probability_losses);
+  EXPECT_EQ(a.mtbf_seconds, b.mtbf_seconds);
+  EXPECT_EQ(a.loss_per_incident_seconds, b.loss_per_incident_seconds);
+  EXPECT_EQ(a.overhead_ratio, b.overhead_ratio);
+  EXPECT_EQ(a.trend_weight, b.trend_weight);
+  // The draws are random: a spread, not one number.
+  EXPECT_LT(a.finish_p10_seconds, a.finish_p90_seconds);
 }
 
 }  // namespace
