@@ -128,8 +128,10 @@ EvidenceSample FoldedEvidence(const RunState& s, absl::Time t) {
 
 void PushEvidence(RunState& s, absl::Time t) {
   const EvidenceSample sample = FoldedEvidence(s, t);
-  if (s.evidence.size() >= 2 && s.evidence.back().time - s.evidence[s.evidence.size() - 2].time <
-                                    s.evidence_spacing) {
+  // Events at one instant make one sample (an async save at its step report's time).
+  if ((!s.evidence.empty() && s.evidence.back().time == t) ||
+      (s.evidence.size() >= 2 &&
+       s.evidence.back().time - s.evidence[s.evidence.size() - 2].time < s.evidence_spacing)) {
     s.evidence.back() = sample;
     return;
   }

@@ -715,7 +715,7 @@ TEST(Evidence, SurvivesTheSnapshotAndThinsOnAlike) {
 // whatever the new event's time, so the event right after the one that completed a sample
 // makes a second sample of the same instant when it shares its time (run with
 // --gtest_also_run_disabled_tests).
-TEST(Evidence, DISABLED_EventsAtOneInstantMakeOneSample) {
+TEST(Evidence, EventsAtOneInstantMakeOneSample) {
   const double spacing = absl::ToDoubleSeconds(kEvidenceSpacing);
   const RunState s = Fold({
       Started(0, 1, 0),
