@@ -214,18 +214,6 @@ struct Window {
   double seconds = 0, running = 0, productive = 0, tokens = 0, incidents = 0, loss = 0,
          other = 0, stops = 0;
 };
-Window Between(const EvidenceSample& a, const EvidenceSample& b) {
-  Window w;
-  w.seconds = std::max(0.0, absl::ToDoubleSeconds(b.time - a.time));
-  w.running = std::max(0.0, b.running_seconds - a.running_seconds);
-  w.productive = std::max(0.0, b.productive_seconds - a.productive_seconds);
-  w.tokens = std::max(0.0, b.productive_tokens - a.productive_tokens);
-  w.incidents = std::max(0.0, b.incidents - a.incidents);
-  w.loss = std::max(0.0, b.incident_loss_seconds - a.incident_loss_seconds);
-  w.other = std::max(0.0, b.other_seconds - a.other_seconds);
-  w.stops = std::max(0.0, b.planned_stops - a.planned_stops);
-  return w;
-}
 Window Minus(const Window& a, const Window& b) {
   Window w;
   w.seconds = std::max(0.0, a.seconds - b.seconds);
@@ -237,6 +225,14 @@ Window Minus(const Window& a, const Window& b) {
   w.other = std::max(0.0, a.other - b.other);
   w.stops = std::max(0.0, a.stops - b.stops);
   return w;
+}
+// Everything accumulated up to sample `e`, its seconds counted from `origin`.
+Window Cumulative(const EvidenceSample& e, absl::Time origin) {
+  return {absl::ToDoubleSeconds(e.time - origin), e.running_seconds, e.productive_seconds, e.productive_tokens,
+          e.incidents, e.incident_loss_seconds, e.other_seconds, e.planned_stops};
+}
+Window Between(const EvidenceSample& a, const EvidenceSample& b) {
+  return Minus(Cumulative(b, a.time), Cumulative(a, a.time));
 }
 
 // The start of the window that ends at `now` and reaches back `span` seconds: the latest

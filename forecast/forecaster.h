@@ -46,10 +46,12 @@ enum class EvidenceModel {
   // Discounted Gamma-Poisson: old exposure, counts and overhead lose half their weight
   // every `recent_share` of the elapsed time.
   kDiscounted,
-  // Two regimes per process, "the past continues" (lifetime) and "the recent regime
-  // continues" (the last `recent_share` of the elapsed time), weighted by the posterior
-  // probability of a change between them (a Bayes factor with the BIC penalty); each draw
-  // picks a regime, so the P10..P90 covers both while they disagree. The default.
+  // Two regimes for failures and losses, "the past continues" (lifetime) and "the recent
+  // regime continues" (the last `recent_share` of the elapsed time), weighted by the
+  // posterior probability of a change between them (an exact Gamma-Poisson Bayes factor,
+  // tempered by overdispersion); each draw picks a regime, so the P10..P90 covers both
+  // while they disagree. A throughput trend regime (BIC against a constant and a step);
+  // planned overhead from the evidence, censored and phased. The default.
   kChangepoint,
 };
 [[nodiscard]] const char* EvidenceModelName(EvidenceModel model);

@@ -13,6 +13,7 @@
 #include "forecast/plan_engine.h"
 #include "forecast/simulator.h"
 #include "gtest/gtest.h"
+#include "tests/flagship_plan.h"
 #include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 
@@ -473,25 +474,7 @@ TEST(Accounting, StateIsBoundedPerRunNotPerEvent) {
 
 // --- Evidence samples over whole simulated runs of the flagship plan ---
 
-struct Flagship {
-  PlanSpec plan;
-  PlanReport report;
-};
-const Flagship& FlagshipPlan() {
-  static const Flagship* const flagship = [] {
-    absl::StatusOr<v1::Plan> proto =
-        LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-    auto* out = new Flagship;
-    if (!proto.ok()) {
-      ADD_FAILURE() << proto.status();
-      return out;
-    }
-    out->plan = PlanFromProto(*proto);
-    out->report = ComputePlan(out->plan);
-    return out;
-  }();
-  return *flagship;
-}
+using ::flightplan::testing::FlagshipPlan;
 
 double Rel(double a, double b) { return std::fabs(a - b) / std::max({1.0, std::fabs(a), std::fabs(b)}); }
 

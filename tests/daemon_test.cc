@@ -762,16 +762,7 @@ TEST_F(DaemonTest, HistoryKeepsAPointPerTenMinutesAndLargeMovesAndSurvivesAResta
   EXPECT_GE(history.points_size(), static_cast<int>(run_seconds / 600) / 2);
   EXPECT_LT(history.points_size(), static_cast<int>(forecasts) / 2);
   // The last point is the final status's forecast.
-  const v1::ForecastPoint& last = history.points(history.points_size() - 1);
-  EXPECT_TRUE(last.finished());
-  EXPECT_EQ(last.events(), final_status.events());
-  EXPECT_EQ(last.as_of().seconds(), final_status.as_of().seconds());
-  EXPECT_EQ(last.finish_p50().seconds(), final_status.forecast().finish_p50().seconds());
-  EXPECT_DOUBLE_EQ(last.budget_consumed_seconds(), final_status.failure_budget().consumed_seconds());
-  EXPECT_DOUBLE_EQ(last.projected_at_finish_seconds(),
-                   final_status.failure_budget().projected_at_finish_seconds());
-  EXPECT_DOUBLE_EQ(last.exhaustion_probability(), final_status.failure_budget().exhaustion_probability());
-  EXPECT_DOUBLE_EQ(last.burn_rate(), final_status.failure_budget().burn_rate());
+  EXPECT_TRUE(testing::EndsAtFinalStatus(history, final_status));
 
   Restart(options);
   Status();  // the restart's simulation adds nothing: the run finished

@@ -12,6 +12,7 @@
 #include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 #include "gtest/gtest.h"
+#include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -229,27 +230,7 @@ TEST(Forecaster, NaiveEstimates) {
 
 // --- The evidence models on simulated runs of the flagship plan (simulator.h scenarios) ---
 
-struct Flagship {
-  PlanSpec plan;
-  PlanReport report;
-  ForecastPrior prior;
-};
-const Flagship& FlagshipPlan() {
-  static const Flagship* const flagship = [] {
-    absl::StatusOr<v1::Plan> proto =
-        LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-    auto* out = new Flagship;
-    if (!proto.ok()) {
-      ADD_FAILURE() << proto.status();
-      return out;
-    }
-    out->plan = PlanFromProto(*proto);
-    out->report = ComputePlan(out->plan);
-    out->prior = PriorFromPlan(out->plan, out->report);
-    return out;
-  }();
-  return *flagship;
-}
+using ::flightplan::testing::FlagshipPlan;
 
 // A scenario's run (seed `seed`) folded until its lineage holds `progress` of the target.
 RunState FoldTo(const char* scenario, double progress, uint64_t seed = 1) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "flightplan/v1/status.pb.h"
 #include "flightplan/v1/tracker.pb.h"
 #include "gtest/gtest.h"
 
@@ -44,6 +45,39 @@ inline ::testing::AssertionResult MonotoneAndThinned(const v1::ForecastHistory& 
              << "(P50 moved " << p50_moved << " s of " << remaining << " s remaining; P(exhausted) "
              << a.exhaustion_probability() << " -> " << b.exhaustion_probability() << ")";
     }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A finished run's history ends at its final status: the last point is the finished one,
+// with the status's events, time, P50, failure budget, P(exhausted) and burn rate.
+inline ::testing::AssertionResult EndsAtFinalStatus(const v1::ForecastHistory& h, const v1::RunStatus& status) {
+  if (h.points_size() == 0) return ::testing::AssertionFailure() << "no points";
+  const v1::ForecastPoint& last = h.points(h.points_size() - 1);
+  auto differ = [](const char* what, auto got, auto want) {
+    return ::testing::AssertionFailure() << "last point's " << what << " " << got << ", status " << want;
+  };
+  if (!last.finished()) return ::testing::AssertionFailure() << "last point not finished";
+  if (last.events() != status.events()) return differ("events", last.events(), status.events());
+  if (last.as_of().seconds() != status.as_of().seconds()) {
+    return differ("as_of", last.as_of().seconds(), status.as_of().seconds());
+  }
+  if (last.finish_p50().seconds() != status.forecast().finish_p50().seconds()) {
+    return differ("finish_p50", last.finish_p50().seconds(), status.forecast().finish_p50().seconds());
+  }
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)); };
+  if (!near(last.budget_consumed_seconds(), status.failure_budget().consumed_seconds())) {
+    return differ("budget consumed", last.budget_consumed_seconds(), status.failure_budget().consumed_seconds());
+  }
+  if (!near(last.projected_at_finish_seconds(), status.failure_budget().projected_at_finish_seconds())) {
+    return differ("projected at finish", last.projected_at_finish_seconds(),
+                  status.failure_budget().projected_at_finish_seconds());
+  }
+  if (!near(last.exhaustion_probability(), status.failure_budget().exhaustion_probability())) {
+    return differ("P(exhausted)", last.exhaustion_probability(), status.failure_budget().exhaustion_probability());
+  }
+  if (!near(last.burn_rate(), status.failure_budget().burn_rate())) {
+    return differ("burn rate", last.burn_rate(), status.failure_budget().burn_rate());
   }
   return ::testing::AssertionSuccess();
 }

@@ -209,12 +209,7 @@ TEST(Process, HistoryOfASimulatedReplayIsMonotoneThinnedAndSurvivesARestart) {
     ASSERT_GT(history.points_size(), 1);
     EXPECT_TRUE(testing::MonotoneAndThinned(history));
     EXPECT_LT(static_cast<size_t>(history.points_size()), lines / 20);
-    const v1::ForecastPoint& last = history.points(history.points_size() - 1);
-    EXPECT_TRUE(last.finished());
-    EXPECT_EQ(last.events(), final_status.events());
-    EXPECT_EQ(last.as_of().seconds(), final_status.as_of().seconds());
-    EXPECT_EQ(last.finish_p50().seconds(), final_status.forecast().finish_p50().seconds());
-    EXPECT_DOUBLE_EQ(last.budget_consumed_seconds(), final_status.failure_budget().consumed_seconds());
+    EXPECT_TRUE(testing::EndsAtFinalStatus(history, final_status));
 
     r = Cli(d.address(), {"history", kRun});
     ASSERT_EQ(r.exit_code, 0) << r.err;

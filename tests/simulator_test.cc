@@ -13,6 +13,7 @@
 #include "forecast/accounting.h"
 #include "forecast/plan_engine.h"
 #include "gtest/gtest.h"
+#include "tests/flagship_plan.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan::forecast {
@@ -20,26 +21,8 @@ namespace {
 
 constexpr double kDay = 86400;
 
-struct Flagship {
-  PlanSpec plan;
-  PlanReport report;
-};
-// Loaded once: every test here reads the same plan.
-const Flagship& Plan() {
-  static const Flagship* const flagship = [] {
-    absl::StatusOr<v1::Plan> proto =
-        LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-    auto* out = new Flagship;
-    if (!proto.ok()) {
-      ADD_FAILURE() << proto.status();
-      return out;
-    }
-    out->plan = PlanFromProto(*proto);
-    out->report = ComputePlan(out->plan);
-    return out;
-  }();
-  return *flagship;
-}
+// Every test here reads the same plan.
+const ::flightplan::testing::Flagship& Plan() { return ::flightplan::testing::FlagshipPlan(); }
 
 const Scenario& Named(const char* name) {
   const Scenario* s = FindScenario(name);
@@ -104,7 +87,7 @@ TEST(Scenarios, NamesAreUniqueAndFound) {
 }
 
 TEST(Scenarios, EveryRunIsAcceptedAndFinishes) {
-  const Flagship& f = Plan();
+  const ::flightplan::testing::Flagship& f = Plan();
   const int64_t target = static_cast<int64_t>(f.plan.data.tokens);
   for (const Scenario& sc : Scenarios()) {
     SCOPED_TRACE(sc.name);
