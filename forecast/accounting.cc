@@ -357,7 +357,12 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   if (e.kind == EventKind::kSteps) {
     // After a restore to an estimated state, the first report sets the tokens.
     const bool rebase = s.tokens_uncertain && !s.saw_step_in_attempt;
-    if (e.step < s.step || (e.tokens < s.tokens && !rebase)) {
+    // The message names the field that goes back: the step, or the tokens.
+    if (e.step < s.step) {
+      return Precondition(absl::StrCat("steps.step ", e.step, " goes backwards from step ", s.step,
+                                       " without a restore"));
+    }
+    if (e.tokens < s.tokens && !rebase) {
       return Precondition(absl::StrCat("steps.tokens ", e.tokens, " at step ", e.step,
                                        " goes backwards from ", s.tokens, " at step ", s.step,
                                        " without a restore"));

@@ -32,6 +32,25 @@ constexpr double kFutureRateSigma = 0.06;
 
 double Div(double a, double b) { return b > 0 ? a / b : 0; }
 
+// A small, fast generator (SplitMix64, Steele, Lea and Flood 2014, as in Vigna's
+// xoshiro reference code) for the Monte Carlo: one per stage of each draw, seeded cheaply.
+class SplitMix64 {
+ public:
+  using result_type = uint64_t;
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  result_type operator()() { return Mix(state_ += 0x9E3779B97F4A7C15ULL); }
+
+ private:
+  uint64_t state_;
+};
+
 double Quantile(std::vector<double>& v, double q) {
   if (v.empty()) return 0;
   const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
@@ -697,21 +716,23 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     planned_down_left = absl::ToDoubleSeconds(sim.as_of - s.last_time);
   }
 
-  // Seeded by the history: the same run state gives the same forecast.
-  std::seed_seq seed{static_cast<uint64_t>(s.events), static_cast<uint64_t>(s.tokens),
-                     static_cast<uint64_t>(absl::ToUnixMicros(sim.as_of))};
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0, 1);
-  std::uniform_real_distribution<double> uniform(0, 1);
+  // Seeded by the history, not the clock, and each draw's stages (throughput, regimes,
+  // rate, count, losses, overhead) from streams of their own: a refresh with nothing new
+  // draws the same numbers even where a parameter moved a little and a distribution takes
+  // more or fewer of them, so the finish moves only by what the time that passed changed.
+  const uint64_t base = SplitMix64::Mix(static_cast<uint64_t>(s.events) * 0x9E3779B97F4A7C15ULL ^
+                                        static_cast<uint64_t>(s.tokens) ^
+                                        SplitMix64::Mix(static_cast<uint64_t>(absl::ToUnixMicros(s.last_time))));
   const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
-  std::lognormal_distribution<double> plan_loss_draw(std::log(plan_loss) - 0.5 * kPlanLossSigma * kPlanLossSigma,
-                                                     kPlanLossSigma);
-  auto draw_loss = [&](const LossPool& pool) {
-    if (!pool.losses.empty() && uniform(rng) < pool.p_observed) {
-      return pool.losses[static_cast<size_t>(uniform(rng) * static_cast<double>(pool.losses.size())) %
+  const double plan_loss_mu = std::log(plan_loss) - 0.5 * kPlanLossSigma * kPlanLossSigma;
+  auto draw_loss = [&](const LossPool& pool, SplitMix64& g) {
+    std::uniform_real_distribution<double> uniform(0, 1);
+    if (!pool.losses.empty() && uniform(g) < pool.p_observed) {
+      return pool.losses[static_cast<size_t>(uniform(g) * static_cast<double>(pool.losses.size())) %
                          pool.losses.size()];
     }
-    return plan_loss_draw(rng);
+    std::lognormal_distribution<double> plan_loss_draw(plan_loss_mu, kPlanLossSigma);
+    return plan_loss_draw(g);
   };
   // For many interruptions in one draw, their total loss by the central limit theorem.
   constexpr long kExactLossDraws = 256;
@@ -721,39 +742,44 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   int exhausted = 0, on_time = 0;
   const double consumed = snap.failure_budget_consumed_seconds;
   for (int i = 0; i < draws; ++i) {
-    const double rate = center * std::exp(rate_sigma * normal(rng));
-    const double compute = uniform(rng) < trend.weight ? ComputeWithTrend(remaining_tokens, rate, trend.slope)
-                           : rate > 0                   ? remaining_tokens / rate
-                                                        : 0;
+    auto stream = [&](uint64_t stage) { return SplitMix64(base + static_cast<uint64_t>(i) * 16 + stage); };
+    SplitMix64 throughput_rng = stream(0), regime_rng = stream(1), rate_rng = stream(2), count_rng = stream(3),
+               loss_rng = stream(4), overhead_rng = stream(5);
+    std::normal_distribution<double> normal(0, 1);
+    std::uniform_real_distribution<double> uniform(0, 1);
+    const double rate = center * std::exp(rate_sigma * normal(throughput_rng));
+    const double compute = uniform(regime_rng) < trend.weight ? ComputeWithTrend(remaining_tokens, rate, trend.slope)
+                           : rate > 0                         ? remaining_tokens / rate
+                                                              : 0;
     const double running = compute * (1 + ckpt_ratio);
-    const RateRegime& fr = proc.failures[uniform(rng) < proc.p_failures ? 1 : 0];
-    const LossPool& pool = proc.losses[uniform(rng) < proc.p_losses ? 1 : 0];
+    const RateRegime& fr = proc.failures[uniform(regime_rng) < proc.p_failures ? 1 : 0];
+    const LossPool& pool = proc.losses[uniform(regime_rng) < proc.p_losses ? 1 : 0];
     const RatioRegime& over = proc.overhead;
     std::gamma_distribution<double> gamma(fr.alpha, 1.0 / std::max(fr.beta, 1.0));
-    const double lambda = gamma(rng);
+    const double lambda = gamma(rate_rng);
     double expected = std::max(0.0, lambda * running);
     if (proc.failure_dispersion > 1 && expected > 0) {
       // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
       std::gamma_distribution<double> burst(expected / (proc.failure_dispersion - 1), proc.failure_dispersion - 1);
-      expected = burst(rng);
+      expected = burst(rate_rng);
     }
     std::poisson_distribution<long> count(expected);
-    const long n = count(rng);
+    const long n = count(count_rng);
     double loss = 0;
     if (n <= kExactLossDraws) {
-      for (long k = 0; k < n; ++k) loss += draw_loss(pool);
+      for (long k = 0; k < n; ++k) loss += draw_loss(pool, loss_rng);
     } else {
       const double nd = static_cast<double>(n);
-      loss = std::max(0.0, nd * pool.mean + std::sqrt(nd * pool.var) * normal(rng));
+      loss = std::max(0.0, nd * pool.mean + std::sqrt(nd * pool.var) * normal(loss_rng));
     }
     if (in_incident) {
-      const double whole = draw_loss(pool);
+      const double whole = draw_loss(pool, regime_rng);
       loss += whole > incident_so_far ? whole - incident_so_far : 0.1 * incident_so_far;
     }
     double overhead_ratio = over.ratio;
     if (over.shape < 1e8 && over.ratio > 0) {
       std::gamma_distribution<double> spread(over.shape, over.ratio / over.shape);
-      overhead_ratio = spread(rng);
+      overhead_ratio = spread(overhead_rng);
     }
     const double planned_ahead = std::max(0.0, compute * overhead_ratio + proc.overhead_phase_seconds);
     const double total = wait + running + loss + planned_ahead + planned_down_left;

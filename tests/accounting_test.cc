@@ -405,7 +405,7 @@ const BadEvent kBadEvents[] = {
     {"TokensBackwards", Steps(500, 31, 250), absl::StatusCode::kFailedPrecondition,
      "goes backwards from 300 at step 30 without a restore"},
     {"StepBackwards", Steps(500, 25, 350), absl::StatusCode::kFailedPrecondition,
-     "goes backwards"},
+     "steps.step 25 goes backwards from step 30 without a restore"},
     {"NegativeTokens", Steps(500, 31, -1), absl::StatusCode::kInvalidArgument,
      "steps.tokens -1 is negative"},
     {"SameStepOtherTokens", Steps(500, 30, 310), absl::StatusCode::kInvalidArgument,

@@ -372,5 +372,20 @@ TEST(Regimes, TheSameStateGivesTheSameSimulation) {
   EXPECT_LT(a.finish_p10_seconds, a.finish_p90_seconds);
 }
 
+// Under the wall clock a run's forecast is refreshed with no new event: the finish moves
+// by what the passing minute changed (a minute more of the open interval, counted as work
+// that has not reported its tokens yet: here about 3 minutes), not by Monte Carlo noise
+// (seeded by the clock and drawn from one stream, the same refresh moved it by 35 minutes).
+TEST(Regimes, ARefreshWithNothingNewMovesTheFinishOnlyByTheTimeThatPassed) {
+  const RunState s = FoldTo("as-planned", 0.5);
+  const absl::Time t = s.last_time + absl::Seconds(30);
+  const Simulation a = Simulate(s, FlagshipPlan().prior, t);
+  const Simulation b = Simulate(s, FlagshipPlan().prior, t + absl::Minutes(1));
+  const double moved = absl::ToDoubleSeconds((b.as_of + absl::Seconds(b.finish_p50_seconds)) -
+                                             (a.as_of + absl::Seconds(a.finish_p50_seconds)));
+  EXPECT_GE(moved, 0) << "a minute without progress cannot bring the finish earlier";
+  EXPECT_LT(moved, 600);
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
