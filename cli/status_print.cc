@@ -38,9 +38,11 @@ std::string FormatForecastFreshness(const v1::RunStatus& s) {
 
 std::string FormatRunStatus(const v1::RunStatus& s) {
   std::string out;
+  // A run with no event yet has no first event, no rates and no burn: "-", not zeros.
+  const bool empty = s.events() == 0;
   absl::StrAppend(&out, "run ", s.run(), ": ", s.state(), ", attempt ", s.attempt(),
                   ", plan revision ", s.plan_revision(), ", ", Count(static_cast<double>(s.events())),
-                  " events\n");
+                  s.events() == 1 ? " event\n" : " events\n");
   const v1::Progress& p = s.progress();
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s of %s tokens (%s), step %s\n", "progress",
                                         Sci(static_cast<double>(p.tokens())),
@@ -50,7 +52,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   if (s.has_as_of()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s (first event %s)\n", "as of",
                                           Date(TimeFromProto(s.as_of())),
-                                          Date(TimeFromProto(s.first_event_time()))));
+                                          empty ? std::string("-") : Date(TimeFromProto(s.first_event_time()))));
   }
   const v1::TimeSeconds& t = s.time_seconds();
   const double elapsed = t.elapsed();
@@ -81,8 +83,9 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                                            planned.empty() ? "" : planned + " (planned)")));
   const v1::Throughput& tp = s.throughput();
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s per productive second (last hour %s; plan %s)\n",
-                                        "throughput", Si(tp.tokens_per_second(), "tokens/s"),
-                                        Si(tp.recent_tokens_per_second(), "tokens/s"),
+                                        "throughput",
+                                        t.productive() > 0 ? Si(tp.tokens_per_second(), "tokens/s") : "-",
+                                        t.productive() > 0 ? Si(tp.recent_tokens_per_second(), "tokens/s") : "-",
                                         Si(tp.plan_tokens_per_second(), "tokens/s")));
   const v1::Forecast& fc = s.forecast();
   absl::StrAppend(&out, "\n");
@@ -110,9 +113,13 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         Duration(b.consumed_seconds()), Duration(b.budget_seconds()),
                                         Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0),
                                         Duration(b.remaining_seconds())));
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %.2f overall; 1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f (1 = on plan)\n",
-                                        "burn rate", b.burn_rate(), b.burn_rate_1h(), b.burn_rate_6h(),
-                                        b.burn_rate_1d(), b.burn_rate_3d()));
+  if (elapsed > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %.2f overall; 1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f (1 = on plan)\n",
+                                          "burn rate", b.burn_rate(), b.burn_rate_1h(), b.burn_rate_6h(),
+                                          b.burn_rate_1d(), b.burn_rate_3d()));
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s - (no time has elapsed)\n", "burn rate"));
+  }
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s projected at finish, P(exhausted) %s%s\n", "",
                                         Duration(b.projected_at_finish_seconds()),
                                         Percent(b.exhaustion_probability(), 0),
@@ -123,7 +130,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                                            " at this burn")));
   const v1::Reliability& r = s.reliability();
   absl::StrAppend(&out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n",
-                                        "reliability", Percent(r.goodput()),
+                                        "reliability", elapsed > 0 ? Percent(r.goodput()) : "-",
                                         r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "-",
                                         Duration(r.plan_mtbf_seconds()),
                                         Duration(r.mean_loss_per_interruption_seconds())));

@@ -1,0 +1,55 @@
+// The status text (cli/status_print): what a person reads in `flightplan status`.
+#include "cli/status_print.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace flightplan {
+namespace {
+
+v1::RunStatus NewRun() {
+  v1::RunStatus s;
+  s.set_run("r");
+  s.set_state("new");
+  s.mutable_progress()->set_target_tokens(10'000'000'000'000);
+  s.mutable_as_of()->set_seconds(1'800'000'000);
+  s.mutable_throughput()->set_plan_tokens_per_second(3.34e6);
+  s.mutable_reliability()->set_plan_mtbf_seconds(14'000);
+  s.mutable_forecast()->mutable_plan_finish()->set_seconds(1'802'000'000);
+  return s;
+}
+
+// A run with no event shows "-" where a time or a rate would be, never 1970 or zeros
+// that read as a stopped job (issue 12).
+TEST(StatusPrint, AnEmptyRunShowsDashesNotZerosOr1970) {
+  const std::string text = FormatRunStatus(NewRun());
+  EXPECT_EQ(text.find("1970"), std::string::npos) << text;
+  EXPECT_NE(text.find("(first event -)"), std::string::npos) << text;
+  EXPECT_NE(text.find("throughput             - per productive second (last hour -;"), std::string::npos) << text;
+  EXPECT_NE(text.find("burn rate              - (no time has elapsed)"), std::string::npos) << text;
+  EXPECT_NE(text.find("goodput -;"), std::string::npos) << text;
+  EXPECT_NE(text.find(", 0 events\n"), std::string::npos) << text;
+}
+
+TEST(StatusPrint, ARunWithEventsShowsItsFirstEventRatesAndBurn) {
+  v1::RunStatus s = NewRun();
+  s.set_state("running");
+  s.set_events(1);
+  s.mutable_first_event_time()->set_seconds(1'800'000'000 - 3600);
+  s.mutable_time_seconds()->set_productive(3000);
+  s.mutable_time_seconds()->set_startup(600);
+  s.mutable_time_seconds()->set_elapsed(3600);
+  s.mutable_throughput()->set_tokens_per_second(3.3e6);
+  s.mutable_failure_budget()->set_burn_rate(1.5);
+  s.mutable_reliability()->set_goodput(3000.0 / 3600);
+  const std::string text = FormatRunStatus(s);
+  EXPECT_NE(text.find(", 1 event\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(first event 2027-01-15 07:00 UTC)"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.30 Mtokens/s per productive second"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.50 overall"), std::string::npos) << text;
+  EXPECT_NE(text.find("goodput 83.3%"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace flightplan
