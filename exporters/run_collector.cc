@@ -91,7 +91,7 @@ std::vector<MetricFamily> RunCollector::Collect() const {
         {"startup", t.startup()},       {"down_unplanned", t.down_unplanned()},
         {"down_planned", t.down_planned()}, {"stalled", t.stalled()}};
     for (const auto& [category, seconds] : categories) {
-      f.Add("flightplan_time_seconds_total", kGauge,
+      f.Add("flightplan_time_seconds", kGauge,
             "Wall time of the run by category; the categories add up to the elapsed time. A "
             "gauge: a restore moves productive time to lost.",
             with("category", category), seconds);
@@ -105,16 +105,18 @@ std::vector<MetricFamily> RunCollector::Collect() const {
     }
 
     const v1::Forecast& fc = s.forecast();
-    const std::pair<const char*, const google::protobuf::Timestamp*> quantiles[] = {
-        {"0.1", fc.has_finish_p10() ? &fc.finish_p10() : nullptr},
-        {"0.5", fc.has_finish_p50() ? &fc.finish_p50() : nullptr},
-        {"0.9", fc.has_finish_p90() ? &fc.finish_p90() : nullptr}};
-    for (const auto& [q, ts] : quantiles) {
+    // `percentile`, not `quantile`: Prometheus reserves that label for summaries
+    // (DESIGN.md section 7; promtool check metrics refuses it on a gauge).
+    const std::pair<const char*, const google::protobuf::Timestamp*> percentiles[] = {
+        {"10", fc.has_finish_p10() ? &fc.finish_p10() : nullptr},
+        {"50", fc.has_finish_p50() ? &fc.finish_p50() : nullptr},
+        {"90", fc.has_finish_p90() ? &fc.finish_p90() : nullptr}};
+    for (const auto& [q, ts] : percentiles) {
       if (ts == nullptr) continue;
       f.Add("flightplan_forecast_finish_timestamp_seconds", kGauge,
-            "Forecast finish, Unix time, at the quantile (P10/P50/P90 of a Monte Carlo over "
+            "Forecast finish, Unix time, at the percentile (P10/P50/P90 of a Monte Carlo over "
             "throughput, interruptions and their losses).",
-            with("quantile", q), Seconds(*ts));
+            with("percentile", q), Seconds(*ts));
     }
     f.Add("flightplan_forecast_stale", kGauge,
           "1 while the simulated forecast (finish, projected budget, P(exhausted)) is older "
@@ -146,7 +148,7 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           "The plan's failure budget: the budget_quantile of interruptions times the loss per "
           "interruption, seconds.",
           {run}, b.budget_seconds());
-    f.Add("flightplan_failure_budget_consumed_seconds_total", kGauge,
+    f.Add("flightplan_failure_budget_consumed_seconds", kGauge,
           "Failure budget consumed: lost work, unplanned downtime, stalls and restarts after "
           "unplanned stops, seconds, charged as it happens. A gauge: when the first report "
           "after a restart shows how much of the restart was already training, that share "

@@ -45,14 +45,14 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
   for (const char* line : {
            "flightplan_progress_tokens{run=\"r1\"} 1000",
            "flightplan_plan_progress_tokens{run=\"r1\"} 1200",
-           "flightplan_time_seconds_total{run=\"r1\",category=\"productive\"} 3000",
-           "flightplan_time_seconds_total{run=\"r1\",category=\"lost\"} 120",
+           "flightplan_time_seconds{run=\"r1\",category=\"productive\"} 3000",
+           "flightplan_time_seconds{run=\"r1\",category=\"lost\"} 120",
            "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"false\"} 2",
            "flightplan_interruptions_total{run=\"r1\",cause=\"maintenance\",planned=\"true\"} 1",
-           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",quantile=\"0.5\"} 1800000000",
+           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",percentile=\"50\"} 1800000000",
            "flightplan_plan_finish_timestamp_seconds{run=\"r1\"} 1799999000",
            "flightplan_failure_budget_seconds{run=\"r1\"} 5000",
-           "flightplan_failure_budget_consumed_seconds_total{run=\"r1\"} 1250",
+           "flightplan_failure_budget_consumed_seconds{run=\"r1\"} 1250",
            "flightplan_failure_budget_remaining_seconds{run=\"r1\"} 0",
            "flightplan_failure_budget_burn_rate{run=\"r1\",window=\"1h\"} 14.4",
            "flightplan_goodput_ratio{run=\"r1\"} 0.9",
@@ -63,11 +63,11 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
   }
   // Types: counters only where monotonic.
   EXPECT_NE(text.find("# TYPE flightplan_interruptions_total counter"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds_total gauge"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE flightplan_time_seconds_total gauge"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds gauge"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE flightplan_time_seconds gauge"), std::string::npos);
   EXPECT_NE(text.find("# HELP flightplan_goodput_ratio Productive time over elapsed time."), std::string::npos);
   // No forecast quantile that was not computed.
-  EXPECT_EQ(text.find("quantile=\"0.1\""), std::string::npos);
+  EXPECT_EQ(text.find("percentile=\"10\""), std::string::npos);
 }
 
 TEST(RunCollector, OneFamilyPerNameAcrossRuns) {

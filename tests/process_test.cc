@@ -163,10 +163,19 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   EXPECT_NE(r.out.find("finish forecast"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("burn rate"), std::string::npos);
   const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
-  EXPECT_NE(metrics.find("flightplan_forecast_finish_timestamp_seconds{run=\"dense-70b-10t\",quantile=\"0.5\"}"),
+  EXPECT_NE(metrics.find("flightplan_forecast_finish_timestamp_seconds{run=\"dense-70b-10t\",percentile=\"50\"}"),
             std::string::npos);
   EXPECT_NE(metrics.find("flightplan_failure_budget_burn_rate{run=\"dense-70b-10t\",window=\"6h\"}"),
             std::string::npos);
+  // A live scrape passes promtool's lint: no `_total` on a gauge, no `quantile` label
+  // outside a summary (the names DESIGN.md section 7 asks for).
+  const size_t body = metrics.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  const testing::ProcessResult lint =
+      RunProcess({FLIGHTPLAN_PROMTOOL, "check", "metrics"}, metrics.substr(body + 4));
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+  EXPECT_NE(metrics.find("# TYPE flightplan_time_seconds gauge"), std::string::npos);
+  EXPECT_NE(metrics.find("# TYPE flightplan_failure_budget_consumed_seconds gauge"), std::string::npos);
 
   // The whole log, offline.
   r = RunProcess({kCli, "backtest", events, "--plan", kFlagship, "--draws", "500"});
