@@ -348,6 +348,7 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
     fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
   }
   if (stale) MarkForForecast(view.name, /*urgent=*/true);
+  for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));
   return status;
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "forecast/formulas.h"
 
 namespace flightplan::forecast {
@@ -107,6 +108,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.plan_finish = r.schedule.finish_time;
   p.deadline = plan.deadline;
   p.plan_tokens_per_second = r.compute.tokens_per_second;
+  p.peak_tokens_per_second = plan.mfu > 0 ? r.compute.tokens_per_second / plan.mfu : 0;
   p.plan_total_seconds = r.schedule.total_seconds;
   p.plan_active_seconds = r.schedule.active_compute_seconds;
   p.plan_checkpoint_seconds = r.schedule.checkpoint_seconds;
@@ -117,6 +119,31 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
   return p;
+}
+
+std::vector<std::string> PlausibilityFlags(const RunSnapshot& snap, const ForecastPrior& prior) {
+  std::vector<std::string> flags;
+  const double target = static_cast<double>(prior.target_tokens);
+  const double tokens = static_cast<double>(snap.tokens);
+  // The last step may overshoot the target by a fraction of a step; 1% beyond it is not that.
+  if (target > 0 && tokens > 1.01 * target) {
+    flags.push_back(absl::StrFormat("progress %.4g tokens is %.0f%% of the target %.4g: check the tokens "
+                                    "reported per step, or the plan's data.tokens",
+                                    tokens, 100 * tokens / target, target));
+  }
+  // Ten minutes of work before a rate is judged.
+  if (prior.peak_tokens_per_second > 0 && snap.seconds.productive >= 600 &&
+      snap.tokens_per_second > prior.peak_tokens_per_second) {
+    flags.push_back(absl::StrFormat("throughput %.4g tokens/s is above what the plan's fleet does at 100%% "
+                                    "MFU (%.4g tokens/s): check the tokens reported per step, or the plan's "
+                                    "fleet and model",
+                                    snap.tokens_per_second, prior.peak_tokens_per_second));
+  }
+  if (snap.phase == Phase::kFinished && target > 0 && tokens < 0.99 * target) {
+    flags.push_back(absl::StrFormat("run_finished at %.2f%% of the target (%.4g of %.4g tokens)",
+                                    100 * tokens / target, tokens, target));
+  }
+  return flags;
 }
 
 Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time now) {

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "forecast/accounting.h"
@@ -23,6 +25,7 @@ struct ForecastPrior {
   absl::Time plan_finish = absl::UnixEpoch();
   std::optional<absl::Time> deadline;
   double plan_tokens_per_second = 0;
+  double peak_tokens_per_second = 0;    // the fleet at 100% MFU (0: unknown)
   double plan_total_seconds = 0;        // the whole schedule
   double plan_active_seconds = 0;       // active compute
   double plan_checkpoint_seconds = 0;   // checkpoint overhead over the run
@@ -113,6 +116,12 @@ struct Forecast {
 
 // Everything but the simulation: cheap, for every status read and scrape.
 [[nodiscard]] Forecast ForecastNow(const RunState& state, const ForecastPrior& prior, absl::Time now);
+
+// Progress that is accepted but implausible against the plan, as sentences naming the
+// numbers (shown as the status's flags): tokens beyond the target, a throughput above what
+// the fleet can do at 100% MFU (tokens per step or the fleet are wrong), a run finished
+// well short of its target. Empty when nothing is off.
+[[nodiscard]] std::vector<std::string> PlausibilityFlags(const RunSnapshot& snapshot, const ForecastPrior& prior);
 
 // The simulation's outcome, as offsets from its `as_of`, so a cached one can be read later.
 struct Simulation {

@@ -393,6 +393,20 @@ TEST_F(DaemonTest, RestoreToAStepNeverCheckpointedIsAcceptedAndFlagged) {
   EXPECT_NE(s.flags(0).find("never checkpointed"), std::string::npos);
 }
 
+// Implausible progress is accepted (the job said so) but flagged in the status (issue 12).
+TEST_F(DaemonTest, ProgressBeyondTheTargetAndTheFleetIsAcceptedAndFlagged) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  // 2e13 tokens in 1,000 s: twice the 10e12 target, at 2e10 tokens/s (the plan: 3.3e6).
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
+                      StepsAt(kRun, 1100, 20, 20'000'000'000'000)})
+                  .ok());
+  const v1::RunStatus s = Status();
+  EXPECT_EQ(s.progress().tokens(), 20'000'000'000'000);
+  ASSERT_EQ(s.flags_size(), 2) << s.DebugString();
+  EXPECT_NE(s.flags(0).find("200% of the target"), std::string::npos) << s.flags(0);
+  EXPECT_NE(s.flags(1).find("100% MFU"), std::string::npos) << s.flags(1);
+}
+
 TEST_F(DaemonTest, GarbageOnTheWireIsRefusedAndTheDaemonServesOn) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   const RawResult r = RawUnary(channel_, "/flightplan.v1.Tracker/ReportBatch",

@@ -387,5 +387,40 @@ TEST(Regimes, ARefreshWithNothingNewMovesTheFinishOnlyByTheTimeThatPassed) {
   EXPECT_LT(moved, 600);
 }
 
+// Progress the plan makes implausible is accepted but flagged, naming the numbers
+// (issue 12): beyond the target, faster than the fleet at 100% MFU, finished far short.
+TEST(Plausibility, FlagsProgressThePlanMakesImplausible) {
+  const ForecastPrior& prior = FlagshipPlan().prior;
+  ASSERT_GT(prior.peak_tokens_per_second, prior.plan_tokens_per_second);  // MFU < 1
+  RunSnapshot snap;
+  snap.phase = Phase::kRunning;
+  snap.seconds.productive = 3600;
+  snap.tokens = prior.target_tokens / 2;
+  snap.tokens_per_second = prior.plan_tokens_per_second;
+  EXPECT_TRUE(PlausibilityFlags(snap, prior).empty());
+
+  snap.tokens = prior.target_tokens * 2;
+  std::vector<std::string> flags = PlausibilityFlags(snap, prior);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_NE(flags[0].find("200% of the target"), std::string::npos) << flags[0];
+
+  snap.tokens = prior.target_tokens / 2;
+  snap.tokens_per_second = 1.1 * prior.peak_tokens_per_second;
+  flags = PlausibilityFlags(snap, prior);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_NE(flags[0].find("100% MFU"), std::string::npos) << flags[0];
+  snap.seconds.productive = 60;  // too little work to judge a rate
+  EXPECT_TRUE(PlausibilityFlags(snap, prior).empty());
+
+  snap.phase = Phase::kFinished;
+  snap.tokens_per_second = prior.plan_tokens_per_second;
+  snap.tokens = prior.target_tokens / 1000;
+  flags = PlausibilityFlags(snap, prior);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_NE(flags[0].find("run_finished at 0.10% of the target"), std::string::npos) << flags[0];
+  snap.tokens = prior.target_tokens;  // finished on target: nothing to say
+  EXPECT_TRUE(PlausibilityFlags(snap, prior).empty());
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
