@@ -4,10 +4,12 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/client_commands.h"
 #include "cli/plan_command.h"
@@ -78,22 +80,42 @@ int main(int argc, char** argv) {
       "report", "Send one event by hand: --step with --tokens, --checkpoint, --interruption, "
                 "--started or --finished.");
   report->add_option("RUN", report_options.run, "run name")->required();
-  report->add_option("--step", report_options.step, "training reached this step");
-  report->add_option("--tokens", report_options.tokens, "cumulative tokens of the lineage at --step");
-  report->add_option("--checkpoint", report_options.checkpoint, "the state at this step is durable");
+  // Counts are checked as the JSON path checks them: a number that does not fit (a 20-digit
+  // token count) is refused, never clamped to the largest integer.
+  auto counts = [](int64_t max) {
+    return CLI::Validator(
+        [max](std::string& text) -> std::string {
+          int64_t v = 0;
+          if (!absl::SimpleAtoi(text, &v) || v < 0 || v > max) {
+            return absl::StrCat("'", text, "' is not a whole number in [0, ", max, "]");
+          }
+          return "";
+        },
+        "COUNT");
+  };
+  const int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  const int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
+  report->add_option("--step", report_options.step, "training reached this step")->check(counts(kInt64Max));
+  report->add_option("--tokens", report_options.tokens, "cumulative tokens of the lineage at --step")
+      ->check(counts(kInt64Max));
+  report->add_option("--checkpoint", report_options.checkpoint, "the state at this step is durable")
+      ->check(counts(kInt64Max));
   report->add_option("--blocking", report_options.blocking_seconds,
                      "seconds the checkpoint blocked training");
   report->add_option("--interruption", report_options.interruption,
                      "the job stopped, for this cause (gpu, nccl, hang, maintenance, ...)");
   report->add_flag("--planned", report_options.planned, "the interruption was planned");
   report->add_option("--detail", report_options.detail, "free text for the interruption");
-  report->add_option("--started", report_options.started, "a process launch: its attempt number");
+  report->add_option("--started", report_options.started, "a process launch: its attempt number")
+      ->check(counts(kUint32Max));
   report->add_option("--restored-step", report_options.restored_step,
-                     "with --started: the checkpoint step it resumed from (0 = scratch)");
+                     "with --started: the checkpoint step it resumed from (0 = scratch)")
+      ->check(counts(kInt64Max));
   report->add_flag("--finished", report_options.finished, "the target was reached");
   report->add_option("--time", report_options.time, "when it happened (RFC 3339; default now)");
   report->add_option("--id", report_options.id, "idempotency key");
-  report->add_option("--attempt", report_options.attempt, "the attempt it comes from (default: current)");
+  report->add_option("--attempt", report_options.attempt, "the attempt it comes from (default: current)")
+      ->check(counts(kUint32Max));
 
   flightplan::StatusOptions status_options;
   bool no_wait = false;

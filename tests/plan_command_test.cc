@@ -175,5 +175,25 @@ TEST(PlanCommand, ImpossibleDeadlineIsSaidPlainly) {
   EXPECT_NE(bad.err.find("--deadline"), std::string::npos);
 }
 
+// `flightplan report` checks its counts as the JSON path does: a 20-digit token count or a
+// negative step is refused (exit 2, naming the flag and the value), never clamped to the
+// largest integer; the largest one that fits gets past the parsing (to the connection,
+// which no daemon answers here: exit 1).
+TEST(ReportCommand, CountsThatDoNotFitAreRefusedNotClamped) {
+  const std::string nowhere = "127.0.0.1:1";
+  auto r = RunProcess({kBin, "--server", nowhere, "report", "r", "--step", "1", "--tokens", "99999999999999999999"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tokens: '99999999999999999999' is not a whole number"), std::string::npos) << r.err;
+  r = RunProcess({kBin, "--server", nowhere, "report", "r", "--step", "-3", "--tokens", "5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--step: '-3'"), std::string::npos) << r.err;
+  r = RunProcess({kBin, "--server", nowhere, "report", "r", "--started", "4294967296"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--started"), std::string::npos) << r.err;
+  r = RunProcess({kBin, "--server", nowhere, "report", "r", "--step", "1", "--tokens", "9223372036854775807"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace flightplan
