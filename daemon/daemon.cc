@@ -44,11 +44,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
     }
     d->exposer_->RegisterCollectable(d->registry_);
     Tracker* tracker_ptr = d->tracker_.get();
-    d->run_collector_ = std::make_shared<exporters::RunCollector>([tracker_ptr] {
-      std::vector<v1::RunStatus> statuses;
-      for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
-      return statuses;
-    });
+    d->run_collector_ = std::make_shared<exporters::RunCollector>(
+        [tracker_ptr] {
+          std::vector<v1::RunStatus> statuses;
+          for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
+          return statuses;
+        },
+        options.tracker.max_label_values);
     d->exposer_->RegisterCollectable(d->run_collector_);
     const auto ports = d->exposer_->GetListeningPorts();
     d->metrics_port_ = ports.empty() ? 0 : ports.front();

@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
                  "forecast and a label set in every scrape)")
       ->capture_default_str();
   app.add_option("--max-label-values", options.tracker.max_label_values,
-                 "distinct interruption causes per run, each a label value on /metrics; later "
-                 "new causes count as 'other' (bounds a run's memory and series)")
+                 "distinct interruption causes per run that get their own label value on /metrics; "
+                 "later new causes are summed as 'other' there (bounds the series; the status "
+                 "keeps every cause)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--max-queue", options.tracker.max_queue_requests,

@@ -131,7 +131,6 @@ absl::Status Tracker::Recover() {
       view->state = StateFromProto(snap);
       view->last_seq = stored.snapshot_seq;
     }
-    view->state.max_causes = options_.max_label_values;
     by_id[stored.id] = std::move(view);
   });
   if (!st.ok()) return st;
@@ -618,7 +617,6 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
     view->id = *id;
     view->name = request.run;
     view->plan = request.plan;
-    view->state.max_causes = options_.max_label_values;
     view->version = 1;
     group.working.emplace(request.run, std::move(view));
     result.created = true;

@@ -79,8 +79,8 @@ struct TrackerOptions {
   // Runs one daemon tracks; creating more is RESOURCE_EXHAUSTED (each run costs memory,
   // a forecast, and a label set in every scrape).
   size_t max_runs = 1000;
-  // Distinct interruption causes per run (each a label value in every scrape); later new
-  // causes are counted as "other".
+  // Distinct interruption causes per run that get their own label value in every scrape;
+  // later new causes are summed as "other" on /metrics (the status keeps every cause).
   uint32_t max_label_values = forecast::kDefaultMaxCauses;
   // Forecasts run on their own thread, at most this often per run (a busy run is not
   // simulated per event), and again every `forecast_refresh` on the wall clock (a silent

@@ -1,5 +1,6 @@
 #include "exporters/run_collector.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -96,12 +97,20 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "gauge: a restore moves productive time to lost.",
             with("category", category), seconds);
     }
+    // The label limit: the first max_causes_ distinct causes keep their label.
+    std::vector<std::string> labelled;
+    std::map<std::pair<std::string, bool>, double> counts;  // (cause label, planned)
     for (const v1::InterruptionCount& i : s.interruptions()) {
+      const bool known = std::find(labelled.begin(), labelled.end(), i.cause()) != labelled.end();
+      if (!known && labelled.size() < max_causes_) labelled.push_back(i.cause());
+      const bool own = known || (!labelled.empty() && labelled.back() == i.cause());
+      counts[{own ? i.cause() : std::string("other"), i.planned()}] += static_cast<double>(i.count());
+    }
+    for (const auto& [key, count] : counts) {
       f.Add("flightplan_interruptions_total", kCounter,
             "Interruptions of the run by cause; planned ones are charged to availability, not "
             "the failure budget.",
-            {run, {"cause", i.cause()}, {"planned", i.planned() ? "true" : "false"}},
-            static_cast<double>(i.count()));
+            {run, {"cause", key.first}, {"planned", key.second ? "true" : "false"}}, count);
     }
 
     const v1::Forecast& fc = s.forecast();

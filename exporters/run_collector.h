@@ -6,6 +6,7 @@
 #ifndef FLIGHTPLAN_EXPORTERS_RUN_COLLECTOR_H_
 #define FLIGHTPLAN_EXPORTERS_RUN_COLLECTOR_H_
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -17,14 +18,18 @@ namespace flightplan::exporters {
 
 class RunCollector final : public prometheus::Collectable {
  public:
-  // `source` returns the current status of every run (cheap: no simulation).
-  explicit RunCollector(std::function<std::vector<v1::RunStatus>()> source)
-      : source_(std::move(source)) {}
+  // `source` returns the current status of every run (cheap: no simulation). Per run, the
+  // first `max_causes` distinct interruption causes (in the order the run first saw them,
+  // so a series never moves) get their own `cause` label; later ones are summed as
+  // "other".
+  explicit RunCollector(std::function<std::vector<v1::RunStatus>()> source, uint32_t max_causes = 16)
+      : source_(std::move(source)), max_causes_(max_causes) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   std::function<std::vector<v1::RunStatus>()> source_;
+  uint32_t max_causes_;
 };
 
 }  // namespace flightplan::exporters

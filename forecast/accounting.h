@@ -107,14 +107,18 @@ struct TokenSample {
   int64_t tokens = 0;
 };
 
-// Distinct interruption causes a run keeps by default; each becomes a metric label value.
+// Distinct interruption causes a run's state keeps, and shows in its status: far above any
+// cluster's vocabulary of causes; past it, new ones count as "other", so that a client
+// cannot grow a run's state without bound.
+inline constexpr uint32_t kMaxStatusCauses = 1024;
+// Distinct causes that get their own label value on /metrics by default (the exporter's
+// limit: later ones are summed as "other" there, never in the status).
 inline constexpr uint32_t kDefaultMaxCauses = 16;
 
 struct RunState {
   // Set by the state's owner, not part of the history (not snapshotted): distinct
-  // interruption causes kept; later new ones are counted as "other", so that a client
-  // cannot grow a run's state or its label sets without bound.
-  uint32_t max_causes = kDefaultMaxCauses;
+  // interruption causes kept; later new ones are counted as "other" (kMaxStatusCauses).
+  uint32_t max_causes = kMaxStatusCauses;
 
   Phase phase = Phase::kNew;
   uint32_t attempt = 0;

@@ -2,6 +2,7 @@
 #include "exporters/run_collector.h"
 
 #include <string>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -35,8 +36,8 @@ v1::RunStatus Example() {
   return s;
 }
 
-std::string Scrape(std::vector<v1::RunStatus> runs) {
-  RunCollector collector([runs] { return runs; });
+std::string Scrape(std::vector<v1::RunStatus> runs, uint32_t max_causes = 16) {
+  RunCollector collector([runs] { return runs; }, max_causes);
   return prometheus::TextSerializer().Serialize(collector.Collect());
 }
 
@@ -79,6 +80,35 @@ TEST(RunCollector, OneFamilyPerNameAcrossRuns) {
   EXPECT_EQ(helps, 1u);
   EXPECT_NE(text.find("flightplan_progress_tokens{run=\"r2\"} 1000"), std::string::npos);
   EXPECT_EQ(Scrape({}).find("flightplan_progress_tokens"), std::string::npos);
+}
+
+// The label limit: the first causes a run saw keep their label, later ones are summed as
+// "other" (planned and unplanned apart); the status itself is not touched (issue 12).
+TEST(RunCollector, CausesPastTheLabelLimitAreSummedAsOther) {
+  v1::RunStatus s = Example();  // gpu 2, maintenance 1 (planned)
+  for (const auto& [cause, planned, count] :
+       {std::tuple{"nccl", false, 3}, {"hang", false, 4}, {"gpu", true, 1}, {"oom", true, 5}}) {
+    auto* i = s.add_interruptions();
+    i->set_cause(cause);
+    i->set_planned(planned);
+    i->set_count(count);
+  }
+  const std::string text = Scrape({s}, 3);  // gpu, maintenance, nccl keep their labels
+  for (const char* line : {
+           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"false\"} 2",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"true\"} 1",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"maintenance\",planned=\"true\"} 1",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"nccl\",planned=\"false\"} 3",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"false\"} 4",
+           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"true\"} 5"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_EQ(text.find("cause=\"hang\""), std::string::npos);
+  EXPECT_EQ(text.find("cause=\"oom\""), std::string::npos);
+  // Under the limit, every cause is its own series.
+  const std::string all = Scrape({s});
+  EXPECT_NE(all.find("cause=\"hang\""), std::string::npos);
+  EXPECT_EQ(all.find("cause=\"other\""), std::string::npos);
 }
 
 }  // namespace
