@@ -149,9 +149,15 @@ void ChargeDown(RunState& s, double seconds) {
   (s.down_planned ? s.seconds.down_planned : s.seconds.down_unplanned) += seconds;
 }
 
+// Startup up to the attempt's bound (StartupStallSeconds) is startup; past it, the launch
+// hangs and the rest is stalled.
 void ChargeStartup(RunState& s, double seconds) {
-  s.seconds.startup += seconds;
-  if (s.last_stop_unplanned) s.startup_after_unplanned += seconds;
+  const double within =
+      std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, std::max(0.0, seconds));
+  s.seconds.startup += within;
+  if (s.last_stop_unplanned) s.startup_after_unplanned += within;
+  s.seconds.stalled += std::max(0.0, seconds - within);
+  s.startup_in_attempt += std::max(0.0, seconds);
 }
 
 // Running time that produced progress (or will have to be redone).
@@ -396,6 +402,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       }
       Restore(s, e.restored_step, e.attempt);
       s.phase = Phase::kStarting;
+      s.startup_in_attempt = 0;
       s.attempt = e.attempt;
       s.attempt_starts.push_back({e.attempt, e.time});
       if (s.attempt_starts.size() > kMaxAttemptStarts) s.attempt_starts.erase(s.attempt_starts.begin());
@@ -412,6 +419,13 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.seconds.productive += work;
         if (work > 0 && !s.tokens_uncertain) {
           s.productive_tokens += static_cast<double>(std::max<int64_t>(0, e.tokens - s.tokens));
+        }
+        // The usual startup, from launches that did not hang past the bound.
+        {
+          const double startup = std::min(s.startup_in_attempt, StartupStallSeconds(s));
+          s.typical_startup = s.typical_startup > 0
+                                  ? (1 - kTypicalGapWeight) * s.typical_startup + kTypicalGapWeight * startup
+                                  : startup;
         }
         s.phase = Phase::kRunning;
         s.tokens_uncertain = false;
@@ -492,6 +506,11 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   return absl::OkStatus();
 }
 
+double StartupStallSeconds(const RunState& s) {
+  return s.typical_startup > 0 ? std::max(kStallFactor * s.typical_startup, kStartupStallMinSeconds)
+                               : kStallUnknownSeconds;
+}
+
 double BudgetConsumed(const RunState& s) {
   return s.seconds.lost + s.seconds.down_unplanned + s.seconds.stalled + s.startup_after_unplanned;
 }
@@ -567,10 +586,13 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
     case Phase::kDown:
       (s.down_planned ? out.seconds.down_planned : out.seconds.down_unplanned) += tail;
       break;
-    case Phase::kStarting:
-      out.seconds.startup += tail;
-      if (s.last_stop_unplanned) startup_after_unplanned += tail;
+    case Phase::kStarting: {
+      const double within = std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, tail);
+      out.seconds.startup += within;
+      if (s.last_stop_unplanned) startup_after_unplanned += within;
+      out.seconds.stalled += tail - within;
       break;
+    }
     case Phase::kRunning: {
       const Split split = SplitStall(tail, s.typical_step_gap);
       out.seconds.productive += split.work;

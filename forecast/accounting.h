@@ -25,6 +25,10 @@ inline constexpr double kStallFactor = 5.0;
 inline constexpr double kStallMinSeconds = 120.0;
 // Until two reports have shown the usual gap, a gap past this is stalled beyond it.
 inline constexpr double kStallUnknownSeconds = 1800.0;
+// A launch that has not reported its first step after kStallFactor x the run's usual
+// startup (at least kStartupStallMinSeconds; kStallUnknownSeconds before a first launch
+// has shown it) hangs: the time past that is `stalled`, charged to the failure budget.
+inline constexpr double kStartupStallMinSeconds = 600.0;
 // Attempt start times remembered to resolve an event's attempt from its time.
 inline constexpr size_t kMaxAttemptStarts = 4096;
 // Checkpoints remembered for restores (the newest); older restores are interpolated.
@@ -133,6 +137,8 @@ struct RunState {
   TimeSeconds seconds;
   // Startup after an unplanned stop: charged to the failure budget.
   double startup_after_unplanned = 0;
+  double startup_in_attempt = 0;   // seconds in `starting` since this attempt's launch
+  double typical_startup = 0;      // EWMA of launches' startups; 0 until one reported a step
   bool down_planned = false;       // the current (or last) stop was planned
   bool last_stop_unplanned = false;
   // Tokens gained in productive time that still counts (throughput's numerator).
@@ -223,6 +229,9 @@ struct RunSnapshot {
 // The cumulative evidence as of `now` (the folded state plus the open interval, from the
 // snapshot at `now`), comparable with the samples in `state.evidence`.
 [[nodiscard]] EvidenceSample EvidenceNow(const RunState& state, const RunSnapshot& snapshot);
+
+// The startup past which a launch is hung (see kStartupStallMinSeconds).
+[[nodiscard]] double StartupStallSeconds(const RunState& state);
 
 // Failure budget consumed by the folded state (no open interval): lost + down_unplanned
 // + stalled + startup after an unplanned stop.

@@ -184,6 +184,8 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   }
   p.set_evidence_spacing_us(absl::ToInt64Microseconds(s.evidence_spacing));
   p.set_planned_interruptions(s.planned_interruptions);
+  p.set_startup_in_attempt(s.startup_in_attempt);
+  p.set_typical_startup(s.typical_startup);
   return p;
 }
 
@@ -241,6 +243,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
                           e.other_seconds(), e.planned_stops()});
   }
   s.planned_interruptions = p.planned_interruptions();
+  s.startup_in_attempt = p.startup_in_attempt();
+  s.typical_startup = p.typical_startup();
   if (p.evidence_spacing_us() > 0) s.evidence_spacing = absl::Microseconds(p.evidence_spacing_us());
   return s;
 }

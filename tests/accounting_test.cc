@@ -714,5 +714,43 @@ TEST(Evidence, EventsAtOneInstantMakeOneSample) {
   EXPECT_EQ(s.evidence.back().planned_stops, 1);
 }
 
+// A relaunch that hangs before its first step (issue 12): past 5x the run's usual startup
+// (at least 10 minutes), the time in `starting` is `stalled` and charged to the failure
+// budget, also while it is still hanging (the open interval of a snapshot) and also after
+// a planned stop, whose startup is otherwise not charged.
+TEST(Accounting, ALaunchThatHangsInStartupStallsPastItsBound) {
+  RunState s;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  ASSERT_TRUE(ApplyEvent(s, Steps(300, 10, 100)).ok());  // a 300 s startup: the usual one
+  ASSERT_TRUE(ApplyEvent(s, Steps(400, 20, 200)).ok());
+  ASSERT_TRUE(ApplyEvent(s, Interrupted(400, "maintenance", /*planned=*/true)).ok());
+  ASSERT_TRUE(ApplyEvent(s, Started(1400, 2, 20)).ok());
+  EXPECT_DOUBLE_EQ(StartupStallSeconds(s), 1500);  // 5 x 300 s
+  // Four hours later, still no step: 1,500 s of startup, the rest stalled.
+  RunSnapshot snap = Snapshot(s, At(1400 + 4 * 3600));
+  ExpectSeconds(snap, {.productive = 100, .startup = 300 + 1500, .down_planned = 1000,
+                       .stalled = 4 * 3600 - 1500});
+  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 4 * 3600 - 1500);
+  // The step that ends it folds the same split, less the 10 s its one step took (the
+  // usual seconds per step: a report covers the steps before it).
+  ASSERT_TRUE(ApplyEvent(s, Steps(1400 + 4 * 3600, 21, 210)).ok());
+  snap = Snapshot(s, s.last_time);
+  EXPECT_DOUBLE_EQ(snap.seconds.startup, 300 + 1500);
+  EXPECT_DOUBLE_EQ(snap.seconds.productive, 100 + 10);
+  EXPECT_DOUBLE_EQ(snap.seconds.stalled, 4 * 3600 - 1500 - 10);
+  EXPECT_DOUBLE_EQ(BudgetConsumed(s), 4 * 3600 - 1500 - 10);
+  // A hang does not teach the run that startups take hours.
+  EXPECT_LE(s.typical_startup, 1500);
+}
+
+// A first launch has no usual startup yet: 30 minutes, then stalled.
+TEST(Accounting, AFirstLaunchWithoutAStepStallsAfterHalfAnHour) {
+  RunState s;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  const RunSnapshot snap = Snapshot(s, At(90 * 60));
+  ExpectSeconds(snap, {.startup = 1800, .stalled = 3600});
+  EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 3600);
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
