@@ -301,9 +301,9 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   while (next_batch(batch)) send_in_order(batch);
   progress.Update(bytes, sent, true);
 
-  out << "replayed " << units::Count(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected))
-      << " events from " << options.path << ": " << units::Count(static_cast<double>(counts.accepted))
-      << " accepted, " << units::Count(static_cast<double>(counts.duplicates)) << " duplicates, "
+  out << "replayed " << units::Counted(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected), "event")
+      << " from " << options.path << ": " << units::Count(static_cast<double>(counts.accepted))
+      << " accepted, " << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
   for (const std::string& r : counts.rejections) out << "  rejected " << r << "\n";
   if (counts.rejected > counts.rejections.size()) {
@@ -442,9 +442,10 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   }
   if (!partial.empty()) feed(partial);
   send();
-  out << "tail: " << units::Count(static_cast<double>(converter.lines())) << " lines of " << options.path
-      << ", " << converter.attempt() << " attempts: " << units::Count(static_cast<double>(counts.accepted))
-      << " events accepted, " << units::Count(static_cast<double>(counts.duplicates)) << " duplicates, "
+  out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path
+      << ", " << units::Counted(converter.attempt(), "attempt") << ": "
+      << units::Counted(static_cast<double>(counts.accepted), "event") << " accepted, "
+      << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
   for (const std::string& r : counts.rejections) out << "  rejected event from " << r << "\n";
   return counts.rejected > 0 ? 1 : 0;

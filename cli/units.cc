@@ -57,4 +57,8 @@ std::string Percent(double ratio, int decimals) {
 std::string Date(absl::Time t) { return absl::FormatTime("%Y-%m-%d %H:%M UTC", t, absl::UTCTimeZone()); }
 std::string DateOnly(absl::Time t) { return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone()); }
 
+std::string Counted(double value, const std::string& noun) {
+  return Count(value) + " " + noun + (value == 1 ? "" : "s");
+}
+
 }  // namespace flightplan::units

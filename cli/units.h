@@ -12,6 +12,9 @@ namespace flightplan::units {
 std::string Si(double value, const std::string& unit);
 // Plain counts with thousands separators: 596,047.
 std::string Count(double value);
+// A count and its noun, singular for exactly one: Counted(1, "event") = "1 event",
+// Counted(2048, "event") = "2,048 events".
+std::string Counted(double value, const std::string& noun);
 // Compact scientific for big inputs: 70e9, 10e12, 4.37e24.
 std::string Sci(double value);
 // A duration chosen for its size: 42 s, 17.5 min, 3.9 h, 31.2 days.

@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     std::cout << ", metrics on http://" << options.metrics.substr(0, options.metrics.rfind(':'))
               << ":" << (*daemon)->metrics_port() << "/metrics";
   }
-  std::cout << ", database " << options.db << " (" << runs << " runs)" << std::endl;
+  std::cout << ", database " << options.db << " (" << runs << (runs == 1 ? " run)" : " runs)") << std::endl;
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

@@ -510,7 +510,7 @@ TEST(Process, CommandLineShowsTheDaemonsErrors) {
       "{\"run\":\"dense-70b-10t\",\"time\":\"2027-01-04T00:30:00Z\",\"steps\":{\"step\":20,\"tokens\":200}}\n");
   r = Cli(d.address(), {"replay", bad});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("1 accepted, 1 duplicates, 2 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 accepted, 1 duplicate, 2 rejected"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("line 2: not a flightplan.v1.Event"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("line 3: FAILED_PRECONDITION"), std::string::npos) << r.out;
 

@@ -1,5 +1,6 @@
 // The status text (cli/status_print): what a person reads in `flightplan status`.
 #include "cli/status_print.h"
+#include "cli/units.h"
 
 #include <string>
 
@@ -49,6 +50,12 @@ TEST(StatusPrint, ARunWithEventsShowsItsFirstEventRatesAndBurn) {
   EXPECT_NE(text.find("3.30 Mtokens/s per productive second"), std::string::npos) << text;
   EXPECT_NE(text.find("1.50 overall"), std::string::npos) << text;
   EXPECT_NE(text.find("goodput 83.3%"), std::string::npos) << text;
+}
+
+TEST(Units, CountedIsSingularForExactlyOne) {
+  EXPECT_EQ(units::Counted(1, "event"), "1 event");
+  EXPECT_EQ(units::Counted(0, "event"), "0 events");
+  EXPECT_EQ(units::Counted(2048, "attempt"), "2,048 attempts");
 }
 
 }  // namespace
