@@ -257,25 +257,22 @@ constexpr double kMinRegimeSeconds = 3 * 86400.0;
 
 // The run's evidence between two samples.
 struct Window {
-  double seconds = 0, running = 0, productive = 0, tokens = 0, incidents = 0, loss = 0,
-         other = 0, stops = 0;
+  double seconds = 0, running = 0, productive = 0, incidents = 0, other = 0, stops = 0;
 };
 Window Minus(const Window& a, const Window& b) {
   Window w;
   w.seconds = std::max(0.0, a.seconds - b.seconds);
   w.running = std::max(0.0, a.running - b.running);
   w.productive = std::max(0.0, a.productive - b.productive);
-  w.tokens = std::max(0.0, a.tokens - b.tokens);
   w.incidents = std::max(0.0, a.incidents - b.incidents);
-  w.loss = std::max(0.0, a.loss - b.loss);
   w.other = std::max(0.0, a.other - b.other);
   w.stops = std::max(0.0, a.stops - b.stops);
   return w;
 }
 // Everything accumulated up to sample `e`, its seconds counted from `origin`.
 Window Cumulative(const EvidenceSample& e, absl::Time origin) {
-  return {absl::ToDoubleSeconds(e.time - origin), e.running_seconds, e.productive_seconds, e.productive_tokens,
-          e.incidents, e.incident_loss_seconds, e.other_seconds, e.planned_stops};
+  return {absl::ToDoubleSeconds(e.time - origin), e.running_seconds, e.productive_seconds, e.incidents,
+          e.other_seconds, e.planned_stops};
 }
 Window Between(const EvidenceSample& a, const EvidenceSample& b) {
   return Minus(Cumulative(b, a.time), Cumulative(a, a.time));
@@ -408,28 +405,23 @@ struct Processes {
   double overhead_phase_seconds = 0;
 };
 
-// Planned stops as a renewal process: when they come regularly, the time since the last
-// one says whether the next is near. For a periodic process with gap g and age a, the
-// stops in the next R are (a + R)/g - 1/2 on average, against R/g for Poisson; the
-// correction is weighed by how regular the gaps have been (1 - their coefficient of
-// variation). Gaps and age in compute seconds, read from the evidence samples.
-// Compute seconds at the latest planned stop (0 before any).
-double LastStopProductive(const RunState& s) {
-  double at = 0, prev_stops = 0;
-  for (const EvidenceSample& e : s.evidence) {
-    if (e.planned_stops > prev_stops) at = e.productive_seconds;
-    prev_stops = e.planned_stops;
-  }
-  return at;
-}
-
-double OverheadPhaseSeconds(const RunState& s, const EvidenceSample& now, double unit) {
-  std::vector<double> at;  // compute seconds at each planned stop
+// Compute seconds at each planned stop, oldest first, read from the evidence samples.
+std::vector<double> PlannedStopsAt(const RunState& s) {
+  std::vector<double> at;
   double prev_stops = 0;
   for (const EvidenceSample& e : s.evidence) {
     if (e.planned_stops > prev_stops) at.push_back(e.productive_seconds);
     prev_stops = e.planned_stops;
   }
+  return at;
+}
+
+// Planned stops as a renewal process: when they come regularly, the time since the last
+// one says whether the next is near. For a periodic process with gap g and age a, the
+// stops in the next R are (a + R)/g - 1/2 on average, against R/g for Poisson; the
+// correction is weighed by how regular the gaps have been (1 - their coefficient of
+// variation). `at` from PlannedStopsAt; gaps and age in compute seconds.
+double OverheadPhaseSeconds(const std::vector<double>& at, const EvidenceSample& now, double unit) {
   if (at.size() < 3) return 0;
   double mean = 0, sq = 0;
   for (size_t i = 1; i < at.size(); ++i) {
@@ -445,8 +437,9 @@ double OverheadPhaseSeconds(const RunState& s, const EvidenceSample& now, double
   return (1 - std::min(cv, 1.0)) * (age / mean - 0.5) * unit;
 }
 
-Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const ForecastPrior& prior,
-                            const ForecastOptions& options, absl::Time as_of) {
+// `now` is EvidenceNow(s, snap).
+Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const EvidenceSample& now,
+                            const ForecastPrior& prior, const ForecastOptions& options, absl::Time as_of) {
   Processes p;
   const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
   const double plan_ratio = Div(prior.plan_availability_seconds, prior.plan_active_seconds);
@@ -459,7 +452,6 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   p.losses[0] = MakePool(all_losses, plan_loss);
   EvidenceSample start;
   start.time = s.first_time;
-  const EvidenceSample now = EvidenceNow(s, snap);
   const Window life = Between(start, now);
   const double unit = life.stops > 0 ? life.other / life.stops : kTypicalStopSeconds;
   // At most a quarter of the run, at least a day.
@@ -471,7 +463,8 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   // Planned stops are scheduled: the time since the latest one (or since the start) is no
   // evidence of fewer stops until it exceeds the gap they have been coming at (the plan's
   // until seen), so it counts as exposure only past that gap.
-  const double last_stop = LastStopProductive(s);
+  const std::vector<double> stops_at = PlannedStopsAt(s);
+  const double last_stop = stops_at.empty() ? 0 : stops_at.back();
   const double gap = life.stops > 0 ? last_stop / life.stops : (plan_ratio > 0 ? unit / plan_ratio : 0);
   const double censored = std::max(0.0, life.productive - last_stop - gap);
   p.overhead = overhead(plan_ratio, prior_seconds, life.other, last_stop + censored, life.stops);
@@ -572,7 +565,7 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Fo
   // reads one maintenance window as a new regime (the backtest's P50 error overall went
   // from 6.0 h to 5.7 h without it). Its lifetime estimate above learns a heavier schedule,
   // and regular stops are phased.
-  if (life.stops > 0) p.overhead_phase_seconds = OverheadPhaseSeconds(s, now, unit);
+  if (life.stops > 0) p.overhead_phase_seconds = OverheadPhaseSeconds(stops_at, now, unit);
   return p;
 }
 
@@ -704,9 +697,10 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   const double center = w_obs > 0 ? std::exp(w_obs * std::log(observed) + (1 - w_obs) * std::log(plan_rate))
                                   : plan_rate;
   sim.forecast_tokens_per_second = center;
+  const EvidenceSample evidence_now = EvidenceNow(s, snap);
   const ThroughputTrend trend =
       options.model == EvidenceModel::kChangepoint
-          ? EstimateTrend(s, EvidenceNow(s, snap), std::clamp(options.recent_share, 0.01, 0.5))
+          ? EstimateTrend(s, evidence_now, std::clamp(options.recent_share, 0.01, 0.5))
           : ThroughputTrend{};
   sim.trend_weight = trend.weight;
   const double disagreement = (lifetime > 0 && recent > 0) ? std::fabs(std::log(recent / lifetime)) : 0;
@@ -724,7 +718,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   const double ckpt_ratio = w_obs * obs_ckpt_ratio + (1 - w_obs) * plan_ckpt_ratio;
 
   // Failures, losses and planned overhead: a regime per process (see EvidenceModel).
-  const Processes proc = EstimateProcesses(s, snap, prior, options, sim.as_of);
+  const Processes proc = EstimateProcesses(s, snap, evidence_now, prior, options, sim.as_of);
   sim.change_probability_failures = proc.p_failures;
   sim.change_probability_losses = proc.p_losses;
   auto mix = [](double p, double old_value, double new_value) { return (1 - p) * old_value + p * new_value; };
