@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -53,7 +54,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"normal", "full"}))
       ->capture_default_str();
   app.add_option("--max-batch-events", options.tracker.max_batch_events,
-                 "events per batch; larger batches get RESOURCE_EXHAUSTED")
+                 "events per batch; a larger batch gets INVALID_ARGUMENT naming the limit, and "
+                 "flightplan's clients split it and resend")
+      ->capture_default_str();
+  std::string max_clock_skew = absl::FormatDuration(options.tracker.max_clock_skew);
+  app.add_option("--max-clock-skew", max_clock_skew,
+                 "with --clock wall, events dated more than this ahead of the daemon's clock are "
+                 "refused (INVALID_ARGUMENT): a host clock that runs fast would otherwise count time "
+                 "that has not happened (a duration: 30s, 5m, 1h)")
+      ->capture_default_str();
+  std::string max_event_gap = absl::FormatDuration(options.tracker.max_event_gap);
+  app.add_option("--max-event-gap", max_event_gap,
+                 "an event this far after its run's latest event is refused as a typo "
+                 "(FAILED_PRECONDITION), whatever the clock: the year 3000 for 2027 would end the "
+                 "run's tracking (a duration: 720h)")
       ->capture_default_str();
   app.add_option("--max-runs", options.tracker.max_runs,
                  "runs one daemon tracks; more are RESOURCE_EXHAUSTED (each costs memory, a "
@@ -100,6 +114,14 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   options.tracker.events_clock = clock == "events";
+  for (auto [text, out, flag] : {std::tuple{&max_clock_skew, &options.tracker.max_clock_skew, "--max-clock-skew"},
+                                 std::tuple{&max_event_gap, &options.tracker.max_event_gap, "--max-event-gap"}}) {
+    if (!absl::ParseDuration(*text, out) || *out <= absl::ZeroDuration()) {
+      std::cerr << "flightpland: " << flag << " '" << *text
+                << "' is not a positive duration (say 30s, 5m, 2h or 720h)\n";
+      return 2;
+    }
+  }
   options.tracker.forecast_min_interval = absl::Seconds(forecast_interval);
   if (tls_cert.empty() != tls_key.empty()) {
     std::cerr << "flightpland: --tls-cert and --tls-key go together\n";

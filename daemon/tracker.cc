@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "forecast/plan_engine.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -16,7 +17,7 @@
 namespace flightplan::daemon {
 
 struct Tracker::Request {
-  enum class Kind { kEvents, kCreate, kUpdate, kHistory };
+  enum class Kind { kEvents, kCreate, kUpdate, kHistory, kRunInfo, kRetract };
   Kind kind = Kind::kEvents;
 
   struct Item {
@@ -37,6 +38,11 @@ struct Tracker::Request {
   CreateResult create_result;
 
   std::function<void(HistoryResult)> history_done;  // kHistory, for `run`
+  std::function<void(absl::StatusOr<RunInfo>)> info_done;  // kRunInfo, for `run`
+
+  RetractSpec retract;  // kRetract, of `run`
+  std::function<void(RetractResult)> retract_done;
+  RetractResult retract_result;
 };
 
 // The runs a group of requests touches, as mutable copies until the commit.
@@ -44,6 +50,9 @@ struct Tracker::Group {
   std::map<std::string, std::unique_ptr<RunView>> working;
   // History tails changed by this group, by run id: history_tails_ after the commit.
   std::map<int64_t, storage::ForecastHistoryTail> history;
+  // Runs folded again (a late event, a retraction): snapshotted before the commit, so that
+  // a restart never folds their later events onto an older order.
+  std::set<std::string> refolded;
 };
 
 absl::Status ValidateRunName(const std::string& run) {
@@ -82,6 +91,10 @@ std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
   p->prior = forecast::PriorFromPlan(spec, p->report);
   p->plan = std::move(plan);
   return p;
+}
+
+std::string Utc(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
 absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run,
@@ -213,19 +226,30 @@ absl::Status Tracker::SubmitEvents(std::vector<v1::Event> events,
                                    std::function<void(BatchResult)> done,
                                    std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   const uint32_t count = static_cast<uint32_t>(events.size());
+  const bool oversized = events.size() > options_.max_batch_events;
   absl::Status st = Submit(std::move(events), std::move(done), std::move(stream), sequence);
   // Refusals before the queue are counted here; the writer counts its own.
-  if (!st.ok() && metrics_) metrics_->CountBatch(0, 0, count, st.code());
+  if (!st.ok() && metrics_) {
+    if (oversized || st.code() == absl::StatusCode::kResourceExhausted ||
+        st.code() == absl::StatusCode::kUnavailable) {
+      metrics_->CountRetried(count, st.code());  // the client splits, or waits and resends
+    } else {
+      metrics_->CountBatch(0, 0, count, st.code());
+    }
+  }
   return st;
 }
 
 absl::Status Tracker::Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
                              std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   if (events.size() > options_.max_batch_events) {
-    return absl::ResourceExhaustedError(absl::StrCat("batch of ", events.size(),
-                                                     " events is over the limit of ",
-                                                     options_.max_batch_events));
+    // Its own code: the queue's RESOURCE_EXHAUSTED says "wait", this says "split". The
+    // message ends with the limit, for clients to split by (kBatchLimitPrefix).
+    return absl::InvalidArgumentError(absl::StrCat("batch of ", events.size(), " events is over ",
+                                                   kBatchLimitPrefix, options_.max_batch_events));
   }
+  const absl::Time latest_allowed =
+      options_.events_clock ? absl::InfiniteFuture() : clock_->Now() + options_.max_clock_skew;
   auto request = std::make_unique<Request>();
   request->kind = Request::Kind::kEvents;
   request->items.reserve(events.size());
@@ -236,6 +260,15 @@ absl::Status Tracker::Submit(std::vector<v1::Event> events, std::function<void(B
       return Annotate(st, i, events[i].run(), events[i].id());
     }
     if (absl::Status st = ValidateRunName(events[i].run()); !st.ok()) return Annotate(st, i, "?", events[i].id());
+    if (e->time > latest_allowed) {
+      return Annotate(
+          absl::InvalidArgumentError(absl::StrCat(
+              "time ", Utc(e->time), " is ", absl::FormatDuration(e->time - clock_->Now()),
+              " ahead of flightpland's clock (", Utc(clock_->Now()), "); --max-clock-skew allows ",
+              absl::FormatDuration(options_.max_clock_skew),
+              ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
+          i, events[i].run(), events[i].id());
+    }
     Request::Item item;
     item.index = i;
     item.run = events[i].run();
@@ -290,6 +323,37 @@ absl::Status Tracker::SubmitHistoryRead(std::string run, std::function<void(Hist
   request->kind = Request::Kind::kHistory;
   request->run = std::move(run);
   request->history_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
+absl::Status Tracker::SubmitRunRead(std::string run,
+                                    std::function<void(absl::StatusOr<RunInfo>)> done) {
+  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
+  if (!Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kRunInfo;
+  request->run = std::move(run);
+  request->info_done = std::move(done);
+  return Enqueue(std::move(request));
+}
+
+absl::Status Tracker::SubmitRetract(std::string run, RetractSpec spec,
+                                    std::function<void(RetractResult)> done) {
+  if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
+  if (spec.ids.empty() && !spec.after) {
+    return absl::InvalidArgumentError("say what to retract: ids, or a time after which every event goes");
+  }
+  if (spec.ids.size() > options_.max_batch_events) {
+    return absl::InvalidArgumentError(absl::StrCat("retract names ", spec.ids.size(), " ids; ",
+                                                   kBatchLimitPrefix, options_.max_batch_events));
+  }
+  if (spec.reason.size() > 4096) return absl::InvalidArgumentError("reason is longer than 4096 bytes");
+  if (!Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  auto request = std::make_unique<Request>();
+  request->kind = Request::Kind::kRetract;
+  request->run = std::move(run);
+  request->retract = std::move(spec);
+  request->retract_done = std::move(done);
   return Enqueue(std::move(request));
 }
 
@@ -539,6 +603,10 @@ absl::Status Tracker::ProcessEvents(Request& request, Group& group, BatchResult&
 absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, BatchResult& result) {
   // Runs whose state this request changed, as they were before it (to undo a refusal).
   std::map<std::string, std::unique_ptr<RunView>> before;
+  // Runs to fold again once the request's events are stored (late events), with the
+  // first late item of each (for the message).
+  std::map<std::string, const Request::Item*> refold;
+  std::map<int64_t, const Request::Item*> stored;  // seq -> item, for refold messages
   const bool many = request.items.size() > 1;
   absl::Status status;
   for (const Request::Item& item : request.items) {
@@ -554,27 +622,85 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       it = group.working.emplace(item.run, std::make_unique<RunView>(*base)).first;
     }
     RunView& run = *it->second;
-    if (many && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
-    absl::StatusOr<int64_t> seq =
-        store_->InsertEvent(run.id, forecast::EventKey(item.event, forecast::AttemptOf(run.state, item.event)),
-                            item.event.time, item.bytes);
-    if (!seq.ok()) {
-      status = absl::UnavailableError(absl::StrCat("storage: ", seq.status().message()));
+    const forecast::RunState& state = run.state;
+    if (state.events > 0 && item.event.time - state.last_time > options_.max_event_gap) {
+      status = Annotate(
+          absl::FailedPreconditionError(absl::StrCat(
+              "time ", Utc(item.event.time), " is ", absl::FormatDuration(item.event.time - state.last_time),
+              " after the run's latest event at ", Utc(state.last_time), "; a jump over --max-event-gap ",
+              absl::FormatDuration(options_.max_event_gap),
+              " is taken for a typo (if the run really stood still that long, raise the flag)")),
+          item.index, item.run, item.event.id);
       break;
     }
-    if (*seq == 0) {
-      ++result.duplicates;
-      continue;
+    const uint32_t attempt = forecast::AttemptOf(state, item.event);
+    absl::StatusOr<storage::EventInsert> inserted =
+        store_->InsertEvent(run.id, forecast::EventKey(item.event, attempt), item.event.time, item.bytes);
+    if (!inserted.ok()) {
+      status = absl::UnavailableError(absl::StrCat("storage: ", inserted.status().message()));
+      break;
     }
-    if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
+    if (inserted->seq == 0) {
+      // The key is taken: the same event again is a duplicate; another one is refused.
+      v1::Event proto;
+      absl::StatusOr<forecast::Event> existing =
+          proto.ParseFromString(inserted->existing) ? EventFromProto(proto)
+                                                   : absl::StatusOr<forecast::Event>(absl::DataLossError("unreadable"));
+      if (existing.ok() && forecast::SameEvent(*existing, forecast::AttemptOf(state, *existing), item.event, attempt)) {
+        ++result.duplicates;
+        continue;
+      }
+      const std::string key = forecast::EventKey(item.event, attempt);
+      const std::string was = existing.ok() ? forecast::Describe(*existing) : "an unreadable event";
+      if (item.event.kind == forecast::EventKind::kJobStarted && item.event.id.empty()) {
+        status = absl::AlreadyExistsError(absl::StrCat(
+            "job_started.attempt ", item.event.attempt, " was already launched (", was,
+            "): the run's current attempt is ", state.attempt, "; a relaunch is attempt ", state.attempt + 1));
+      } else {
+        status = absl::AlreadyExistsError(absl::StrCat(
+            item.event.id.empty() ? "natural key " : "id ", key, " is already recorded for another event: ",
+            was, "; this one is ", forecast::Describe(item.event),
+            ". An id names one event: resend it unchanged, or give this one its own id"));
+      }
+      status = Annotate(status, item.index, item.run, item.event.id);
+      break;
+    }
+    const bool late = refold.count(item.run) || forecast::NeedsRefold(state, item.event);
+    // A copy to undo a refusal: needed when an earlier event of the request may have
+    // changed the run, or a refold may fail after this one is counted (ApplyEvent itself
+    // changes nothing when it refuses).
+    if ((many || late) && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
+    if (late) {
+      // It belongs before the run's latest event (or to an earlier attempt). Stored now,
+      // applied by folding the run again once the request's events are all stored.
+      refold.emplace(item.run, &item);
+    } else if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
       status = Annotate(applied, item.index, item.run, item.event.id);
       break;
     }
-    run.last_seq = *seq;
-    last_seq_ = std::max(last_seq_, *seq);
+    stored[inserted->seq] = &item;
+    run.last_seq = std::max(run.last_seq, inserted->seq);
+    last_seq_ = std::max(last_seq_, inserted->seq);
     ++run.events_since_snapshot;
     ++run.version;
     ++result.accepted;
+  }
+  for (auto& [name, first_late] : refold) {
+    if (!status.ok()) break;
+    int64_t failed_seq = 0;
+    forecast::Event failed;
+    absl::Status st = RefoldRun(*group.working[name], group, failed_seq, failed);
+    if (st.ok()) continue;
+    if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDataLoss) {
+      status = st;
+    } else if (auto own = stored.find(failed_seq); own != stored.end()) {
+      status = Annotate(st, own->second->index, name, own->second->event.id);
+    } else {
+      status = Annotate(absl::Status(st.code(), absl::StrCat(
+                                                    "dated before the run's latest event, it would make the stored ",
+                                                    forecast::Describe(failed), " no longer apply: ", st.message())),
+                        first_late->index, name, first_late->event.id);
+    }
   }
   if (!status.ok()) {
     for (auto& [name, copy] : before) group.working[name] = std::move(copy);
@@ -582,6 +708,50 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
     result.duplicates = 0;
   }
   return status;
+}
+
+absl::StatusOr<std::vector<forecast::LoggedEvent>> Tracker::LoadRunEvents(
+    int64_t run_id, std::map<int64_t, std::string>* keys) {
+  std::vector<forecast::LoggedEvent> events;
+  absl::Status st = store_->ForEachRunEvent(
+      run_id, [&](int64_t seq, const std::string& key, const std::string& bytes) -> absl::Status {
+        v1::Event proto;
+        if (!proto.ParseFromString(bytes)) {
+          return absl::DataLossError(absl::StrCat("stored event ", seq, " is unreadable"));
+        }
+        absl::StatusOr<forecast::Event> event = EventFromProto(proto);
+        if (!event.ok()) {
+          return absl::DataLossError(absl::StrCat("stored event ", seq, ": ", event.status().message()));
+        }
+        events.push_back({seq, *std::move(event)});
+        if (keys) (*keys)[seq] = key;
+        return absl::OkStatus();
+      });
+  if (!st.ok()) {
+    if (st.code() == absl::StatusCode::kDataLoss) return st;
+    return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
+  }
+  return events;
+}
+
+absl::Status Tracker::RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed) {
+  absl::StatusOr<std::vector<forecast::LoggedEvent>> events = LoadRunEvents(run.id);
+  if (!events.ok()) return events.status();
+  std::map<int64_t, forecast::Event> by_seq;
+  for (const forecast::LoggedEvent& e : *events) by_seq[e.seq] = e.event;
+  int64_t max_seq = 0;
+  for (const forecast::LoggedEvent& e : *events) max_seq = std::max(max_seq, e.seq);
+  absl::StatusOr<forecast::RunState> state = forecast::Refold(*std::move(events), run.state.max_causes, failed_seq);
+  if (!state.ok()) {
+    if (auto it = by_seq.find(failed_seq); it != by_seq.end()) failed = it->second;
+    return state.status();
+  }
+  run.state = *std::move(state);
+  run.last_seq = std::max(run.last_seq, max_seq);
+  ++run.version;
+  group.refolded.insert(run.name);
+  if (metrics_) metrics_->CountRefold();
+  return absl::OkStatus();
 }
 
 absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& result) {
@@ -649,6 +819,86 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
   return absl::OkStatus();
 }
 
+absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResult& result) {
+  auto it = group.working.find(request.run);
+  if (it == group.working.end()) {
+    std::shared_ptr<const RunView> base = Find(request.run);
+    if (!base) return absl::NotFoundError(absl::StrCat("run '", request.run, "' does not exist"));
+    it = group.working.emplace(request.run, std::make_unique<RunView>(*base)).first;
+  }
+  RunView& run = *it->second;
+  const RetractSpec& spec = request.retract;
+  std::map<int64_t, std::string> keys;
+  absl::StatusOr<std::vector<forecast::LoggedEvent>> events = LoadRunEvents(run.id, &keys);
+  if (!events.ok()) return events.status();
+  std::set<std::string> wanted(spec.ids.begin(), spec.ids.end());
+  std::set<std::string> found;
+  std::vector<forecast::LoggedEvent> kept;
+  std::vector<int64_t> seqs;
+  for (forecast::LoggedEvent& e : *events) {
+    const std::string& key = keys[e.seq];
+    const bool by_id = wanted.count(key) > 0;
+    if (by_id) found.insert(key);
+    if (by_id || (spec.after && e.event.time > *spec.after)) {
+      seqs.push_back(e.seq);
+      result.events.push_back({e.seq, key, e.event});
+    } else {
+      kept.push_back(std::move(e));
+    }
+  }
+  std::vector<std::string> missing;
+  for (const std::string& id : wanted) {
+    if (!found.count(id)) missing.push_back(id);
+  }
+  if (!missing.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "run '", request.run, "' has no event with id ", absl::StrJoin(missing, ", "),
+        " (natural keys look like ~st/a1/s1200: see flightplan events)"));
+  }
+  if (seqs.empty()) {
+    return absl::NotFoundError(absl::StrCat("no event of run '", request.run, "' is dated after ",
+                                            Utc(*spec.after)));
+  }
+  int64_t failed_seq = 0;
+  absl::StatusOr<forecast::RunState> state = forecast::Refold(kept, run.state.max_causes, failed_seq);
+  if (!state.ok()) {
+    std::string what = absl::StrCat("event ", failed_seq);
+    for (const forecast::LoggedEvent& e : kept) {
+      if (e.seq == failed_seq) what = absl::StrCat(forecast::Describe(e.event), " (id ", keys[e.seq], ")");
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "retracting ", seqs.size(), seqs.size() == 1 ? " event" : " events", " would leave the run's ", what,
+        " that no longer applies: ", state.status().message(), "; retract it too, or retract --after"));
+  }
+  if (spec.dry_run) return absl::OkStatus();
+  const absl::Time now = clock_->Now();
+  std::string selector;
+  if (!spec.ids.empty()) absl::StrAppend(&selector, "ids ", absl::StrJoin(spec.ids, ","));
+  if (spec.after) absl::StrAppend(&selector, selector.empty() ? "" : "; ", "after ", Utc(*spec.after));
+  absl::StatusOr<int64_t> id = store_->RetractEvents(run.id, seqs, now, selector, spec.reason);
+  if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
+  result.retraction_id = *id;
+  run.state = *std::move(state);
+  ++run.version;
+  ++run.events_since_snapshot;
+  group.refolded.insert(run.name);
+  if (metrics_) metrics_->CountRefold();
+  // The run's time may have moved back (a typo'd date retracted): its stored forecasts as
+  // of after its new "now" go, and the history's tail is read again.
+  if (options_.events_clock && run.state.events > 0) {
+    if (absl::Status st = store_->DeleteForecastPointsAfter(run.id, run.state.last_time); !st.ok()) {
+      return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
+    }
+    history_tails_.erase(run.id);
+    group.history.erase(run.id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    simulations_.erase(run.name);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Tracker::SnapshotRuns(Group& group) {
   for (const std::shared_ptr<const RunView>& base : List()) {
     if (!group.working.count(base->name) && base->events_since_snapshot > 0) {
@@ -671,13 +921,30 @@ absl::Status Tracker::SnapshotRuns(Group& group) {
 absl::Status Tracker::ProcessRequests(std::vector<std::unique_ptr<Request>>& requests,
                                       Group& group, absl::Status& storage_cause) {
   for (std::unique_ptr<Request>& r : requests) {
-    if (r->kind == Request::Kind::kHistory) continue;  // a read, answered after the commit
+    // Reads, answered after the commit.
+    if (r->kind == Request::Kind::kHistory || r->kind == Request::Kind::kRunInfo) continue;
     if (absl::Status st = store_->Savepoint(); !st.ok()) return st;
     absl::Status st;
     if (r->kind == Request::Kind::kEvents) {
       st = ProcessEvents(*r, group, r->batch_result);
       r->batch_result.status = st;
       if (st.ok()) events_since_round_ += r->batch_result.accepted;
+    } else if (r->kind == Request::Kind::kRetract) {
+      std::unique_ptr<RunView> before;
+      if (auto it = group.working.find(r->run); it != group.working.end()) {
+        before = std::make_unique<RunView>(*it->second);
+      }
+      const bool refolded = group.refolded.count(r->run) > 0;
+      st = ProcessRetract(*r, group, r->retract_result);
+      r->retract_result.status = st;
+      if (!st.ok()) {
+        if (before) {
+          group.working[r->run] = std::move(before);
+        } else {
+          group.working.erase(r->run);
+        }
+        if (!refolded) group.refolded.erase(r->run);
+      }
     } else {
       // A plan request touches one run; undo it by dropping that copy on failure.
       std::unique_ptr<RunView> before;
@@ -752,6 +1019,16 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
   if (group_status.ok() && events_since_round_ >= options_.snapshot_every_events) {
     group_status = SnapshotRuns(group);
   }
+  for (const std::string& name : group.refolded) {
+    // A run folded again is snapshotted with everything it holds, so that recovery, which
+    // applies the events after a snapshot in arrival order, never meets a late one.
+    if (!group_status.ok()) break;
+    auto it = group.working.find(name);
+    if (it == group.working.end() || it->second->events_since_snapshot == 0) continue;
+    RunView& run = *it->second;
+    group_status = store_->SaveSnapshot(run.id, run.last_seq, StateToProto(run.state).SerializeAsString());
+    if (group_status.ok()) run.events_since_snapshot = 0;
+  }
   if (group_status.ok()) group_status = store_->Commit();
   if (!group_status.ok()) {
     // Nothing of this group is durable: refuse every request, publish nothing (the
@@ -786,9 +1063,13 @@ void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
       case Request::Kind::kEvents: {
         const BatchResult& b = r->batch_result;
         if (metrics_) {
-          metrics_->CountBatch(b.accepted, b.duplicates,
-                               b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size()),
-                               b.status.code());
+          // ABORTED (a stream resends from its first refusal) and UNAVAILABLE (storage
+          // away) are resent by the client: not rejected.
+          const bool retried = b.status.code() == absl::StatusCode::kAborted ||
+                               b.status.code() == absl::StatusCode::kUnavailable;
+          const uint32_t refused = b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size());
+          metrics_->CountBatch(b.accepted, b.duplicates, retried ? 0 : refused, b.status.code());
+          if (retried) metrics_->CountRetried(refused, b.status.code());
         }
         r->events_done(b);
         break;
@@ -797,6 +1078,40 @@ void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
       case Request::Kind::kUpdate:
         r->plan_done(r->create_result);
         break;
+      case Request::Kind::kRetract:
+        r->retract_done(std::move(r->retract_result));
+        break;
+      case Request::Kind::kRunInfo: {
+        std::shared_ptr<const RunView> view = Find(r->run);
+        if (!view) {
+          r->info_done(absl::NotFoundError(absl::StrCat("run '", r->run, "' does not exist")));
+          break;
+        }
+        RunInfo info;
+        info.run = view->name;
+        info.attempt = view->state.attempt;
+        info.latest_event = view->state.last_time;
+        info.attempts = view->state.attempt_starts;
+        absl::Status parse;
+        absl::Status st = store_->ForEachPlan(view->id, [&](const storage::StoredPlan& stored) {
+          v1::Plan plan;
+          if (!plan.ParseFromString(stored.plan)) {
+            parse = absl::DataLossError(absl::StrCat("plan revision ", stored.revision, " is unreadable"));
+            return;
+          }
+          info.plans.push_back(stored.revision == view->plan->revision ? view->plan
+                                                                       : MakePlan(stored.revision, std::move(plan)));
+          info.plan_created.push_back(stored.created);
+        });
+        if (!st.ok()) st = absl::UnavailableError(absl::StrCat("storage: ", st.message()));
+        if (st.ok()) st = parse;
+        if (st.ok()) {
+          r->info_done(std::move(info));
+        } else {
+          r->info_done(st);
+        }
+        break;
+      }
       case Request::Kind::kHistory: {
         // Outside any transaction: what is committed, this group included.
         std::shared_ptr<const RunView> view = Find(r->run);

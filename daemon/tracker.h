@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -60,11 +61,16 @@
 
 namespace flightplan::daemon {
 
+// An oversized batch's refusal ends with "the limit of N" (N events per batch): clients
+// split by it.
+inline constexpr char kBatchLimitPrefix[] = "the limit of ";
+
 struct TrackerOptions {
   // Requests waiting for the writer; a full queue refuses with RESOURCE_EXHAUSTED rather
   // than growing (back-pressure to the clients, which retry).
   size_t max_queue_requests = 4096;
-  // Events per batch; larger batches are RESOURCE_EXHAUSTED.
+  // Events per batch; a larger batch is INVALID_ARGUMENT naming the limit (the client
+  // splits it and resends; the queue's RESOURCE_EXHAUSTED means "wait", this "split").
   size_t max_batch_events = 10000;
   // Requests the writer commits in one transaction: more amortises the commit, fewer
   // acknowledges sooner. A group also stops growing at max_group_events events, so that
@@ -76,6 +82,13 @@ struct TrackerOptions {
   uint64_t snapshot_every_events = 20000;
   // "now" of a run is its latest event instead of the wall clock (replays, backfills).
   bool events_clock = false;
+  // Time sanity. Under the wall clock, an event dated more than max_clock_skew ahead of
+  // now is refused (a host clock that runs fast would count hours that have not
+  // happened). Under either clock, an event more than max_event_gap after its run's
+  // latest event is refused as a typo (the year 3000 for 2027): longer than any pause a
+  // run survives without a new plan. Both INVALID_ARGUMENT / FAILED_PRECONDITION, named.
+  absl::Duration max_clock_skew = absl::Minutes(5);
+  absl::Duration max_event_gap = absl::Hours(24 * 30);
   // Runs one daemon tracks; creating more is RESOURCE_EXHAUSTED (each run costs memory,
   // a forecast, and a label set in every scrape).
   size_t max_runs = 1000;
@@ -125,6 +138,37 @@ struct BatchResult {
   uint32_t duplicates = 0;
 };
 
+// What to retract from a run's log: events by id (an explicit id, or a natural key as
+// `flightplan events` shows it), and/or every event dated after a time.
+struct RetractSpec {
+  std::vector<std::string> ids;
+  std::optional<absl::Time> after;
+  std::string reason;
+  bool dry_run = false;  // say what would go, change nothing
+};
+
+struct RetractedEvent {
+  int64_t seq = 0;
+  std::string key;
+  forecast::Event event;
+};
+
+struct RetractResult {
+  absl::Status status;
+  int64_t retraction_id = 0;          // 0 for a dry run
+  std::vector<RetractedEvent> events;  // every event retracted, in seq order
+};
+
+// A run's plan revisions and launches (GetRun).
+struct RunInfo {
+  std::string run;
+  std::vector<std::shared_ptr<const RunPlan>> plans;  // oldest first; the last is current
+  std::vector<absl::Time> plan_created;               // when each revision was stored
+  std::vector<forecast::AttemptStart> attempts;       // oldest first (the newest 4,096)
+  uint32_t attempt = 0;
+  absl::Time latest_event = absl::InfinitePast();
+};
+
 // A run's forecast history, oldest first; NOT_FOUND for an unknown run.
 using HistoryResult = absl::StatusOr<std::vector<storage::ForecastPoint>>;
 
@@ -168,6 +212,15 @@ class Tracker {
   // other Submits do, and NOT_FOUND at once for a run that does not exist.
   [[nodiscard]] absl::Status SubmitHistoryRead(std::string run,
                                                std::function<void(HistoryResult)> done);
+  // The run's plan revisions and launches, read on the writer thread like the history.
+  [[nodiscard]] absl::Status SubmitRunRead(std::string run,
+                                           std::function<void(absl::StatusOr<RunInfo>)> done);
+  // Retracts events of `run` (see RetractSpec): they move to the retracted log with an
+  // audit row, the run is folded again from what remains, and its forecast follows.
+  // NOT_FOUND when nothing matches (or an id is unknown); FAILED_PRECONDITION when what
+  // remains does not fold (the message names the event that would no longer apply).
+  [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec,
+                                           std::function<void(RetractResult)> done);
 
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
   [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
@@ -220,6 +273,14 @@ class Tracker {
   absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessEventsInOrder(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
+  absl::Status ProcessRetract(Request& request, Group& group, RetractResult& result);
+  // The run's whole log from the store (this transaction's inserts included).
+  absl::StatusOr<std::vector<forecast::LoggedEvent>> LoadRunEvents(
+      int64_t run_id, std::map<int64_t, std::string>* keys = nullptr);
+  // Folds `run` again from its whole log (the group snapshots it before the commit); on
+  // failure the seq of the event that no longer applies is in `failed_seq`, and the
+  // stored event in `failed`.
+  absl::Status RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed);
   // Saves every run changed since its last snapshot and moves the watermark.
   absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);

@@ -29,8 +29,22 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
       duplicates_(Events(registry).Add({{"result", "duplicate"}})),
       rejected_(BuildCounter()
                     .Name("flightplan_ingest_rejected_events_total")
-                    .Help("Events refused (their batch stored nothing), by gRPC status code.")
+                    .Help("Events refused for good (their batch stored nothing), by gRPC status "
+                          "code; refusals that clients resolve by resending are "
+                          "flightplan_ingest_retried_events_total.")
                     .Register(registry)),
+      retried_(BuildCounter()
+                   .Name("flightplan_ingest_retried_events_total")
+                   .Help("Events of batches refused with a status the client resolves by "
+                         "resending (queue full, batch over the limit and split, a stream "
+                         "resending from its first refusal, storage away), by gRPC status code.")
+                   .Register(registry)),
+      refolds_(BuildCounter()
+                   .Name("flightplan_ingest_refolds_total")
+                   .Help("Runs folded again from their stored log: an event that belongs "
+                         "before the run's latest one (a late report), or a retraction.")
+                   .Register(registry)
+                   .Add({})),
       batches_(BuildCounter()
                    .Name("flightplan_ingest_batches_total")
                    .Help("Event batches processed by the writer.")
@@ -64,12 +78,28 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
   // a series before the first refusal.
   for (absl::StatusCode code :
        {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
-        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kResourceExhausted,
-        absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
+        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAlreadyExists}) {
     rejected_by_code_[static_cast<size_t>(code)] =
         &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
   }
+  for (absl::StatusCode code :
+       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kResourceExhausted,
+        absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
+    retried_by_code_[static_cast<size_t>(code)] =
+        &retried_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+  }
 }
+
+void DaemonMetrics::CountRetried(uint32_t events, absl::StatusCode code) {
+  const size_t i = static_cast<size_t>(code);
+  if (events == 0 || i >= retried_by_code_.size()) return;
+  if (retried_by_code_[i] == nullptr) {
+    retried_by_code_[i] = &retried_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+  }
+  retried_by_code_[i]->Increment(events);
+}
+
+void DaemonMetrics::CountRefold() { refolds_.Increment(); }
 
 void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected,
                                absl::StatusCode code) {

@@ -338,8 +338,11 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   const bool running = s.phase == Phase::kStarting || s.phase == Phase::kRunning;
   if (e.kind == EventKind::kJobStarted) {
     if (e.attempt <= s.attempt) {
-      return Precondition(absl::StrCat("job_started.attempt ", e.attempt,
-                                       " is not after the run's latest attempt ", s.attempt));
+      // One launch, one attempt number: a relaunch that reuses one is refused, never
+      // merged into the earlier launch.
+      return absl::AlreadyExistsError(absl::StrCat(
+          "job_started.attempt ", e.attempt, " was already launched: the run's current attempt is ",
+          s.attempt, "; a relaunch is attempt ", s.attempt + 1));
     }
   } else {
     const uint32_t attempt = e.attempt ? e.attempt : s.attempt;
@@ -552,6 +555,78 @@ int KindRank(EventKind k) {
   return 5;
 }
 }  // namespace
+
+std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
+  // Launches by time, to resolve attempts.
+  std::vector<AttemptStart> starts;
+  for (const LoggedEvent& l : events) {
+    if (l.event.kind == EventKind::kJobStarted) starts.push_back({l.event.attempt, l.event.time});
+  }
+  std::sort(starts.begin(), starts.end(), [](const AttemptStart& a, const AttemptStart& b) {
+    return a.time != b.time ? a.time < b.time : a.attempt < b.attempt;
+  });
+  auto resolve = [&](const Event& e) -> uint32_t {
+    if (e.kind == EventKind::kJobStarted || e.attempt != 0) return e.attempt;
+    uint32_t attempt = starts.empty() ? 0 : starts.front().attempt;
+    for (const AttemptStart& a : starts) {
+      if (a.time < e.time) attempt = a.attempt;
+    }
+    return attempt;
+  };
+  std::vector<uint32_t> attempt(events.size());
+  for (size_t i = 0; i < events.size(); ++i) attempt[i] = resolve(events[i].event);
+  // Late filings: an interruption of attempt k dated at or after a later launch.
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& e = events[i].event;
+    if (e.kind != EventKind::kInterruption || e.attempt == 0) continue;
+    absl::Time next = absl::InfiniteFuture();
+    for (const AttemptStart& a : starts) {
+      if (a.attempt > e.attempt) next = std::min(next, a.time);
+    }
+    if (e.time < next) continue;
+    absl::Time last = absl::InfinitePast();  // the attempt's last sign of life before it
+    for (size_t j = 0; j < events.size(); ++j) {
+      const Event& o = events[j].event;
+      if (j != i && attempt[j] == e.attempt && o.kind != EventKind::kInterruption && o.time <= next) {
+        last = std::max(last, o.time);
+      }
+    }
+    if (last != absl::InfinitePast()) e.time = last;
+  }
+  std::vector<size_t> order(events.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Event& x = events[a].event;
+    const Event& y = events[b].event;
+    if (x.time != y.time) return x.time < y.time;
+    if (attempt[a] != attempt[b]) return attempt[a] < attempt[b];
+    if (KindRank(x.kind) != KindRank(y.kind)) return KindRank(x.kind) < KindRank(y.kind);
+    return events[a].seq < events[b].seq;
+  });
+  std::vector<LoggedEvent> out;
+  out.reserve(events.size());
+  for (size_t i : order) out.push_back(std::move(events[i]));
+  return out;
+}
+
+absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_causes, int64_t& failed_seq) {
+  RunState state;
+  state.max_causes = max_causes;
+  failed_seq = 0;
+  for (LoggedEvent& l : FoldOrder(std::move(events))) {
+    if (absl::Status st = ApplyEvent(state, l.event); !st.ok()) {
+      failed_seq = l.seq;
+      return st;
+    }
+  }
+  return state;
+}
+
+bool NeedsRefold(const RunState& s, const Event& e) {
+  if (s.events == 0) return false;
+  if (e.time < s.last_time) return true;
+  return e.kind != EventKind::kJobStarted && AttemptOf(s, e) < s.attempt;
+}
 
 bool EventBefore(const Event& a, const Event& b) {
   if (a.time != b.time) return a.time < b.time;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "forecast/event.h"
 
@@ -193,6 +194,32 @@ struct RunState {
 // the latest attempt that started strictly before the event's time (so a resent event
 // gets the same attempt, and the same natural key, as when it first arrived).
 [[nodiscard]] uint32_t AttemptOf(const RunState& state, const Event& event);
+
+// One event of a run's log and its place in it (the store's seq: arrival order).
+struct LoggedEvent {
+  int64_t seq = 0;
+  Event event;
+};
+
+// The run's events in fold order: by time, then attempt (resolved for events without one:
+// the latest attempt launched strictly before them), then kind as in EventBefore, then
+// arrival. An interruption that names an earlier attempt but is dated at or after a later
+// attempt's launch was filed late with the filing time: it is placed at that attempt's
+// latest event (its last sign of life) and keeps its cause and attempt.
+[[nodiscard]] std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events);
+
+// The run folded again from its whole log (after a late event or a retraction): the state
+// had the events arrived in fold order. On the first event that does not apply, its
+// status, with its seq in `failed_seq`. The result equals a fold of the events applied
+// one by one in FoldOrder, so a log delivered late and out of order accounts exactly as
+// the time-ordered one.
+[[nodiscard]] absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_causes,
+                                              int64_t& failed_seq);
+
+// Whether `event` belongs before the run's latest folded event (an earlier time, or an
+// earlier attempt than the run's current one): then it cannot be applied on top of the
+// state, and the run is folded again with it (Refold).
+[[nodiscard]] bool NeedsRefold(const RunState& state, const Event& event);
 
 // Order of events within a batch: time, then attempt (an attempt's events follow its
 // job_started at the same instant), then kind (steps before the checkpoint of that step,

@@ -28,4 +28,34 @@ std::string EventKey(const Event& e, uint32_t attempt) {
   return "~";
 }
 
+bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b) {
+  return a.time == b.time && a.kind == b.kind && attempt_a == attempt_b &&
+         a.restored_step == b.restored_step && a.step == b.step && a.tokens == b.tokens &&
+         a.blocking_seconds == b.blocking_seconds && a.cause == b.cause && a.planned == b.planned &&
+         a.detail == b.detail;
+}
+
+std::string Describe(const Event& e) {
+  std::string out = EventKindName(e.kind);
+  switch (e.kind) {
+    case EventKind::kJobStarted:
+      absl::StrAppend(&out, " attempt ", e.attempt, " restored step ", e.restored_step);
+      break;
+    case EventKind::kSteps:
+      absl::StrAppend(&out, " step ", e.step, " tokens ", e.tokens);
+      break;
+    case EventKind::kCheckpointSaved:
+      absl::StrAppend(&out, " step ", e.step, " blocking ", e.blocking_seconds, " s");
+      break;
+    case EventKind::kInterruption:
+      absl::StrAppend(&out, " cause ", e.cause.empty() ? "unknown" : e.cause, e.planned ? " (planned)" : "");
+      break;
+    case EventKind::kRunFinished:
+      break;
+  }
+  if (e.kind != EventKind::kJobStarted && e.attempt != 0) absl::StrAppend(&out, " of attempt ", e.attempt);
+  absl::StrAppend(&out, " at ", absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", e.time, absl::UTCTimeZone()));
+  return out;
+}
+
 }  // namespace flightplan::forecast

@@ -38,6 +38,13 @@ struct Event {
 // ("~st/a3/s1200"). Two events of a run with the same key are the same event.
 std::string EventKey(const Event& event, uint32_t attempt);
 
+// Whether two events with one key are the same event: every field but the id equal, with
+// their attempts as resolved against the run (`attempt_a`, `attempt_b`).
+bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b);
+
+// One line for messages: "steps step 1200 tokens 5033164800 at 2027-01-01T00:00:00Z".
+std::string Describe(const Event& event);
+
 }  // namespace flightplan::forecast
 
 #endif  // FLIGHTPLAN_FORECAST_EVENT_H_

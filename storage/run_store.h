@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,6 +41,20 @@ struct ForecastPoint {
   double exhaustion_probability = 0;
   double burn_rate = 0;
   bool finished = false;
+};
+
+// What InsertEvent did: a new event's seq, or (seq 0) the serialized event already stored
+// under the key, for the caller to tell a duplicate from a conflicting reuse of the key.
+struct EventInsert {
+  int64_t seq = 0;
+  std::string existing;
+};
+
+// One revision of a run's plan, as stored.
+struct StoredPlan {
+  uint32_t revision = 0;
+  std::string plan;  // serialized flightplan.v1.Plan
+  absl::Time created = absl::UnixEpoch();
 };
 
 // The end of a run's stored forecast history.
@@ -74,10 +89,26 @@ class RunStore {
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
   [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,
                                                 const std::string& plan, absl::Time now) = 0;
-  // The event's seq, or 0 when (run_id, key) is already stored (a duplicate: nothing written).
-  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertEvent(int64_t run_id, const std::string& key,
-                                                            absl::Time time,
-                                                            const std::string& event) = 0;
+  // The event's seq; or, when (run_id, key) is already stored, seq 0 and the stored event
+  // (nothing written).
+  [[nodiscard]] virtual absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key,
+                                                                absl::Time time,
+                                                                const std::string& event) = 0;
+  // Every event of one run, in seq order: (seq, key, serialized flightplan.v1.Event). Inside a
+  // transaction it sees the transaction's own inserts.
+  [[nodiscard]] virtual absl::Status ForEachRunEvent(
+      int64_t run_id,
+      const std::function<absl::Status(int64_t seq, const std::string& key, const std::string& event)>& fn) = 0;
+  // Moves the run's events `seqs` out of the event log into the retracted log, under a new
+  // retraction (when, what was asked, why), inside the current transaction. Nothing is
+  // deleted for good: the retracted log keeps every row. Returns the retraction's id.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> RetractEvents(int64_t run_id,
+                                                              const std::vector<int64_t>& seqs,
+                                                              absl::Time at, const std::string& selector,
+                                                              const std::string& reason) = 0;
+  // Every revision of the run's plan, oldest first.
+  [[nodiscard]] virtual absl::Status ForEachPlan(int64_t run_id,
+                                                 const std::function<void(const StoredPlan&)>& fn) = 0;
   [[nodiscard]] virtual absl::Status SaveSnapshot(int64_t run_id, int64_t seq,
                                                   const std::string& state) = 0;
 
@@ -94,6 +125,8 @@ class RunStore {
   // a coarser grain. Returns the points left.
   [[nodiscard]] virtual absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id,
                                                                     int64_t keep_at_most) = 0;
+  // Removes the run's points as of after `t` (a retraction moved the run's time back).
+  [[nodiscard]] virtual absl::Status DeleteForecastPointsAfter(int64_t run_id, absl::Time t) = 0;
 
   // Every run's snapshot covers all of its events with seq <= the watermark: recovery
   // folds only the events after it. Set in the transaction that saves the snapshots.

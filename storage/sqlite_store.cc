@@ -64,6 +64,21 @@ const std::vector<const char*>& Migrations() {
       "  burn_rate REAL NOT NULL,"
       "  finished INTEGER NOT NULL,"
       "  PRIMARY KEY(run_id, as_of_us)) WITHOUT ROWID;",
+      // 3: retractions (flightplan retract): an operator's correction, and the events it
+      // took out of the log, kept whole with their seq (nothing is deleted for good).
+      "CREATE TABLE retractions("
+      "  id INTEGER PRIMARY KEY,"
+      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+      "  at_us INTEGER NOT NULL,"
+      "  selector TEXT NOT NULL,"
+      "  reason TEXT NOT NULL);"
+      "CREATE TABLE retracted_events("
+      "  seq INTEGER PRIMARY KEY,"
+      "  retraction_id INTEGER NOT NULL REFERENCES retractions(id),"
+      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+      "  key TEXT NOT NULL,"
+      "  time_us INTEGER NOT NULL,"
+      "  event BLOB NOT NULL);",
   };
   return *migrations;
 }
@@ -277,13 +292,8 @@ absl::Status SqliteStore::Connect(bool check) {
 
 void SqliteStore::Disconnect(bool release_lock) {
   // Statements first: sqlite3_close refuses while any is alive.
-  for (std::unique_ptr<Statement>* s :
-       {&begin_, &commit_, &rollback_, &savepoint_, &rollback_to_, &release_, &insert_run_,
-        &insert_plan_, &insert_event_, &save_snapshot_, &page_count_, &set_watermark_,
-        &get_watermark_, &insert_point_, &read_points_, &last_point_, &count_points_,
-        &thin_points_}) {
-    s->reset();
-  }
+  for (std::unique_ptr<Statement>* s : prepared_) s->reset();
+  prepared_.clear();
   if (db_ != nullptr) sqlite3_close(db_);
   db_ = nullptr;
   if (release_lock && lock_fd_ >= 0) {
@@ -541,6 +551,16 @@ absl::Status SqliteStore::Prepare() {
       {&insert_event_,
        "INSERT INTO events(run_id, key, time_us, event) VALUES(?1, ?2, ?3, ?4) "
        "ON CONFLICT(run_id, key) DO NOTHING"},
+      {&existing_event_, "SELECT event FROM events WHERE run_id = ?1 AND key = ?2"},
+      {&run_events_, "SELECT seq, key, event FROM events WHERE run_id = ?1 ORDER BY seq"},
+      {&insert_retraction_,
+       "INSERT INTO retractions(run_id, at_us, selector, reason) VALUES(?1, ?2, ?3, ?4)"},
+      {&move_retracted_,
+       "INSERT INTO retracted_events(seq, retraction_id, run_id, key, time_us, event) "
+       "SELECT seq, ?3, run_id, key, time_us, event FROM events WHERE seq = ?1 AND run_id = ?2"},
+      {&delete_event_, "DELETE FROM events WHERE seq = ?1 AND run_id = ?2"},
+      {&read_plans_, "SELECT revision, plan, created_us FROM plans WHERE run_id = ?1 ORDER BY revision"},
+      {&delete_points_after_, "DELETE FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2"},
       {&save_snapshot_,
        "INSERT INTO snapshots(run_id, seq, state) VALUES(?1, ?2, ?3) "
        "ON CONFLICT(run_id) DO UPDATE SET seq = excluded.seq, state = excluded.state"},
@@ -578,6 +598,7 @@ absl::Status SqliteStore::Prepare() {
     absl::StatusOr<std::unique_ptr<Statement>> st = Statement::Make(db_, e.sql);
     if (!st.ok()) return st.status();
     *e.slot = std::move(*st);
+    prepared_.push_back(e.slot);
   }
   return absl::OkStatus();
 }
@@ -718,8 +739,8 @@ absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const st
       .Run("insert plan");
 }
 
-absl::StatusOr<int64_t> SqliteStore::InsertEvent(int64_t run_id, const std::string& key,
-                                                 absl::Time time, const std::string& event) {
+absl::StatusOr<EventInsert> SqliteStore::InsertEvent(int64_t run_id, const std::string& key,
+                                                     absl::Time time, const std::string& event) {
   absl::Status st = insert_event_->Reset()
                         .Bind(1, run_id)
                         .Bind(2, key)
@@ -727,8 +748,79 @@ absl::StatusOr<int64_t> SqliteStore::InsertEvent(int64_t run_id, const std::stri
                         .BindBlob(4, event)
                         .Run("insert event");
   if (!st.ok()) return st;
-  if (sqlite3_changes(db_) == 0) return 0;
-  return sqlite3_last_insert_rowid(db_);
+  EventInsert out;
+  if (sqlite3_changes(db_) != 0) {
+    out.seq = sqlite3_last_insert_rowid(db_);
+    return out;
+  }
+  absl::StatusOr<bool> row = existing_event_->Reset().Bind(1, run_id).Bind(2, key).Step("read event");
+  if (!row.ok()) return row.status();
+  if (*row) out.existing = existing_event_->Text(0);
+  existing_event_->Reset();
+  return out;
+}
+
+absl::Status SqliteStore::ForEachRunEvent(
+    int64_t run_id, const std::function<absl::Status(int64_t, const std::string&, const std::string&)>& fn) {
+  Statement& s = run_events_->Reset().Bind(1, run_id);
+  absl::Status status;
+  while (status.ok()) {
+    absl::StatusOr<bool> row = s.Step("read the run's events");
+    if (!row.ok()) {
+      status = row.status();
+      break;
+    }
+    if (!*row) break;
+    status = fn(s.Int(0), s.Text(1), s.Text(2));
+  }
+  s.Reset();
+  return status;
+}
+
+absl::StatusOr<int64_t> SqliteStore::RetractEvents(int64_t run_id, const std::vector<int64_t>& seqs,
+                                                   absl::Time at, const std::string& selector,
+                                                   const std::string& reason) {
+  absl::Status st = insert_retraction_->Reset()
+                        .Bind(1, run_id)
+                        .Bind(2, absl::ToUnixMicros(at))
+                        .Bind(3, selector)
+                        .Bind(4, reason)
+                        .Run("insert retraction");
+  if (!st.ok()) return st;
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  for (int64_t seq : seqs) {
+    st = move_retracted_->Reset().Bind(1, seq).Bind(2, run_id).Bind(3, id).Run("keep retracted event");
+    if (!st.ok()) return st;
+    if (sqlite3_changes(db_) != 1) {
+      return absl::InternalError(absl::StrCat("event ", seq, " of run ", run_id, " is not stored"));
+    }
+    st = delete_event_->Reset().Bind(1, seq).Bind(2, run_id).Run("retract event");
+    if (!st.ok()) return st;
+  }
+  return id;
+}
+
+absl::Status SqliteStore::ForEachPlan(int64_t run_id, const std::function<void(const StoredPlan&)>& fn) {
+  Statement& s = read_plans_->Reset().Bind(1, run_id);
+  while (true) {
+    absl::StatusOr<bool> row = s.Step("read plans");
+    if (!row.ok()) {
+      s.Reset();
+      return row.status();
+    }
+    if (!*row) break;
+    StoredPlan p;
+    p.revision = static_cast<uint32_t>(s.Int(0));
+    p.plan = s.Text(1);
+    p.created = absl::FromUnixMicros(s.Int(2));
+    fn(p);
+  }
+  s.Reset();
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::DeleteForecastPointsAfter(int64_t run_id, absl::Time t) {
+  return delete_points_after_->Reset().Bind(1, run_id).Bind(2, absl::ToUnixMicros(t)).Run("delete forecast points");
 }
 
 absl::Status SqliteStore::SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) {

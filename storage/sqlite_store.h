@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/run_store.h"
 
@@ -29,7 +30,7 @@ inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"
 // flightpland's default database: $XDG_STATE_HOME/flightplan/flightplan.db, else
 // ~/.local/state/flightplan/flightplan.db (works for a first-time user without root).
 std::string DefaultDatabasePath();
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 class SqliteStore final : public RunStore {
  public:
@@ -64,8 +65,14 @@ class SqliteStore final : public RunStore {
   absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) override;
   absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
                           absl::Time now) override;
-  absl::StatusOr<int64_t> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
-                                      const std::string& event) override;
+  absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
+                                          const std::string& event) override;
+  absl::Status ForEachRunEvent(
+      int64_t run_id, const std::function<absl::Status(int64_t, const std::string&, const std::string&)>& fn) override;
+  absl::StatusOr<int64_t> RetractEvents(int64_t run_id, const std::vector<int64_t>& seqs, absl::Time at,
+                                        const std::string& selector, const std::string& reason) override;
+  absl::Status ForEachPlan(int64_t run_id, const std::function<void(const StoredPlan&)>& fn) override;
+  absl::Status DeleteForecastPointsAfter(int64_t run_id, absl::Time t) override;
   absl::Status SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) override;
   absl::Status InsertForecastPoint(int64_t run_id, const ForecastPoint& point) override;
   absl::Status ForEachForecastPoint(int64_t run_id,
@@ -118,7 +125,10 @@ class SqliteStore final : public RunStore {
   std::string reconnect_error_;
   std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
       insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,
-      get_watermark_, insert_point_, read_points_, last_point_, count_points_, thin_points_;
+      get_watermark_, insert_point_, read_points_, last_point_, count_points_, thin_points_,
+      existing_event_, run_events_, insert_retraction_, move_retracted_, delete_event_, read_plans_,
+      delete_points_after_;
+  std::vector<std::unique_ptr<Statement>*> prepared_;  // every slot Prepare() filled
 };
 
 }  // namespace flightplan::storage

@@ -376,9 +376,12 @@ TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
     EXPECT_NE(st.error_message().find(c.says), std::string::npos) << c.name << ": " << st.error_message();
     EXPECT_EQ(Status().DebugString(), before.DebugString()) << c.name;
   }
-  // Over the batch limit.
+  // Over the batch limit: its own refusal (split it), not the queue's (wait), with the limit.
   std::vector<v1::Event> huge(10001, StepsAt(kRun, 500, 31, 310));
-  EXPECT_EQ(Report(huge).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const grpc::Status oversized = Report(huge);
+  EXPECT_EQ(oversized.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(oversized.error_message().find("batch of 10001 events is over the limit of 10000"), std::string::npos)
+      << oversized.error_message();
   EXPECT_EQ(Status().DebugString(), before.DebugString());
 }
 
@@ -841,6 +844,7 @@ TEST(DaemonStorage, ADamagedDatabaseIsRefusedWithTheWayOut) {
   options.listen = "127.0.0.1:0";
   options.metrics = "";
   options.db = dir.path() + "/f.db";
+  options.tracker.events_clock = true;  // the synthetic run is dated 2027
   {
     auto d = daemon::Daemon::Start(options);
     ASSERT_TRUE(d.ok());

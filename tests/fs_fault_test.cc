@@ -246,7 +246,8 @@ TEST(FsFault, ReadOnlyDirectoryServesReadsRefusesWritesAndRecovers) {
     EXPECT_EQ(d.Events(), acknowledged.size()) << "a refused batch changed the run";
 
     read_only.Undo();
-    ASSERT_TRUE(SendRange(d.address(), batches, next, batches.size(), acknowledged, &next).ok());
+    const grpc::Status resent = SendRange(d.address(), batches, next, batches.size(), acknowledged, &next);
+    ASSERT_TRUE(resent.ok()) << resent.error_message();
     EXPECT_EQ(d.Events(), acknowledged.size());
     Stop(d);
   }

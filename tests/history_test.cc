@@ -195,7 +195,8 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   // What a flightpland before the history left: schema 1, no forecast_history.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE forecast_history; PRAGMA user_version=1;", nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE forecast_history; DROP TABLE retracted_events; DROP TABLE retractions; "
+                                 "PRAGMA user_version=1;", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   Open();
@@ -212,7 +213,7 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), storage::kSchemaVersion);
-  EXPECT_EQ(storage::kSchemaVersion, 2);
+  EXPECT_EQ(storage::kSchemaVersion, 3);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

@@ -112,12 +112,14 @@ TEST(Process, BackPressureNeverReordersOrLosesAReplay) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(" accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
   EXPECT_EQ(d.Status().events(), log.size());
-  // The back-pressure did happen: events were refused for it (and resent).
+  // The back-pressure did happen: events were refused for it and resent, counted as
+  // retried, not as rejected (nothing was refused for good).
   const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
-  const std::string series = "flightplan_ingest_rejected_events_total{code=\"resource_exhausted\"} ";
+  const std::string series = "flightplan_ingest_retried_events_total{code=\"resource_exhausted\"} ";
   const size_t at = metrics.find(series);
   ASSERT_NE(at, std::string::npos);
   EXPECT_GT(std::stod(metrics.substr(at + series.size(), 20)), 0);
+  EXPECT_EQ(metrics.find("flightplan_ingest_rejected_events_total{code=\"resource_exhausted\"}"), std::string::npos);
   r = Cli(d.address(), {"replay", events, "--batch", "5"});
   EXPECT_NE(r.out.find(" 0 accepted,"), std::string::npos) << r.out;
 }

@@ -75,8 +75,8 @@ class FaultyStore final : public storage::RunStore {
   absl::Status InsertPlan(int64_t run, uint32_t rev, const std::string& plan, absl::Time now) override {
     return inner_->InsertPlan(run, rev, plan, now);
   }
-  absl::StatusOr<int64_t> InsertEvent(int64_t run, const std::string& key, absl::Time time,
-                                      const std::string& event) override {
+  absl::StatusOr<storage::EventInsert> InsertEvent(int64_t run, const std::string& key, absl::Time time,
+                                                   const std::string& event) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (fail_in_ > 0 && --fail_in_ == 0) {
@@ -85,6 +85,21 @@ class FaultyStore final : public storage::RunStore {
       }
     }
     return inner_->InsertEvent(run, key, time, event);
+  }
+  absl::Status ForEachRunEvent(
+      int64_t run,
+      const std::function<absl::Status(int64_t, const std::string&, const std::string&)>& fn) override {
+    return inner_->ForEachRunEvent(run, fn);
+  }
+  absl::StatusOr<int64_t> RetractEvents(int64_t run, const std::vector<int64_t>& seqs, absl::Time at,
+                                        const std::string& selector, const std::string& reason) override {
+    return inner_->RetractEvents(run, seqs, at, selector, reason);
+  }
+  absl::Status ForEachPlan(int64_t run, const std::function<void(const storage::StoredPlan&)>& fn) override {
+    return inner_->ForEachPlan(run, fn);
+  }
+  absl::Status DeleteForecastPointsAfter(int64_t run, absl::Time t) override {
+    return inner_->DeleteForecastPointsAfter(run, t);
   }
   absl::Status SaveSnapshot(int64_t run, int64_t seq, const std::string& state) override {
     return inner_->SaveSnapshot(run, seq, state);
@@ -131,6 +146,8 @@ int64_t CountEvents(const std::string& path) {
 class StorageFaults : public ::testing::Test {
  protected:
   void Start(daemon::TrackerOptions options = {}) {
+    // The wall clock, with the synthetic run's 2027 dates: no skew bound here.
+    options.max_clock_skew = absl::InfiniteDuration();
     path_ = dir_.path() + "/f.db";
     auto sqlite = storage::SqliteStore::Open(path_, storage::Sync::kNormal);
     ASSERT_TRUE(sqlite.ok()) << sqlite.status();
