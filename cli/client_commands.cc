@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -141,6 +143,55 @@ grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
   }
 }
 
+// The daemon's batch limit from an oversized batch's refusal ("... the limit of N"), or 0.
+size_t BatchLimit(int code, const std::string& message) {
+  static const std::regex kLimit("the limit of ([0-9]+)$");
+  std::smatch m;
+  if (code != static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT) || !std::regex_search(message, m, kLimit)) {
+    return 0;
+  }
+  return static_cast<size_t>(std::stoull(m[1].str()));
+}
+
+PendingBatch Slice(const PendingBatch& b, size_t from, size_t count) {
+  PendingBatch out;
+  const size_t to = std::min(b.events.size(), from + count);
+  out.events.assign(b.events.begin() + static_cast<std::ptrdiff_t>(from), b.events.begin() + static_cast<std::ptrdiff_t>(to));
+  out.lines.assign(b.lines.begin() + static_cast<std::ptrdiff_t>(from), b.lines.begin() + static_cast<std::ptrdiff_t>(to));
+  return out;
+}
+
+void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending,
+           ReplayCounts& counts);
+
+// Sends a batch by the unary call, in order. A batch over the daemon's limit is cut to it
+// (and `limit` remembers it for the batches after); a batch refused otherwise is sent
+// event by event, to tell the good from the bad.
+void SendInOrder(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& b,
+                 ReplayCounts& counts, size_t& limit) {
+  if (b.events.size() > limit) {
+    for (size_t from = 0; from < b.events.size(); from += limit) {
+      SendInOrder(stub, client, Slice(b, from, limit), counts, limit);
+    }
+    return;
+  }
+  v1::EventBatch msg;
+  for (const v1::Event& e : b.events) *msg.add_events() = e;
+  v1::BatchAck ack;
+  const grpc::Status st = SendWithRetry(stub, client, msg, ack);
+  if (st.ok()) {
+    counts.accepted += ack.accepted();
+    counts.duplicates += ack.duplicates();
+    return;
+  }
+  if (const size_t n = BatchLimit(st.error_code(), st.error_message()); n > 0 && n < b.events.size()) {
+    limit = n;
+    SendInOrder(stub, client, b, counts, limit);
+    return;
+  }
+  Split(stub, client, b, counts);
+}
+
 // A refused batch: send its events one by one to tell the good from the bad.
 void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending,
            ReplayCounts& counts) {
@@ -209,11 +260,13 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   parse.ignore_unknown_fields = false;
   size_t line_no = 0;
   uint64_t bytes = 0, sent = 0;
+  // Events per batch: --batch, cut to the daemon's limit once a refusal names it.
+  std::atomic<size_t> limit{std::max<size_t>(1, options.batch_events)};
   // The next batch from the file; false at the end. Bad lines are counted as rejected.
   auto next_batch = [&](PendingBatch& batch) {
     batch = PendingBatch{};
     std::string line;
-    while (batch.events.size() < options.batch_events && std::getline(*in, line)) {
+    while (batch.events.size() < limit && std::getline(*in, line)) {
       ++line_no;
       bytes += line.size() + 1;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -250,6 +303,7 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
         counts.accepted += ack.accepted();
         counts.duplicates += ack.duplicates();
       } else {
+        if (const size_t n = BatchLimit(ack.code(), ack.message()); n > 0) limit = std::min<size_t>(limit, n);
         refused[ack.sequence()] = std::move(it->second);
         stop = true;
       }
@@ -285,17 +339,10 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
 
   // Phase 2: one batch at a time, in order: first the refused ones, then the rest of the
   // file. A batch still refused is sent event by event to tell the good from the bad.
+  size_t unary_limit = limit;
   auto send_in_order = [&](const PendingBatch& b) {
-    v1::EventBatch msg;
-    for (const v1::Event& e : b.events) *msg.add_events() = e;
-    v1::BatchAck ack;
-    const grpc::Status rs = SendWithRetry(*stub, client, msg, ack);
-    if (rs.ok()) {
-      counts.accepted += ack.accepted();
-      counts.duplicates += ack.duplicates();
-    } else {
-      Split(*stub, client, b, counts);
-    }
+    SendInOrder(*stub, client, b, counts, unary_limit);
+    limit = std::min<size_t>(limit, unary_limit);
   };
   for (const auto& [seq, b] : refused) send_in_order(b);
   while (next_batch(batch)) send_in_order(batch);
@@ -349,6 +396,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   LogEvents converter(lo);
   auto stub = Connect(client);
   ReplayCounts counts;
+  size_t limit = 500;  // events per batch, cut to the daemon's limit when it names one
   std::vector<v1::Event> pending;
   std::vector<size_t> pending_lines;
   auto send = [&] {
@@ -356,16 +404,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     PendingBatch batch{std::move(pending), std::move(pending_lines)};
     pending.clear();
     pending_lines.clear();
-    v1::EventBatch msg;
-    for (const v1::Event& e : batch.events) *msg.add_events() = e;
-    v1::BatchAck ack;
-    const grpc::Status st = SendWithRetry(*stub, client, msg, ack);
-    if (st.ok()) {
-      counts.accepted += ack.accepted();
-      counts.duplicates += ack.duplicates();
-    } else {
-      Split(*stub, client, batch, counts);
-    }
+    SendInOrder(*stub, client, batch, counts, limit);
   };
 
   signal(SIGINT, TailStop);
@@ -413,7 +452,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       got = true;
       feed(partial + line);
       partial.clear();
-      if (pending.size() >= 500) send();
+      if (pending.size() >= limit) send();
     }
     in.clear();
     const auto now = std::chrono::steady_clock::now();
@@ -561,6 +600,81 @@ int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err) {
   grpc::Status st = stub->ListRuns(&ctx, v1::ListRunsRequest(), &response);
   if (!st.ok()) return Fail(err, "runs", st, client);
   out << FormatRunList(response);
+  return 0;
+}
+
+int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+             std::ostream& err) {
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::GetRunRequest request;
+  request.set_run(run);
+  v1::RunInfo info;
+  grpc::Status st = stub->GetRun(&ctx, request, &info);
+  if (!st.ok()) return Fail(err, "plans", st, client);
+  if (json) {
+    out << Json(info);
+    return 0;
+  }
+  out << absl::StrFormat("%-8s  %-20s  %6s  %10s  %12s  %14s  %s\n", "revision", "took effect", "GPUs",
+                         "tokens", "tokens/s", "planned finish", "name");
+  for (const v1::PlanRevision& p : info.plans()) {
+    const v1::PlanReport& r = p.report();
+    out << absl::StrFormat("%-8d  %-20s  %6s  %10s  %12s  %14s  %s\n", p.revision(),
+                           units::Date(TimeFromProto(p.created())),
+                           units::Count(static_cast<double>(p.plan().fleet().gpus())),
+                           units::Sci(static_cast<double>(p.plan().data().tokens())),
+                           units::Sci(r.compute().tokens_per_second()),
+                           units::DateOnly(TimeFromProto(r.schedule().finish_time())), p.plan().name());
+  }
+  out << units::Counted(info.plans_size(), "revision") << "; the forecast uses the latest for the work ahead\n";
+  return 0;
+}
+
+int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.ids.empty() && o.after.empty()) {
+    err << "flightplan retract: say what to retract: --id ID (repeatable) and/or --after TIME\n";
+    return 2;
+  }
+  v1::RetractRequest request;
+  request.set_run(o.run);
+  for (const std::string& id : o.ids) request.add_ids(id);
+  if (!o.after.empty()) {
+    absl::StatusOr<absl::Time> after = ParseTimestamp(o.after);
+    if (!after.ok()) {
+      err << "flightplan retract: --after '" << o.after << "': " << after.status().message() << "\n";
+      return 2;
+    }
+    *request.mutable_after() = TimeToProto(*after);
+  }
+  request.set_reason(o.reason);
+  request.set_dry_run(o.dry_run);
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::RetractResponse response;
+  grpc::Status st = stub->RetractEvents(&ctx, request, &response);
+  if (!st.ok()) return Fail(err, "retract", st, client);
+  if (o.json) {
+    out << Json(response);
+    return 0;
+  }
+  constexpr int kShown = 20;
+  for (int i = 0; i < response.events_size() && i < kShown; ++i) {
+    const v1::RetractedEvent& e = response.events(i);
+    absl::StatusOr<forecast::Event> event = EventFromProto(e.event());
+    out << "  " << e.key() << "  " << (event.ok() ? forecast::Describe(*event) : e.event().ShortDebugString()) << "\n";
+  }
+  if (response.events_size() > kShown) out << "  ... and " << response.events_size() - kShown << " more\n";
+  if (o.dry_run) {
+    out << "would retract " << units::Counted(response.events_size(), "event") << " of run " << o.run
+        << "; the rest folds (nothing changed: drop --dry-run to retract)\n";
+  } else {
+    out << "retracted " << units::Counted(response.events_size(), "event") << " of run " << o.run
+        << " (retraction " << response.retraction_id() << ", kept in the database's retracted log)"
+        << "; the run was folded again from the rest\n";
+  }
   return 0;
 }
 

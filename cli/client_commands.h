@@ -1,5 +1,5 @@
 // The `flightplan` commands that talk to flightpland: create, replay, report, status,
-// history, runs.
+// history, runs, plans, retract, tail.
 //
 // Each returns the process exit status: 0 on success, 1 when the daemon refused something
 // (its status code and message are printed), 2 on bad usage or an unreadable input file.
@@ -10,6 +10,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace flightplan {
 
@@ -85,6 +86,25 @@ int RunStatus(const ClientOptions& client, const StatusOptions& options, std::os
 int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
                std::ostream& err);
 int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);
+
+// The run's plan revisions, oldest first, with when each took effect (a table, or the
+// RunInfo as proto JSON).
+int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
+             std::ostream& err);
+
+struct RetractOptions {
+  std::string run;
+  std::vector<std::string> ids;
+  std::string after;  // RFC 3339 or a date; "" = none
+  std::string reason;
+  bool dry_run = false;
+  bool json = false;
+};
+// Retracts events from a run's log (see flightplan.v1.Tracker.RetractEvents) and prints
+// what went and the run's status after it. Exit 2 on bad usage (neither --id nor --after,
+// an unreadable time), 1 when the daemon refuses.
+int RunRetract(const ClientOptions& client, const RetractOptions& options, std::ostream& out,
+               std::ostream& err);
 
 }  // namespace flightplan
 

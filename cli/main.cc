@@ -145,6 +145,30 @@ int main(int argc, char** argv) {
 
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
+  std::string plans_run;
+  bool plans_json = false;
+  CLI::App* plans = app.add_subcommand(
+      "plans", "A run's plan revisions, oldest first, with when each took effect (flightplan "
+               "create --update adds one; the forecast uses the latest for the work ahead).");
+  plans->add_option("RUN", plans_run, "run name")->required();
+  plans->add_flag("--json", plans_json, "print the revisions, plans and reports as JSON");
+
+  flightplan::RetractOptions retract_options;
+  CLI::App* retract = app.add_subcommand(
+      "retract", "Take wrong events out of a run (a typo'd date, a report for the wrong run): "
+                 "they move to the database's retracted log with an audit row (nothing is lost), "
+                 "and the run is folded again from the rest. Needs the write token.");
+  retract->add_option("RUN", retract_options.run, "run name")->required();
+  retract->add_option("--id", retract_options.ids,
+                      "an event's id, or its natural key (~st/a1/s1200); repeatable");
+  retract->add_option("--after", retract_options.after,
+                      "every event dated after this time (RFC 3339, or a date)");
+  retract->add_option("--reason", retract_options.reason, "why, for the audit row");
+  retract->add_flag("--dry-run", retract_options.dry_run,
+                    "list what would go (with the keys --id takes) and check that the rest folds; "
+                    "change nothing");
+  retract->add_flag("--json", retract_options.json, "print the response as JSON");
+
   std::string backup_dest, backup_db = flightplan::storage::DefaultDatabasePath();
   CLI::App* backup = app.add_subcommand(
       "backup", "Take a consistent copy of flightpland's database while it runs (SQLite's "
@@ -283,6 +307,8 @@ int main(int argc, char** argv) {
     return flightplan::RunHistory(client, history_run, history_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
+  if (app.got_subcommand(plans)) return flightplan::RunPlans(client, plans_run, plans_json, std::cout, std::cerr);
+  if (app.got_subcommand(retract)) return flightplan::RunRetract(client, retract_options, std::cout, std::cerr);
   if (app.got_subcommand(backup)) {
     const absl::Status st = flightplan::storage::SqliteStore::Backup(backup_db, backup_dest);
     if (!st.ok()) {

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan::daemon {
@@ -402,6 +403,71 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
     response->set_run(run);
     response->mutable_points()->Reserve(static_cast<int>(points->size()));
     for (const storage::ForecastPoint& p : *points) PointToProto(p, *response->add_points());
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context,
+                                                 const v1::GetRunRequest* request, v1::RunInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
+  absl::Status st = tracker_->SubmitRunRead(request->run(), [=](absl::StatusOr<RunInfo> info) {
+    if (!info.ok()) {
+      reactor->Finish(ToGrpc(info.status()));
+      return;
+    }
+    response->set_run(info->run);
+    for (size_t i = 0; i < info->plans.size(); ++i) {
+      v1::PlanRevision* p = response->add_plans();
+      p->set_revision(info->plans[i]->revision);
+      *p->mutable_created() = TimeToProto(info->plan_created[i]);
+      *p->mutable_plan() = info->plans[i]->plan;
+      *p->mutable_report() = ReportToProto(info->plans[i]->report);
+    }
+    for (const forecast::AttemptStart& a : info->attempts) {
+      v1::Attempt* out = response->add_attempts();
+      out->set_attempt(a.attempt);
+      *out->mutable_started() = TimeToProto(a.time);
+    }
+    response->set_attempt(info->attempt);
+    if (info->latest_event != absl::InfinitePast()) *response->mutable_latest_event() = TimeToProto(info->latest_event);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TrackerService::RetractEvents(grpc::CallbackServerContext* context,
+                                                        const v1::RetractRequest* request,
+                                                        v1::RetractResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
+  RetractSpec spec;
+  spec.ids.assign(request->ids().begin(), request->ids().end());
+  if (request->has_after()) spec.after = TimeFromProto(request->after());
+  spec.reason = request->reason();
+  spec.dry_run = request->dry_run();
+  const std::string run = request->run();
+  absl::Status st = tracker_->SubmitRetract(run, std::move(spec), [=](RetractResult r) {
+    if (!r.status.ok()) {
+      reactor->Finish(ToGrpc(r.status));
+      return;
+    }
+    response->set_retraction_id(r.retraction_id);
+    for (const RetractedEvent& e : r.events) {
+      v1::RetractedEvent* out = response->add_events();
+      out->set_seq(e.seq);
+      out->set_key(e.key);
+      *out->mutable_event() = EventToProto(e.event, run);
+    }
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));

@@ -44,6 +44,11 @@ class TrackerService final : public v1::Tracker::CallbackService {
   grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
                                        const v1::GetHistoryRequest* request,
                                        v1::ForecastHistory* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context, const v1::GetRunRequest* request,
+                                   v1::RunInfo* response) override;
+  grpc::ServerUnaryReactor* RetractEvents(grpc::CallbackServerContext* context,
+                                          const v1::RetractRequest* request,
+                                          v1::RetractResponse* response) override;
   grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
                                      const v1::ListRunsRequest* request,
                                      v1::ListRunsResponse* response) override;

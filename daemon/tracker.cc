@@ -853,7 +853,8 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
   if (!missing.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "run '", request.run, "' has no event with id ", absl::StrJoin(missing, ", "),
-        " (natural keys look like ~st/a1/s1200: see flightplan events)"));
+        "; natural keys look like ~st/a1/s1200, and flightplan retract --dry-run --after TIME lists "
+        "the events after TIME with their keys"));
   }
   if (seqs.empty()) {
     return absl::NotFoundError(absl::StrCat("no event of run '", request.run, "' is dated after ",
