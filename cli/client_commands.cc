@@ -393,8 +393,45 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     if (lo.seq_len == 0) lo.seq_len = plan->model().seq_len();
     if (lo.tokens_per_step == 0) lo.tokens_per_step = static_cast<int64_t>(report.batch.tokens_per_step);
   }
-  LogEvents converter(lo);
   auto stub = Connect(client);
+  // The run as the daemon has it: this log's launches are numbered after the run's (or as
+  // the same launch, tailed again), so per-job log files continue one run.
+  v1::RunInfo info;
+  auto read_run = [&]() -> grpc::Status {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    v1::GetRunRequest request;
+    request.set_run(options.run);
+    return stub->GetRun(&ctx, request, &info);
+  };
+  if (grpc::Status st = read_run(); !st.ok()) return Fail(err, "tail", st, client);
+  uint32_t launches = 0;
+  lo.number_launch = [&](absl::Time at, uint32_t local) -> uint32_t {
+    ++launches;
+    if (grpc::Status st = read_run(); !st.ok()) {
+      err << "flightplan tail: cannot read the run's launches (" << st.error_message()
+          << "); numbering this one " << local + 1 << "\n";
+      return local + 1;
+    }
+    for (const v1::Attempt& a : info.attempts()) {
+      if (TimeFromProto(a.started()) == at) return a.attempt();
+    }
+    return std::max(info.attempt(), local) + 1;
+  };
+  if (!options.from_start && info.attempt() > 0) {
+    // Following from the end, mid-run: the iterations ahead continue the current attempt.
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    v1::GetStatusRequest request;
+    request.set_run(options.run);
+    v1::RunStatus status;
+    if (stub->GetStatus(&ctx, request, &status).ok() &&
+        (status.state() == "running" || status.state() == "starting")) {
+      lo.continue_attempt = info.attempt();
+      lo.continue_step = status.progress().step();
+    }
+  }
+  LogEvents converter(lo);
   ReplayCounts counts;
   size_t limit = 500;  // events per batch, cut to the daemon's limit when it names one
   std::vector<v1::Event> pending;
@@ -482,7 +519,8 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   if (!partial.empty()) feed(partial);
   send();
   out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path
-      << ", " << units::Counted(converter.attempt(), "attempt") << ": "
+      << ", " << (launches == 1 ? std::string("1 launch") : units::Count(launches) + " launches")
+      << " (the run's attempt " << converter.attempt() << "): "
       << units::Counted(static_cast<double>(counts.accepted), "event") << " accepted, "
       << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";

@@ -54,7 +54,7 @@ v1::Event LogEvents::Base(absl::Time at) const {
 }
 
 void LogEvents::Start(absl::Time at, int64_t restored, std::vector<v1::Event>& out) {
-  ++attempt_;
+  attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);

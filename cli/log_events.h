@@ -5,6 +5,7 @@
 #define FLIGHTPLAN_CLI_LOG_EVENTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,11 +33,26 @@ struct LogOptions {
   // Reading a finished log from its start: lines without a timestamp take the nearest
   // earlier timestamped line's time instead of the time they were read.
   bool backfill = false;
+  // Numbers a launch the log shows at `at`; `local` is the latest number this converter
+  // gave. `flightplan tail` asks the daemon: the attempt launched at that very instant
+  // (the same launch, tailed again), else one past the run's latest, so that per-job log
+  // files and restarted tailers continue one run. Unset: the log counts from 1.
+  std::function<uint32_t(absl::Time at, uint32_t local)> number_launch;
+  // Following a live log mid-attempt: its iterations continue this attempt (no launch is
+  // invented for the first one seen); 0 = none.
+  uint32_t continue_attempt = 0;
+  int64_t continue_step = -1;
 };
 
 class LogEvents {
  public:
-  explicit LogEvents(LogOptions options) : o_(std::move(options)) {}
+  explicit LogEvents(LogOptions options) : o_(std::move(options)) {
+    if (o_.continue_attempt > 0) {
+      attempt_ = o_.continue_attempt;
+      active_ = true;
+      last_step_ = o_.continue_step;
+    }
+  }
 
   // One line (without its newline), read at `read_time`; appends the events it implies.
   // FAILED_PRECONDITION when an iteration line cannot be turned into tokens (say which

@@ -293,7 +293,7 @@ TEST(Process, TailBackfillsTheShippedLogs) {
   auto r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
                              "--exit-at-eof", "--seq-len", "4096", megatron});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("2 attempts: 13 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 launches (the run's attempt 2): 13 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
   const v1::RunStatus s = d.Status();
   EXPECT_EQ(s.progress().step(), 70);
   EXPECT_EQ(s.progress().tokens(), 4480 * 4096);
