@@ -347,8 +347,8 @@ TEST(Disorder, ASmallBatchLimitIsSplitByTheClientsNotRejected) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(metrics, m, std::regex("flightplan_ingest_retried_events_total\\{code=\"invalid_argument\"\\} ([0-9.e+]+)")));
   EXPECT_GT(std::stod(m[1].str()), 0);
-  for (const std::string& code : {"invalid_argument", "failed_precondition", "already_exists", "not_found"}) {
-    ASSERT_TRUE(std::regex_search(metrics, m, std::regex("flightplan_ingest_rejected_events_total\\{code=\"" + code + "\"\\} ([0-9.e+]+)")));
+  for (const char* code : {"invalid_argument", "failed_precondition", "already_exists", "not_found"}) {
+    ASSERT_TRUE(std::regex_search(metrics, m, std::regex(std::string("flightplan_ingest_rejected_events_total\\{code=\"") + code + "\"\\} ([0-9.e+]+)")));
     EXPECT_EQ(std::stod(m[1].str()), 0) << code;
   }
 }

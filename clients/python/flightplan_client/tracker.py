@@ -4,6 +4,7 @@ import collections
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -11,7 +12,7 @@ import time
 import uuid
 
 import grpc
-from google.protobuf import json_format
+from google.protobuf import json_format, timestamp_pb2
 
 from flightplan.v1 import event_pb2, tracker_pb2, tracker_pb2_grpc
 
@@ -20,6 +21,8 @@ log = logging.getLogger("flightplan_client")
 # Codes worth retrying: the daemon is away, busy, or asked for the batch again in order.
 _RETRY = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
           grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
+# A batch over the daemon's --max-batch-events: INVALID_ARGUMENT ending "the limit of N".
+_BATCH_LIMIT = re.compile(r"the limit of ([0-9]+)$")
 
 
 class Tracker:
@@ -56,6 +59,11 @@ class Tracker:
         self._idle.set()
         self.sent = 0
         self.dropped = 0
+        # Events the daemon refused for good: kept in <spool_dir>/<run>.rejected.jsonl (with
+        # the reason) to fix and `flightplan replay`, never silently lost.
+        self.rejected = 0
+        self._rejected_path = os.path.join(spool_dir, f"{run}.rejected.jsonl") if spool_dir else None
+        self._last_launch = 0  # the newest attempt number this client resolved
         self._channel = None
         self._stub = None
         self._thread = None
@@ -66,9 +74,13 @@ class Tracker:
             self._thread.start()
 
     # ---- events: each returns in microseconds ------------------------------------------
-    def job_started(self, attempt, restored_step=0):
-        self.attempt = attempt
-        self._enqueue("job_started", {"attempt": attempt, "restored_step": restored_step})
+    def job_started(self, attempt=None, restored_step=0):
+        """A launch. Without `attempt`, the daemon's run says: one past its latest attempt
+        (asked in the background, before the launch is sent), so a job that does not know
+        how many came before it continues the run; the events after it carry no attempt
+        and the daemon places them by time."""
+        self.attempt = attempt or 0
+        self._enqueue("job_started", {"attempt": attempt or 0, "restored_step": restored_step})
 
     def step(self, step, tokens):
         self._enqueue("steps", {"step": int(step), "tokens": int(tokens)}, key=f"s{int(step)}")
@@ -225,9 +237,41 @@ class Tracker:
             self._stub = tracker_pb2_grpc.TrackerStub(self._channel)
         return self._stub
 
+    def _number_launches(self, stub, events):
+        """Gives each launch sent without an attempt its number from the daemon's run: the
+        attempt launched at that very instant (this launch, sent before), else one past the
+        run's latest. The number is written into the event, so a resend is the same event."""
+        for e in events:
+            started = e.get("job_started")
+            if started is None or started.get("attempt"):
+                continue
+            try:
+                info = stub.GetRun(tracker_pb2.GetRunRequest(run=self.run), timeout=self._timeout,
+                                   metadata=self._metadata)
+            except grpc.RpcError as err:
+                if err.code() in _RETRY:
+                    raise _Unreachable(err.details()) from None
+                raise
+            number = max(info.attempt, self._last_launch) + 1
+            at = timestamp_pb2.Timestamp()
+            at.FromJsonString(e["time"])
+            for a in info.attempts:
+                if (a.started.seconds, a.started.nanos) == (at.seconds, at.nanos):
+                    number = a.attempt
+            started["attempt"] = number
+            self._last_launch = max(self._last_launch, number)
+            if not self.attempt:
+                self.attempt = number
+
     def _send(self, events):
-        """Sends one batch; returns True, or raises _Unreachable; refused events are dropped."""
+        """Sends one batch; returns True, or raises _Unreachable. A batch over the daemon's
+        limit is split to it; events refused for good are kept in the rejected file."""
         stub = self._connect()
+        self._number_launches(stub, events)
+        if len(events) > self._batch_size:
+            for i in range(0, len(events), self._batch_size):
+                self._send(events[i:i + self._batch_size])
+            return True
         batch = tracker_pb2.EventBatch()
         for e in events:
             json_format.ParseDict(e, batch.events.add())
@@ -238,13 +282,30 @@ class Tracker:
         except grpc.RpcError as err:
             if err.code() in _RETRY:
                 raise _Unreachable(err.details()) from None
+            limit = _BATCH_LIMIT.search(err.details() or "")
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT and limit and int(limit.group(1)) < len(events):
+                self._batch_size = max(1, int(limit.group(1)))
+                return self._send(events)
             if len(events) == 1:
-                self.dropped += 1
-                log.warning("flightplan_client: event refused (%s): %s", err.code().name, err.details())
+                self._reject(events[0], err)
                 return True
             for e in events:  # tell the bad event from the good ones
                 self._send([e])
             return True
+
+    def _reject(self, event, err):
+        self.rejected += 1
+        log.warning("flightplan_client: event refused (%s): %s", err.code().name, err.details())
+        if not self._rejected_path:
+            self.dropped += 1
+            return
+        try:
+            with open(self._rejected_path, "a") as f:
+                f.write(json.dumps({"event": event, "code": err.code().name, "reason": err.details()},
+                                   separators=(",", ":")) + "\n")
+        except OSError:
+            self.dropped += 1
+            log.exception("flightplan_client: cannot keep the refused event in %s", self._rejected_path)
 
     def _deliver(self):
         # The spool first: it holds older events.

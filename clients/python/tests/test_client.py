@@ -44,17 +44,52 @@ def test_spools_while_the_daemon_is_away_and_replays_in_order(tmp_path):
         d.stop()
 
 
-def test_a_refused_event_is_dropped_and_the_rest_delivered(daemon):
-    t = Tracker(RUN, server=daemon.address)
+def test_a_refused_event_is_kept_with_its_reason_and_the_rest_delivered(daemon, tmp_path):
+    t = Tracker(RUN, server=daemon.address, spool_dir=str(tmp_path / "spool"))
     t.job_started(attempt=1)
     t.step(10, 1000)
     t.step(5, 500)  # backwards without a restore: refused by the daemon
     t.step(20, 2000)
     t.close()
-    assert t.dropped == 1
+    assert t.rejected == 1 and t.dropped == 0
     s = daemon.status()
     assert int(s["progress"]["tokens"]) == 2000
     assert int(s["events"]) == 3
+    kept = [json.loads(line) for line in open(tmp_path / "spool" / f"{RUN}.rejected.jsonl")]
+    assert len(kept) == 1
+    assert kept[0]["event"]["steps"]["step"] == 5
+    assert kept[0]["code"] == "FAILED_PRECONDITION"
+    assert "goes backwards" in kept[0]["reason"]
+
+
+def test_each_job_continues_the_runs_attempts(daemon):
+    # Three jobs of one run, none told its attempt number (a launcher that does not count).
+    for job in range(3):
+        with Tracker(RUN, server=daemon.address) as t:
+            t.job_started(restored_step=job * 10)
+            for step in range(job * 10 + 1, job * 10 + 11):
+                t.step(step, step * 1000)
+            t.interruption("xid79")
+        assert t.attempt == job + 1
+    s = daemon.status()
+    assert s["attempt"] == 3
+    assert int(s["progress"]["tokens"]) == 30000
+    assert sum(int(i["count"]) for i in s["interruptions"]) == 3
+
+
+def test_a_batch_over_the_daemons_limit_is_split(tmp_path):
+    d = Daemon(tmp_path, free_port(), extra=("--max-batch-events", "7"))
+    try:
+        d.cli("create", PLAN)
+        t = Tracker(RUN, server=d.address, batch_size=100, flush_seconds=5)
+        t.job_started(attempt=1)
+        for step in range(1, 50):
+            t.step(step, step * 10)
+        t.close()
+        assert t.rejected == 0 and t.dropped == 0
+        assert int(d.status()["events"]) == 50
+    finally:
+        d.stop()
 
 
 def test_never_raises_whatever_the_daemon_does():
