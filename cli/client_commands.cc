@@ -660,7 +660,7 @@ int RunPlans(const ClientOptions& client, const std::string& run, bool json, std
   for (const v1::PlanRevision& p : info.plans()) {
     const v1::PlanReport& r = p.report();
     out << absl::StrFormat("%-8d  %-20s  %6s  %10s  %12s  %14s  %s\n", p.revision(),
-                           units::Date(TimeFromProto(p.created())),
+                           units::Date(TimeFromProto(p.has_effective() ? p.effective() : p.created())),
                            units::Count(static_cast<double>(p.plan().fleet().gpus())),
                            units::Sci(static_cast<double>(p.plan().data().tokens())),
                            units::Sci(r.compute().tokens_per_second()),

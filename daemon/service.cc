@@ -426,6 +426,7 @@ grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* co
       v1::PlanRevision* p = response->add_plans();
       p->set_revision(info->plans[i]->revision);
       *p->mutable_created() = TimeToProto(info->plan_created[i]);
+      if (info->plan_effective[i]) *p->mutable_effective() = TimeToProto(*info->plan_effective[i]);
       *p->mutable_plan() = info->plans[i]->plan;
       *p->mutable_report() = ReportToProto(info->plans[i]->report);
     }

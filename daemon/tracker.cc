@@ -97,6 +97,16 @@ std::string Utc(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
+// `next` governs the run's work from `effective` on: the rate the run showed under
+// `previous` is scaled by the plans' rates until it shows its own (ForecastPrior).
+std::shared_ptr<const RunPlan> Revised(const RunPlan& previous, const RunPlan& next, absl::Time effective) {
+  auto plan = std::make_shared<RunPlan>(next);
+  plan->prior.revised_at = effective;
+  const double before = previous.prior.plan_tokens_per_second;
+  plan->prior.revision_rate_scale = before > 0 ? next.prior.plan_tokens_per_second / before : 1;
+  return plan;
+}
+
 absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run,
                       const std::string& id) {
   return absl::Status(st.code(), absl::StrCat("events[", index, "] (run ", run,
@@ -126,6 +136,7 @@ Tracker::~Tracker() { Stop(); }
 
 absl::Status Tracker::Recover() {
   std::map<int64_t, std::unique_ptr<RunView>> by_id;
+  std::vector<RunView*> revised;  // runs whose plan was revised: its prior needs the one before
   absl::Status parse_error;
   absl::Status st = store_->ForEachRun([&](const storage::StoredRun& stored) {
     auto view = std::make_unique<RunView>();
@@ -136,6 +147,7 @@ absl::Status Tracker::Recover() {
       parse_error = absl::DataLossError(absl::StrCat("run ", stored.name, ": stored plan is unreadable"));
     }
     view->plan = MakePlan(stored.plan_revision, std::move(plan));
+    if (stored.plan_revision > 1) revised.push_back(view.get());
     if (!stored.snapshot.empty()) {
       v1::RunStateSnapshot snap;
       if (!snap.ParseFromString(stored.snapshot)) {
@@ -148,6 +160,24 @@ absl::Status Tracker::Recover() {
   });
   if (!st.ok()) return st;
   if (!parse_error.ok()) return parse_error;
+  for (RunView* view : revised) {
+    std::vector<storage::StoredPlan> plans;
+    st = store_->ForEachPlan(view->id, [&](const storage::StoredPlan& p) { plans.push_back(p); });
+    if (!st.ok()) return st;
+    if (plans.size() < 2) continue;
+    const storage::StoredPlan& before = plans[plans.size() - 2];
+    v1::Plan previous;
+    if (!previous.ParseFromString(before.plan)) {
+      return absl::DataLossError(absl::StrCat("run ", view->name, ": stored plan revision ", before.revision,
+                                              " is unreadable"));
+    }
+    const uint32_t revision = view->plan->revision;
+    auto plan = std::const_pointer_cast<RunPlan>(
+        Revised(*MakePlan(before.revision, std::move(previous)), *view->plan,
+                plans.back().effective.value_or(plans.back().created)));
+    plan->revision = revision;
+    view->plan = plan;
+  }
   absl::StatusOr<int64_t> watermark = store_->SnapshotWatermark();
   if (!watermark.ok()) return watermark.status();
   last_seq_ = *watermark;
@@ -780,7 +810,7 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
     }
     absl::StatusOr<int64_t> id = store_->InsertRun(request.run, now);
     if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
-    if (absl::Status st = store_->InsertPlan(*id, 1, Deterministic(request.plan->plan), now); !st.ok()) {
+    if (absl::Status st = store_->InsertPlan(*id, 1, Deterministic(request.plan->plan), now, now); !st.ok()) {
       return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
     }
     auto view = std::make_unique<RunView>();
@@ -806,11 +836,14 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
         "); update it with UpdatePlan (flightplan create --update)"));
   }
   const uint32_t revision = run.plan->revision + 1;
-  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now);
+  // From when, in the run's time, the new plan governs the work.
+  const absl::Time effective =
+      options_.events_clock && run.state.events > 0 ? run.state.last_time : std::max(now, run.state.last_time);
+  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now, effective);
       !st.ok()) {
     return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
   }
-  auto plan = std::make_shared<RunPlan>(*request.plan);
+  auto plan = std::const_pointer_cast<RunPlan>(Revised(*run.plan, *request.plan, effective));
   plan->revision = revision;
   run.plan = plan;
   ++run.version;
@@ -1103,6 +1136,7 @@ void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
           info.plans.push_back(stored.revision == view->plan->revision ? view->plan
                                                                        : MakePlan(stored.revision, std::move(plan)));
           info.plan_created.push_back(stored.created);
+          info.plan_effective.push_back(stored.effective);
         });
         if (!st.ok()) st = absl::UnavailableError(absl::StrCat("storage: ", st.message()));
         if (st.ok()) st = parse;

@@ -164,6 +164,7 @@ struct RunInfo {
   std::string run;
   std::vector<std::shared_ptr<const RunPlan>> plans;  // oldest first; the last is current
   std::vector<absl::Time> plan_created;               // when each revision was stored
+  std::vector<std::optional<absl::Time>> plan_effective;  // and from when it governs
   std::vector<forecast::AttemptStart> attempts;       // oldest first (the newest 4,096)
   uint32_t attempt = 0;
   absl::Time latest_event = absl::InfinitePast();

@@ -693,13 +693,31 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     sim.throughput_shifted = std::fabs(recent / lifetime - 1) > kShiftThreshold;
     observed = sim.throughput_shifted ? recent : std::exp(0.5 * std::log(recent) + 0.5 * std::log(lifetime));
   }
+  bool revised = false;
+  if (prior.revised_at && observed > 0) {
+    // A revised plan: the rate before it, scaled to the new plan, until the run shows its
+    // own since (weighed like the plan against the first evidence).
+    revised = true;
+    EvidenceSample at{};
+    for (const EvidenceSample& e : s.evidence) {
+      if (e.time > *prior.revised_at) break;
+      at = e;
+    }
+    const double since_seconds = produced - at.productive_seconds;
+    const double since_tokens = s.productive_tokens - at.productive_tokens;
+    const double scaled = observed * prior.revision_rate_scale;
+    const double w_since = since_seconds > 0 && since_tokens > 0 ? since_seconds / (since_seconds + kRateEvidenceSeconds) : 0;
+    observed = w_since > 0 ? std::exp(w_since * std::log(since_tokens / since_seconds) + (1 - w_since) * std::log(scaled))
+                           : scaled;
+  }
   const double w_obs = observed > 0 ? produced / (produced + kRateEvidenceSeconds) : 0;
   const double center = w_obs > 0 ? std::exp(w_obs * std::log(observed) + (1 - w_obs) * std::log(plan_rate))
                                   : plan_rate;
   sim.forecast_tokens_per_second = center;
   const EvidenceSample evidence_now = EvidenceNow(s, snap);
+  // A trend across a plan revision would read the new fleet's step as a drift.
   const ThroughputTrend trend =
-      options.model == EvidenceModel::kChangepoint
+      options.model == EvidenceModel::kChangepoint && !revised
           ? EstimateTrend(s, evidence_now, std::clamp(options.recent_share, 0.01, 0.5))
           : ThroughputTrend{};
   sim.trend_weight = trend.weight;

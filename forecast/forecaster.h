@@ -35,6 +35,12 @@ struct ForecastPrior {
   double loss_per_interruption_seconds = 0;
   double checkpoint_blocking_seconds = 0;
   double checkpoint_interval_seconds = 0;
+  // A revised plan (flightplan create --update) governs the work from `revised_at` on.
+  // Until the run has shown its own rate under it, the rate it showed before is scaled by
+  // `revision_rate_scale`, the new plan's tokens per second over the old one's (a fleet
+  // twice as large: twice the rate), then the rate since the revision takes over.
+  std::optional<absl::Time> revised_at;
+  double revision_rate_scale = 1;
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
 

@@ -55,6 +55,9 @@ struct StoredPlan {
   uint32_t revision = 0;
   std::string plan;  // serialized flightplan.v1.Plan
   absl::Time created = absl::UnixEpoch();
+  // The run's time from which it governs the work (its latest event, or the wall clock,
+  // when it was stored); absent for revisions stored before schema 3.
+  std::optional<absl::Time> effective;
 };
 
 // The end of a run's stored forecast history.
@@ -88,7 +91,8 @@ class RunStore {
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
   [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,
-                                                const std::string& plan, absl::Time now) = 0;
+                                                const std::string& plan, absl::Time now,
+                                                absl::Time effective) = 0;
   // The event's seq; or, when (run_id, key) is already stored, seq 0 and the stored event
   // (nothing written).
   [[nodiscard]] virtual absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key,

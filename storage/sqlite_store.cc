@@ -79,6 +79,8 @@ const std::vector<const char*>& Migrations() {
       "  key TEXT NOT NULL,"
       "  time_us INTEGER NOT NULL,"
       "  event BLOB NOT NULL);",
+      // 4: when each plan revision took effect in the run's time (a revised fleet's rate).
+      "ALTER TABLE plans ADD COLUMN effective_us INTEGER;",
   };
   return *migrations;
 }
@@ -547,7 +549,7 @@ absl::Status SqliteStore::Prepare() {
       {&rollback_to_, "ROLLBACK TO request"},
       {&release_, "RELEASE request"},
       {&insert_run_, "INSERT INTO runs(name, created_us) VALUES(?1, ?2)"},
-      {&insert_plan_, "INSERT INTO plans(run_id, revision, plan, created_us) VALUES(?1, ?2, ?3, ?4)"},
+      {&insert_plan_, "INSERT INTO plans(run_id, revision, plan, created_us, effective_us) VALUES(?1, ?2, ?3, ?4, ?5)"},
       {&insert_event_,
        "INSERT INTO events(run_id, key, time_us, event) VALUES(?1, ?2, ?3, ?4) "
        "ON CONFLICT(run_id, key) DO NOTHING"},
@@ -559,7 +561,7 @@ absl::Status SqliteStore::Prepare() {
        "INSERT INTO retracted_events(seq, retraction_id, run_id, key, time_us, event) "
        "SELECT seq, ?3, run_id, key, time_us, event FROM events WHERE seq = ?1 AND run_id = ?2"},
       {&delete_event_, "DELETE FROM events WHERE seq = ?1 AND run_id = ?2"},
-      {&read_plans_, "SELECT revision, plan, created_us FROM plans WHERE run_id = ?1 ORDER BY revision"},
+      {&read_plans_, "SELECT revision, plan, created_us, effective_us FROM plans WHERE run_id = ?1 ORDER BY revision"},
       {&delete_points_after_, "DELETE FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2"},
       {&save_snapshot_,
        "INSERT INTO snapshots(run_id, seq, state) VALUES(?1, ?2, ?3) "
@@ -730,12 +732,13 @@ absl::StatusOr<int64_t> SqliteStore::InsertRun(const std::string& name, absl::Ti
 }
 
 absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
-                                     absl::Time now) {
+                                     absl::Time now, absl::Time effective) {
   return insert_plan_->Reset()
       .Bind(1, run_id)
       .Bind(2, int64_t{revision})
       .BindBlob(3, plan)
       .Bind(4, absl::ToUnixMicros(now))
+      .Bind(5, absl::ToUnixMicros(effective))
       .Run("insert plan");
 }
 
@@ -813,6 +816,7 @@ absl::Status SqliteStore::ForEachPlan(int64_t run_id, const std::function<void(c
     p.revision = static_cast<uint32_t>(s.Int(0));
     p.plan = s.Text(1);
     p.created = absl::FromUnixMicros(s.Int(2));
+    p.effective = s.Time(3);
     fn(p);
   }
   s.Reset();

@@ -30,7 +30,7 @@ inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"
 // flightpland's default database: $XDG_STATE_HOME/flightplan/flightplan.db, else
 // ~/.local/state/flightplan/flightplan.db (works for a first-time user without root).
 std::string DefaultDatabasePath();
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 class SqliteStore final : public RunStore {
  public:
@@ -64,7 +64,7 @@ class SqliteStore final : public RunStore {
   absl::Status ReleaseSavepoint() override;
   absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) override;
   absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
-                          absl::Time now) override;
+                          absl::Time now, absl::Time effective) override;
   absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
                                           const std::string& event) override;
   absl::Status ForEachRunEvent(

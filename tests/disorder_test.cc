@@ -353,6 +353,48 @@ TEST(Disorder, ASmallBatchLimitIsSplitByTheClientsNotRejected) {
   }
 }
 
+// 6. A plan update that doubles the fleet moves the forecast, and the revisions are listed.
+TEST(Disorder, APlanThatDoublesTheFleetDoublesTheForecastRateAndIsListed) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  CreateRun(d.address());
+  auto stub = Stub(d.address());
+  std::vector<v1::Event> log = testing::SyntheticRun(kRun, 3000, 5);
+  while (log.back().has_run_finished()) log.pop_back();  // a run still under way
+  ASSERT_TRUE(Send(*stub, log).ok());
+  const v1::RunStatus before = d.Status();
+  const double rate_before = before.forecast().forecast_tokens_per_second();
+  ASSERT_GT(rate_before, 0);
+  // Twice the GPUs, twice the data parallelism, half the accumulation: the same batch.
+  std::ifstream in(kFlagship);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  for (auto [from, to] : {std::pair<std::string, std::string>{"gpus: 4096", "gpus: 8192"},
+                          {"dp: 128", "dp: 256"}, {"grad_accum: 16", "grad_accum: 8"}}) {
+    const size_t at = yaml.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    yaml.replace(at, from.size(), to);
+  }
+  testing::ProcessResult r = Cli(d.address(), {"create", "--update", dir.Write("doubled.yaml", yaml)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const v1::RunStatus after = d.Status();
+  EXPECT_EQ(after.plan_revision(), 2u);
+  // The run's own rate, scaled by the new fleet (the plan's rate doubled), until it shows
+  // its own under the new plan.
+  EXPECT_NEAR(after.forecast().forecast_tokens_per_second() / rate_before, 2.0, 0.05);
+  EXPECT_LT(absl::ToDoubleSeconds(absl::FromUnixSeconds(after.forecast().finish_p50().seconds()) -
+                                  absl::FromUnixSeconds(before.forecast().finish_p50().seconds())),
+            -86400.0 * 10)
+      << "the P50 finish did not come forward";
+  r = Cli(d.address(), {"plans", kRun});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 revisions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("   8,192"), std::string::npos) << r.out;
+  // Revision 2 took effect at the run's latest event (the events clock).
+  EXPECT_NE(r.out.find("2         2027-01-0"), std::string::npos) << r.out;
+}
+
 // Two sources, one run: the job reports its launches, steps and checkpoints as they
 // happen; an operator files the failures, each up to an hour late, interleaved at random.
 // The run must account exactly as the time-ordered log.

@@ -92,6 +92,26 @@ TEST(Forecaster, ThroughputEvidenceOutweighsThePlan) {
   EXPECT_LT(absl::ToDoubleSeconds(f.finish_p50 - At(36000)), 1.3 * remaining);
 }
 
+TEST(Forecaster, ARevisedPlanScalesTheRateUntilTheRunShowsItsOwn) {
+  // 10 hours at 500 tokens/s, then the fleet doubles (the new plan's rate is 2x).
+  RunState s = Running(500, 36000);
+  ForecastPrior revised = Prior();
+  revised.plan_tokens_per_second = 2000;
+  revised.revised_at = At(36000);
+  revised.revision_rate_scale = 2;
+  EXPECT_NEAR(ComputeForecast(s, revised, At(36000)).forecast_tokens_per_second, 1000, 20);
+  EXPECT_NEAR(ComputeForecast(s, Prior(), At(36000)).forecast_tokens_per_second, 500, 10);  // unrevised
+  // Then 10 more hours at 800 tokens/s (the new fleet scales worse than the plan said):
+  // the rate since the revision takes over.
+  int64_t step = s.step;
+  int64_t tokens = s.tokens;
+  for (double t = 36060; t <= 72000; t += 60) {
+    tokens += 800 * 60;
+    ASSERT_TRUE(ApplyEvent(s, Steps(t, ++step, tokens)).ok());
+  }
+  EXPECT_NEAR(ComputeForecast(s, revised, At(72000)).forecast_tokens_per_second, 800, 800 * 0.04);
+}
+
 TEST(Forecaster, AShiftInThroughputIsDetectedAndTheRecentRateWins) {
   RunState s = Running(1000, 36000);
   int64_t tokens = s.tokens;

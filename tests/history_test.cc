@@ -105,7 +105,7 @@ class ForecastHistoryStore : public ::testing::Test {
     EXPECT_TRUE(store_->Begin().ok());
     absl::StatusOr<int64_t> id = store_->InsertRun(name, kT0);
     EXPECT_TRUE(id.ok()) << id.status();
-    EXPECT_TRUE(store_->InsertPlan(*id, 1, "plan", kT0).ok());
+    EXPECT_TRUE(store_->InsertPlan(*id, 1, "plan", kT0, kT0).ok());
     EXPECT_TRUE(store_->Commit().ok());
     return *id;
   }
@@ -196,6 +196,7 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "DROP TABLE forecast_history; DROP TABLE retracted_events; DROP TABLE retractions; "
+                                 "ALTER TABLE plans DROP COLUMN effective_us; "
                                  "PRAGMA user_version=1;", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
@@ -213,7 +214,7 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), storage::kSchemaVersion);
-  EXPECT_EQ(storage::kSchemaVersion, 3);
+  EXPECT_EQ(storage::kSchemaVersion, 4);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

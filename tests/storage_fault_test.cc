@@ -72,8 +72,9 @@ class FaultyStore final : public storage::RunStore {
     lock.unlock();
     return inner_->InsertRun(name, now);
   }
-  absl::Status InsertPlan(int64_t run, uint32_t rev, const std::string& plan, absl::Time now) override {
-    return inner_->InsertPlan(run, rev, plan, now);
+  absl::Status InsertPlan(int64_t run, uint32_t rev, const std::string& plan, absl::Time now,
+                          absl::Time effective) override {
+    return inner_->InsertPlan(run, rev, plan, now, effective);
   }
   absl::StatusOr<storage::EventInsert> InsertEvent(int64_t run, const std::string& key, absl::Time time,
                                                    const std::string& event) override {
