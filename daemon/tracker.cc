@@ -702,8 +702,15 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
     if ((many || late) && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
     if (late) {
       // It belongs before the run's latest event (or to an earlier attempt). Stored now,
-      // applied by folding the run again once the request's events are all stored.
+      // applied by folding the run again once the request's events are all stored. A
+      // launch is remembered meanwhile, so that the natural keys of the request's later
+      // events resolve their attempt as the fold will (the copy is replaced by the fold).
       refold.emplace(item.run, &item);
+      if (item.event.kind == forecast::EventKind::kJobStarted) {
+        run.state.attempt_starts.push_back({item.event.attempt, item.event.time});
+        std::sort(run.state.attempt_starts.begin(), run.state.attempt_starts.end(),
+                  [](const forecast::AttemptStart& a, const forecast::AttemptStart& b) { return a.time < b.time; });
+      }
     } else if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
       status = Annotate(applied, item.index, item.run, item.event.id);
       break;

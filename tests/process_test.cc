@@ -323,6 +323,15 @@ TEST(Process, TokenFilesOnBothSides) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   r = Cli(address, {"status", kRun});  // reads are open without --read-token-file
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A retraction is a write: it needs the token (and plans, a read, does not).
+  r = Cli(address, {"retract", kRun, "--after", "2027-01-01"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("UNAUTHENTICATED"), std::string::npos) << r.err;
+  r = Cli(address, {"--token-file", token, "retract", kRun, "--after", "2027-01-01"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND: no event of run"), std::string::npos) << r.err;
+  r = Cli(address, {"plans", kRun});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(child.WaitForLog("x", 0.1).find("t0k-3n"), std::string::npos);  // never logged
   auto bad = RunProcess({kDaemon, "--db", dir.path() + "/g.db", "--token-file", dir.path() + "/none"});
   EXPECT_EQ(bad.exit_code, 2);
