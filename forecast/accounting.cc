@@ -22,6 +22,19 @@ const char* PhaseName(Phase phase) {
 namespace {
 
 constexpr size_t kMaxFlags = 32;
+
+// The fold order of kinds at one instant (EventBefore, FoldOrder): a launch, then steps,
+// the checkpoint of that step, an interruption, the finish.
+int KindRank(EventKind k) {
+  switch (k) {
+    case EventKind::kJobStarted: return 0;
+    case EventKind::kSteps: return 1;
+    case EventKind::kCheckpointSaved: return 2;
+    case EventKind::kInterruption: return 3;
+    case EventKind::kRunFinished: return 4;
+  }
+  return 5;
+}
 constexpr size_t kMaxRecentSamples = 512;
 constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
 
@@ -502,6 +515,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       break;
   }
   s.last_time = e.time;
+  s.last_kind_rank = static_cast<uint32_t>(KindRank(e.kind));
   ++s.events;
   PushBudgetSample(s, e.time);
   PushEvidence(s, e.time);
@@ -543,18 +557,6 @@ uint32_t AttemptOf(const RunState& s, const Event& e) {
   return s.attempt_starts.empty() ? s.attempt : s.attempt_starts.front().attempt;
 }
 
-namespace {
-int KindRank(EventKind k) {
-  switch (k) {
-    case EventKind::kJobStarted: return 0;
-    case EventKind::kSteps: return 1;
-    case EventKind::kCheckpointSaved: return 2;
-    case EventKind::kInterruption: return 3;
-    case EventKind::kRunFinished: return 4;
-  }
-  return 5;
-}
-}  // namespace
 
 std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   // Launches by time, to resolve attempts.
@@ -575,7 +577,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   };
   std::vector<uint32_t> attempt(events.size());
   for (size_t i = 0; i < events.size(); ++i) attempt[i] = resolve(events[i].event);
-  // Late filings: an interruption of attempt k dated at or after a later launch.
+  // Late filings: an interruption of attempt k dated after a later launch.
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i].event;
     if (e.kind != EventKind::kInterruption || e.attempt == 0) continue;
@@ -583,7 +585,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
     for (const AttemptStart& a : starts) {
       if (a.attempt > e.attempt) next = std::min(next, a.time);
     }
-    if (e.time < next) continue;
+    if (e.time <= next) continue;  // at the launch's instant, the attempt order places it
     absl::Time last = absl::InfinitePast();  // the attempt's last sign of life before it
     for (size_t j = 0; j < events.size(); ++j) {
       const Event& o = events[j].event;
@@ -625,7 +627,11 @@ absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_ca
 bool NeedsRefold(const RunState& s, const Event& e) {
   if (s.events == 0) return false;
   if (e.time < s.last_time) return true;
-  return e.kind != EventKind::kJobStarted && AttemptOf(s, e) < s.attempt;
+  const uint32_t attempt = AttemptOf(s, e);
+  if (e.kind != EventKind::kJobStarted && attempt < s.attempt) return true;
+  // At the latest event's instant, one that the fold order puts before it.
+  return e.time == s.last_time && attempt == s.attempt &&
+         static_cast<uint32_t>(KindRank(e.kind)) < s.last_kind_rank;
 }
 
 bool EventBefore(const Event& a, const Event& b) {

@@ -178,6 +178,7 @@ struct RunState {
   std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
   std::deque<TokenSample> wall_tokens;          // within kRecentWindow, never cleared
   std::vector<std::string> flags;               // accepted but suspicious, at most 32
+  uint32_t last_kind_rank = 0;                  // fold order of the kind of the latest event
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is
@@ -203,7 +204,7 @@ struct LoggedEvent {
 
 // The run's events in fold order: by time, then attempt (resolved for events without one:
 // the latest attempt launched strictly before them), then kind as in EventBefore, then
-// arrival. An interruption that names an earlier attempt but is dated at or after a later
+// arrival. An interruption that names an earlier attempt but is dated after a later
 // attempt's launch was filed late with the filing time: it is placed at that attempt's
 // latest event (its last sign of life) and keeps its cause and attempt.
 [[nodiscard]] std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events);

@@ -186,6 +186,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_planned_interruptions(s.planned_interruptions);
   p.set_startup_in_attempt(s.startup_in_attempt);
   p.set_typical_startup(s.typical_startup);
+  p.set_last_kind_rank(s.last_kind_rank);
   return p;
 }
 
@@ -245,6 +246,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.planned_interruptions = p.planned_interruptions();
   s.startup_in_attempt = p.startup_in_attempt();
   s.typical_startup = p.typical_startup();
+  s.last_kind_rank = p.last_kind_rank();
   if (p.evidence_spacing_us() > 0) s.evidence_spacing = absl::Microseconds(p.evidence_spacing_us());
   return s;
 }

@@ -1,11 +1,14 @@
 // Fuzz target: arbitrary event sequences through the accounting and the forecaster.
 // Invariants: every second of elapsed time is in exactly one category (the categories add
-// up to the elapsed time), no category is negative, a refused event changes nothing.
+// up to the elapsed time), no category is negative, a refused event changes nothing, and
+// the accepted events folded again from their log in any arrival order (Refold) give the
+// same run (the daemon's answer to late events).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
@@ -32,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* p = data;
   const uint8_t* end = data + size;
   RunState s;
+  std::vector<LoggedEvent> accepted;
   absl::Time t = absl::FromUnixSeconds(1800000000);
   int n = 0;
   while (p < end && n++ < 2000) {
@@ -53,6 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(s.events == before.events && s.tokens == before.tokens && s.step == before.step);
       continue;
     }
+    // Applied on top only when it sorts after the latest event; else the daemon folds again.
+    if (!NeedsRefold(before, e)) accepted.push_back({static_cast<int64_t>(accepted.size()) + 1, e});
+    else s = before;
     const RunSnapshot snap = Snapshot(s, t + absl::Seconds(Take<uint8_t>(p, end)));
     const TimeSeconds& c = snap.seconds;
     for (double v : {c.productive, c.checkpoint, c.lost, c.startup, c.down_unplanned,
@@ -61,6 +68,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     Check(std::fabs(c.Sum() - snap.elapsed_seconds) <= 1e-6 * std::max(1.0, snap.elapsed_seconds));
   }
+  // The log, delivered in reverse, folds into the same run.
+  std::vector<LoggedEvent> reversed(accepted.rbegin(), accepted.rend());
+  int64_t failed = 0;
+  absl::StatusOr<RunState> again = Refold(reversed, s.max_causes, failed);
+  Check(again.ok());
+  Check(again->events == s.events && again->tokens == s.tokens && again->step == s.step &&
+        again->attempt == s.attempt && again->phase == s.phase);
+  Check(std::fabs(again->seconds.Sum() - s.seconds.Sum()) <= 1e-6 * std::max(1.0, s.seconds.Sum()));
+  Check(std::fabs(again->seconds.lost - s.seconds.lost) <= 1e-6 * std::max(1.0, s.seconds.lost));
   ForecastPrior prior;
   prior.target_tokens = 1'000'000;
   prior.plan_tokens_per_second = 100;
