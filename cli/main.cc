@@ -38,7 +38,11 @@ int main(int argc, char** argv) {
                  "print the PlanReport as proto JSON (proto field names) instead of the table");
   plan->add_option("--deadline", plan_options.deadline,
                    "also find the smallest fleet, in whole data-parallel replicas on whole "
-                   "nodes, that finishes by this time (RFC 3339 or YYYY-MM-DD, UTC)");
+                   "nodes, that finishes by this time (RFC 3339 or YYYY-MM-DD, UTC), holding "
+                   "the plan's global batch (grad_accum adapts to each dp)");
+  plan->add_flag("--allow-batch-change", plan_options.allow_batch_change,
+                 "let --deadline grow the global batch with dp (each replica keeps its "
+                 "micro-batch and grad_accum): a different training recipe, printed as such");
 
   flightplan::ClientOptions client;
   app.add_option("--server", client.server,

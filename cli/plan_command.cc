@@ -27,7 +27,7 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
       return 2;
     }
     spec.deadline = *deadline;
-    fleet = forecast::FindFleetForDeadline(spec, *deadline);
+    fleet = forecast::FindFleetForDeadline(spec, *deadline, 1u << 20, options.allow_batch_change);
   }
   const forecast::PlanReport report = forecast::ComputePlan(spec);
 

@@ -143,9 +143,11 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
     o.Section(absl::StrCat("Fleet for the deadline ", Date(fleet->deadline)));
     if (fleet->met) {
       o.Row("smallest fleet", absl::StrCat(Count(fleet->gpus), " GPUs on ", Count(fleet->nodes),
-                                           " nodes (dp ", fleet->dp, ", ",
+                                           " nodes (dp ", fleet->dp, ", micro-batch ", fleet->micro_batch,
+                                           " x grad_accum ", fleet->grad_accum, ", ",
                                            Si(static_cast<double>(fleet->tokens_per_step), "tokens"),
-                                           " per step)"));
+                                           " per step", fleet->batch_changed ? ": the batch changed" : ": the plan's batch",
+                                           ")"));
       ScheduleRows(o, fleet->schedule);
     } else {
       o.Line("  NO FLEET MEETS THIS DEADLINE");

@@ -135,7 +135,9 @@ struct DeadlineFleet {
   absl::Time deadline = absl::UnixEpoch();
   bool met = false;
   uint32_t gpus = 0, nodes = 0, dp = 0;
+  uint32_t micro_batch = 0, grad_accum = 0;  // per replica, as the fleet found needs them
   uint64_t tokens_per_step = 0;
+  bool batch_changed = false;  // the global batch differs from the plan's (asked for)
   PlanReport::Schedule schedule;  // of the fleet found (the fastest one when none meets it)
   std::string explanation;
 };

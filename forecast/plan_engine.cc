@@ -591,7 +591,8 @@ bool OnlyDeadlineErrors(const PlanReport& r) {
 
 }  // namespace
 
-DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, uint32_t max_gpus) {
+DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, uint32_t max_gpus,
+                                   bool allow_batch_change) {
   DeadlineFleet out;
   out.deadline = deadline;
   const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) *
@@ -609,19 +610,57 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
     out.explanation = "the deadline is not after the start_time; no fleet can meet it.";
     return out;
   }
+  // The plan's global batch, in sequences per step: what the recipe holds.
+  const PlanReport planned = ComputePlan(plan);
+  const uint64_t batch = planned.batch.sequences_per_step;
+  const uint32_t plan_mb = plan.layout.micro_batch.value_or(1);
+  if (!allow_batch_change && batch == 0) {
+    out.explanation = "the plan's global batch is 0 sequences (see its findings); no fleet can hold it.";
+    return out;
+  }
   PlanSpec trial = plan;
   trial.deadline = deadline;
   double best = -1;
   uint64_t previous_dp = 0;  // the last valid fleet tried before the answer
+  uint64_t not_dividing = 0, other_rule = 0;
+  std::string first_other;
+  enum class Stop { kRange, kBatch, kSlower } stop = Stop::kRange;
   for (uint64_t dp = 1; dp * replica <= max_gpus; ++dp) {
+    if (!allow_batch_change && dp > batch) {
+      stop = Stop::kBatch;  // fewer than one sequence per replica per step
+      break;
+    }
     const uint64_t gpus = dp * replica;
     if (gpus % per_node != 0) continue;
     trial.fleet.gpus = static_cast<uint32_t>(gpus);
     trial.layout.dp = static_cast<uint32_t>(dp);
+    if (!allow_batch_change) {
+      if (batch % dp != 0) {
+        ++not_dividing;
+        continue;
+      }
+      // Each replica's share of the batch: the plan's micro-batch when it divides the share
+      // (else the largest that does: never more memory than planned), the rest accumulated.
+      const uint64_t share = batch / dp;
+      uint64_t mb = std::min<uint64_t>(plan_mb, share);
+      while (share % mb != 0) --mb;
+      trial.layout.micro_batch = static_cast<uint32_t>(mb);
+      trial.layout.grad_accum = static_cast<uint32_t>(share / mb);
+    }
     const PlanReport r = ComputePlan(trial);
     const double total = r.schedule.total_seconds;
     // Fleets that break another rule (memory, ep inside dp, ...) are not answers.
-    if (!(total > 0) || !std::isfinite(total) || !OnlyDeadlineErrors(r)) continue;
+    if (!(total > 0) || !std::isfinite(total) || !OnlyDeadlineErrors(r)) {
+      if (other_rule++ == 0) {
+        for (const Finding& f : r.findings) {
+          if (f.severity == Severity::kError && f.code != "DEADLINE_MISSED") {
+            first_other = absl::StrCat(" (dp ", dp, ": ", f.code, ")");
+            break;
+          }
+        }
+      }
+      continue;
+    }
     const bool met = r.schedule.finish_time <= deadline;
     if (met || best < 0 || total < best) {
       best = total;
@@ -629,7 +668,10 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
       out.gpus = static_cast<uint32_t>(gpus);
       out.nodes = r.fleet.nodes;
       out.dp = static_cast<uint32_t>(dp);
+      out.micro_batch = trial.layout.micro_batch.value_or(1);
+      out.grad_accum = trial.layout.grad_accum.value_or(1);
       out.tokens_per_step = r.batch.tokens_per_step;
+      out.batch_changed = r.batch.sequences_per_step != batch;
       out.schedule = r.schedule;
     }
     if (met) {
@@ -640,22 +682,51 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
                              "-GPU replicas) is the smallest fleet that meets it; the next smaller "
                              "valid fleet, dp ", previous_dp, " (", previous_dp * replica,
                              " GPUs), does not.");
+      if (allow_batch_change && out.batch_changed) {
+        absl::StrAppend(&out.explanation, " The global batch grows from ", batch, " to ",
+                        r.batch.sequences_per_step, " sequences per step: a different recipe (asked for).");
+      }
       return out;
     }
     previous_dp = dp;
     // Past the fastest fleet the schedule only grows (more nodes, more failures): stop once
     // the fleet is twice the fastest one's size and still slower.
-    if (best > 0 && total > best && dp > 2 * uint64_t{out.dp}) break;
+    if (best > 0 && total > best && dp > 2 * uint64_t{out.dp}) {
+      stop = Stop::kSlower;
+      break;
+    }
+  }
+  std::string skipped;
+  if (not_dividing > 0) {
+    absl::StrAppend(&skipped, " ", not_dividing, " dp values were skipped because they do not divide the batch of ",
+                    batch, " sequences.");
+  }
+  if (other_rule > 0) {
+    absl::StrAppend(&skipped, " ", other_rule, " fleets break another rule of the plan", first_other, ".");
   }
   if (best < 0) {
-    out.explanation = absl::StrCat("no valid fleet of whole ", replica, "-GPU replicas on whole ",
-                                   per_node, "-GPU nodes up to ", max_gpus,
-                                   " GPUs exists (each breaks another rule of the plan).");
-  } else {
-    out.explanation = absl::StrCat(
-        "no fleet up to ", max_gpus, " GPUs meets it: the fastest is ", out.gpus,
-        " GPUs, finishing ", absl::FormatTime("%Y-%m-%d", out.schedule.finish_time, absl::UTCTimeZone()),
-        "; past it, failures from more nodes cost more than the added compute saves.");
+    out.explanation = absl::StrCat("no valid fleet of whole ", replica, "-GPU replicas on whole ", per_node,
+                                   "-GPU nodes up to ", max_gpus, " GPUs exists.", skipped);
+    return out;
+  }
+  const std::string fastest = absl::StrCat(
+      "the fastest valid fleet is ", out.gpus, " GPUs (dp ", out.dp, "), finishing ",
+      absl::FormatTime("%Y-%m-%d", out.schedule.finish_time, absl::UTCTimeZone()));
+  switch (stop) {
+    case Stop::kBatch:
+      out.explanation = absl::StrCat(
+          "no fleet meets it with the plan's global batch of ", batch,
+          " sequences per step: it splits over at most ", batch, " replicas (one sequence each), and ",
+          fastest, ". A larger batch is a different recipe: --allow-batch-change searches with it.", skipped);
+      break;
+    case Stop::kSlower:
+      out.explanation = absl::StrCat(
+          "no fleet meets it: ", fastest,
+          "; past it, failures from more nodes cost more than the added compute saves.", skipped);
+      break;
+    case Stop::kRange:
+      out.explanation = absl::StrCat("no fleet up to ", max_gpus, " GPUs meets it: ", fastest, ".", skipped);
+      break;
   }
   return out;
 }

@@ -15,11 +15,16 @@ namespace flightplan::forecast {
 [[nodiscard]] PlanReport ComputePlan(const PlanSpec& plan);
 
 // The smallest fleet, in whole data-parallel replicas of tp x pp x cp GPUs that are also
-// whole nodes, whose total schedule finishes by `deadline`. Each replica keeps the plan's
-// micro_batch and grad_accum, so the global batch scales with dp. When no fleet up to
-// `max_gpus` meets it, `met` is false and the fields describe the fastest one found.
+// whole nodes, whose total schedule finishes by `deadline`. The recipe holds: the global
+// batch stays the plan's, so dp must divide its sequences per step, and each replica's
+// grad_accum (and, when needed, a smaller micro_batch) adapts. With `allow_batch_change`,
+// each replica keeps the plan's micro_batch and grad_accum instead and the global batch
+// scales with dp (a different recipe, said so). When no fleet up to `max_gpus` meets it,
+// `met` is false, the fields describe the fastest one found, and the explanation gives
+// the reason that stopped the search.
 [[nodiscard]] DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline,
-                                                 uint32_t max_gpus = 1u << 20);
+                                                 uint32_t max_gpus = 1u << 20,
+                                                 bool allow_batch_change = false);
 
 }  // namespace flightplan::forecast
 

@@ -210,6 +210,9 @@ v1::DeadlineFleet DeadlineFleetToProto(const forecast::DeadlineFleet& d) {
   out.set_nodes(d.nodes);
   out.set_dp(d.dp);
   out.set_tokens_per_step(d.tokens_per_step);
+  out.set_micro_batch(d.micro_batch);
+  out.set_grad_accum(d.grad_accum);
+  out.set_batch_changed(d.batch_changed);
   if (d.gpus > 0) *out.mutable_schedule() = ScheduleToProto(d.schedule);
   out.set_explanation(d.explanation);
   return out;
