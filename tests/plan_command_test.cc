@@ -149,21 +149,47 @@ TEST(PlanCommand, DeadlineFindsTheSmallestFleet) {
   EXPECT_GT(fleet.gpus(), 4096u);
   EXPECT_EQ(fleet.gpus(), fleet.dp() * 32u);  // whole 32-GPU replicas (tp 8 x pp 4)
   EXPECT_LE(fleet.schedule().finish_time().seconds(), fleet.deadline().seconds());
+  // The recipe holds: 2,048 sequences of 8,192 tokens per step, split over dp.
+  constexpr uint32_t kBatch = 2048;
+  EXPECT_FALSE(fleet.batch_changed());
+  EXPECT_EQ(fleet.tokens_per_step(), uint64_t{kBatch} * 8192);
+  EXPECT_EQ(kBatch % fleet.dp(), 0u);
+  EXPECT_EQ(fleet.micro_batch() * fleet.grad_accum() * fleet.dp(), kBatch);
 
-  // Replay that fleet, and one replica fewer, through the command itself.
+  // Replay that fleet, and the next smaller one that holds the batch, through the command.
   TempDir dir;
   auto with_fleet = [&](uint32_t dp) {
     std::string text = FlagshipWith("  gpus: 4096", "  gpus: " + std::to_string(dp * 32));
-    const size_t at = text.find("  dp: 128");
-    text.replace(at, 9, "  dp: " + std::to_string(dp));
+    text.replace(text.find("  dp: 128"), 9, "  dp: " + std::to_string(dp));
+    text.replace(text.find("  grad_accum: 16"), 16, "  grad_accum: " + std::to_string(kBatch / dp));
     return dir.Write("dp" + std::to_string(dp) + ".yaml", text);
   };
   const auto met = RunProcess({kBin, "plan", with_fleet(fleet.dp()), "--deadline", "2027-02-01"});
   EXPECT_EQ(met.exit_code, 0) << met.out;
-  const auto missed =
-      RunProcess({kBin, "plan", with_fleet(fleet.dp() - 1), "--deadline", "2027-02-01"});
-  EXPECT_EQ(missed.exit_code, 1);
+  uint32_t smaller = fleet.dp() - 1;
+  while (kBatch % smaller != 0) --smaller;
+  const auto missed = RunProcess({kBin, "plan", with_fleet(smaller), "--deadline", "2027-02-01"});
+  EXPECT_EQ(missed.exit_code, 1) << "dp " << smaller;
   EXPECT_NE(missed.out.find("DEADLINE_MISSED"), std::string::npos);
+
+  // Growing the batch is asked for, and said.
+  const auto grown = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-02-01", "--allow-batch-change"});
+  EXPECT_NE(grown.out.find("the batch changed"), std::string::npos) << grown.out;
+  EXPECT_NE(grown.out.find("a different recipe (asked for)"), std::string::npos) << grown.out;
+}
+
+TEST(PlanCommand, ADeadlineTheBatchCannotMeetSaysWhy) {
+  // A pinned batch of 64 sequences splits over at most 64 replicas; the flagship on 64
+  // replicas of 32 GPUs cannot train 10T tokens by mid-January: the batch is the reason.
+  std::string text = FlagshipWith("  dp: 128", "  dp: 4");
+  text.replace(text.find("  gpus: 4096"), 12, "  gpus: 128");
+  TempDir dir;
+  const auto r = RunProcess({kBin, "plan", dir.Write("small.yaml", text), "--deadline", "2027-01-20"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("with the plan's global batch of 64 sequences per step: it splits over at most 64 replicas"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("failures from more nodes"), std::string::npos) << r.out;
 }
 
 TEST(PlanCommand, ImpossibleDeadlineIsSaidPlainly) {

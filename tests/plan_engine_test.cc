@@ -432,8 +432,28 @@ TEST(PublishedRuns, DgxH100NodePower) {
 
 // --- deadline search ------------------------------------------------------------------
 
-TEST(DeadlineSearch, FindsTheSmallestFleetAndOneReplicaFewerMisses) {
-  const PlanSpec p = HandPlan();
+// `p` on dp replicas of `replica` GPUs holding its global batch of `batch` sequences (the
+// micro-batch as planned when it divides each replica's share, else the largest that does).
+PlanSpec HoldingTheBatch(PlanSpec p, uint32_t dp, uint32_t replica, uint32_t batch) {
+  const uint32_t share = batch / dp;
+  uint32_t mb = std::min(p.layout.micro_batch.value_or(1), share);
+  while (share % mb != 0) --mb;
+  p.fleet.gpus = dp * replica;
+  p.layout.dp = dp;
+  p.layout.micro_batch = mb;
+  p.layout.grad_accum = share / mb;
+  return p;
+}
+
+// The largest dp below `dp` that divides `batch`.
+uint32_t NextSmallerDivisor(uint32_t dp, uint32_t batch) {
+  uint32_t d = dp - 1;
+  while (batch % d != 0) --d;
+  return d;
+}
+
+TEST(DeadlineSearch, FindsTheSmallestFleetThatHoldsTheBatchAndTheNextSmallerMisses) {
+  const PlanSpec p = HandPlan();  // 2 x 4 x 64 = 512 sequences per step
   const absl::Time deadline = Start() + absl::Hours(24 * 8);
   ASSERT_GT(ComputePlan(p).schedule.finish_time, deadline);  // 64 GPUs are too few
   const DeadlineFleet fleet = FindFleetForDeadline(p, deadline);
@@ -441,16 +461,21 @@ TEST(DeadlineSearch, FindsTheSmallestFleetAndOneReplicaFewerMisses) {
   EXPECT_GT(fleet.gpus, 64u);
   EXPECT_EQ(fleet.gpus % 8, 0u);
   EXPECT_LE(fleet.schedule.finish_time, deadline);
+  EXPECT_FALSE(fleet.batch_changed);
+  EXPECT_EQ(fleet.micro_batch * fleet.grad_accum * fleet.dp, 512u);
+  EXPECT_EQ(fleet.tokens_per_step, 512'000u);
 
-  PlanSpec at = p;
-  at.fleet.gpus = fleet.gpus;
-  at.layout.dp = fleet.dp;
+  const PlanSpec at = HoldingTheBatch(p, fleet.dp, 1, 512);
+  EXPECT_EQ(ComputePlan(at).batch.sequences_per_step, 512u);
   EXPECT_LE(ComputePlan(at).schedule.finish_time, deadline);
-  // The next smaller whole-node fleet (tp = pp = 1: 8 fewer GPUs) misses.
-  PlanSpec fewer = p;
-  fewer.fleet.gpus = fleet.gpus - 8;
-  fewer.layout.dp = fleet.dp - 8;
+  // The next smaller fleet that holds the batch misses.
+  const PlanSpec fewer = HoldingTheBatch(p, NextSmallerDivisor(fleet.dp, 512), 1, 512);
   EXPECT_GT(ComputePlan(fewer).schedule.finish_time, deadline);
+  // Growing the batch instead (asked for) needs fewer GPUs, and says so.
+  const DeadlineFleet grown = FindFleetForDeadline(p, deadline, 1u << 20, /*allow_batch_change=*/true);
+  ASSERT_TRUE(grown.met);
+  EXPECT_TRUE(grown.batch_changed);
+  EXPECT_NE(grown.explanation.find("a different recipe"), std::string::npos) << grown.explanation;
 }
 
 TEST(DeadlineSearch, ReplicasOfSeveralNodes) {
@@ -459,13 +484,13 @@ TEST(DeadlineSearch, ReplicasOfSeveralNodes) {
   p.layout.tp = 8;
   p.layout.pp = 4;
   p.layout.dp = 2;
+  p.layout.grad_accum = 128;  // 2 x 128 x 2 = 512 sequences per step
   const DeadlineFleet fleet = FindFleetForDeadline(p, Start() + absl::Hours(24 * 8));
-  ASSERT_TRUE(fleet.met);
+  ASSERT_TRUE(fleet.met) << fleet.explanation;
   EXPECT_EQ(fleet.gpus % 32, 0u);
   EXPECT_EQ(fleet.gpus, fleet.dp * 32);
-  PlanSpec fewer = p;
-  fewer.layout.dp = fleet.dp - 1;
-  fewer.fleet.gpus = fewer.layout.dp.value() * 32;
+  EXPECT_EQ(fleet.micro_batch * fleet.grad_accum * fleet.dp, 512u);
+  const PlanSpec fewer = HoldingTheBatch(p, NextSmallerDivisor(fleet.dp, 512), 32, 512);
   EXPECT_GT(ComputePlan(fewer).schedule.finish_time, Start() + absl::Hours(24 * 8));
 }
 
@@ -477,9 +502,7 @@ TEST(DeadlineSearch, SkipsFleetsThatBreakAnotherRule) {
   p.data.tokens = 1'000'000'000'000;
   const DeadlineFleet fleet = FindFleetForDeadline(p, Start() + absl::Hours(24 * 365));
   ASSERT_TRUE(fleet.met) << fleet.explanation;
-  PlanSpec at = p;
-  at.fleet.gpus = fleet.gpus;
-  at.layout.dp = fleet.dp;
+  const PlanSpec at = HoldingTheBatch(p, fleet.dp, 1, 512);
   EXPECT_FALSE(ComputePlan(at).HasError());
   EXPECT_GT(fleet.gpus, 8u);  // 8 GPUs would need 157.5 GB each
   // With ep 8, only multiples of 8 replicas are valid.
@@ -487,7 +510,7 @@ TEST(DeadlineSearch, SkipsFleetsThatBreakAnotherRule) {
   p.model.params = 8e9;
   p.model.active_params = 2e9;
   p.layout.ep = 8;
-  const DeadlineFleet moe = FindFleetForDeadline(p, Start() + absl::Hours(24 * 3));
+  const DeadlineFleet moe = FindFleetForDeadline(p, Start() + absl::Hours(24 * 4));
   ASSERT_TRUE(moe.met) << moe.explanation;
   EXPECT_EQ(moe.dp % 8, 0u);
 }
