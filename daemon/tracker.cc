@@ -93,14 +93,15 @@ std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
   return p;
 }
 
-std::string Utc(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
+std::string Utc(absl::Time t) { return forecast::FormatUtc(t); }
 
 // `next` governs the run's work from `effective` on: the rate the run showed under
-// `previous` is scaled by the plans' rates until it shows its own (ForecastPrior).
-std::shared_ptr<const RunPlan> Revised(const RunPlan& previous, const RunPlan& next, absl::Time effective) {
+// `previous` is scaled by the plans' rates until it shows its own (ForecastPrior). Without
+// an effective time (a revision before the run's first event), `next` simply governs.
+std::shared_ptr<RunPlan> Revised(const RunPlan& previous, const RunPlan& next,
+                                 std::optional<absl::Time> effective) {
   auto plan = std::make_shared<RunPlan>(next);
+  if (!effective) return plan;
   plan->prior.revised_at = effective;
   const double before = previous.prior.plan_tokens_per_second;
   plan->prior.revision_rate_scale = before > 0 ? next.prior.plan_tokens_per_second / before : 1;
@@ -172,9 +173,8 @@ absl::Status Tracker::Recover() {
                                               " is unreadable"));
     }
     const uint32_t revision = view->plan->revision;
-    auto plan = std::const_pointer_cast<RunPlan>(
-        Revised(*MakePlan(before.revision, std::move(previous)), *view->plan,
-                plans.back().effective.value_or(plans.back().created)));
+    std::shared_ptr<RunPlan> plan =
+        Revised(*MakePlan(before.revision, std::move(previous)), *view->plan, plans.back().effective);
     plan->revision = revision;
     view->plan = plan;
   }
@@ -528,7 +528,7 @@ void Tracker::SimulateRun(const std::string& run) {
   last_simulated_[run] = absl::Now();
   // The point goes to the writer before the simulation is published: once a status reads
   // fresh, a history read that follows it sees the point (when it was kept).
-  OfferForecastPoint(view->id, PointFromForecast(forecast::Combine(
+  OfferForecastPoint(view->id, view->version, PointFromForecast(forecast::Combine(
                                    forecast::ForecastNow(view->state, view->plan->prior, now), *sim)));
   {
     std::lock_guard<std::mutex> store(forecasts_mu_);
@@ -540,13 +540,13 @@ void Tracker::SimulateRun(const std::string& run) {
   }
 }
 
-void Tracker::OfferForecastPoint(int64_t run_id, const storage::ForecastPoint& point) {
+void Tracker::OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
   if (point.events == 0) return;  // never recorded: no need to wake the writer
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (stopping_) return;
     if (pending_points_.size() >= std::max<size_t>(1024, 2 * options_.max_runs)) return;
-    pending_points_.push_back(PendingPoint{run_id, point});
+    pending_points_.push_back(PendingPoint{run_id, version, point});
   }
   queue_cv_.notify_one();
 }
@@ -683,9 +683,7 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       const std::string key = forecast::EventKey(item.event, attempt);
       const std::string was = existing.ok() ? forecast::Describe(*existing) : "an unreadable event";
       if (item.event.kind == forecast::EventKind::kJobStarted && item.event.id.empty()) {
-        status = absl::AlreadyExistsError(absl::StrCat(
-            "job_started.attempt ", item.event.attempt, " was already launched (", was,
-            "): the run's current attempt is ", state.attempt, "; a relaunch is attempt ", state.attempt + 1));
+        status = forecast::ReusedAttempt(item.event.attempt, state.attempt, was);
       } else {
         status = absl::AlreadyExistsError(absl::StrCat(
             item.event.id.empty() ? "natural key " : "id ", key, " is already recorded for another event: ",
@@ -695,6 +693,19 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       status = Annotate(status, item.index, item.run, item.event.id);
       break;
     }
+    // (After the duplicate check: a resent launch is a duplicate, not a launch in the past.)
+    if (item.event.kind == forecast::EventKind::kJobStarted && state.events > 0 &&
+        item.event.time < state.last_time) {
+      // A launch cannot go into the past: the events after it would change attempts (and
+      // the natural keys they were stored under).
+      status = Annotate(absl::FailedPreconditionError(absl::StrCat(
+                            "job_started.attempt ", item.event.attempt, " at ", Utc(item.event.time),
+                            " is dated before the run's latest event at ", Utc(state.last_time),
+                            ": a launch cannot be inserted into the past; retract the events after it "
+                            "first (flightplan retract --after), or correct its time")),
+                        item.index, item.run, item.event.id);
+      break;
+    }
     const bool late = refold.count(item.run) || forecast::NeedsRefold(state, item.event);
     // A copy to undo a refusal: needed when an earlier event of the request may have
     // changed the run, or a refold may fail after this one is counted (ApplyEvent itself
@@ -702,14 +713,12 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
     if ((many || late) && !before.count(item.run)) before.emplace(item.run, std::make_unique<RunView>(run));
     if (late) {
       // It belongs before the run's latest event (or to an earlier attempt). Stored now,
-      // applied by folding the run again once the request's events are all stored. A
-      // launch is remembered meanwhile, so that the natural keys of the request's later
-      // events resolve their attempt as the fold will (the copy is replaced by the fold).
+      // applied by folding the run again once the request's events are all stored.
       refold.emplace(item.run, &item);
       if (item.event.kind == forecast::EventKind::kJobStarted) {
+        // At the latest event's instant: later events of the request resolve to it, as the
+        // fold will (the copy is replaced by the fold).
         run.state.attempt_starts.push_back({item.event.attempt, item.event.time});
-        std::sort(run.state.attempt_starts.begin(), run.state.attempt_starts.end(),
-                  [](const forecast::AttemptStart& a, const forecast::AttemptStart& b) { return a.time < b.time; });
       }
     } else if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
       status = Annotate(applied, item.index, item.run, item.event.id);
@@ -734,7 +743,7 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       status = Annotate(st, own->second->index, name, own->second->event.id);
     } else {
       status = Annotate(absl::Status(st.code(), absl::StrCat(
-                                                    "dated before the run's latest event, it would make the stored ",
+                                                    "folded in at its place in the run's log, it would make the stored ",
                                                     forecast::Describe(failed), " no longer apply: ", st.message())),
                         first_late->index, name, first_late->event.id);
     }
@@ -774,21 +783,24 @@ absl::StatusOr<std::vector<forecast::LoggedEvent>> Tracker::LoadRunEvents(
 absl::Status Tracker::RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed) {
   absl::StatusOr<std::vector<forecast::LoggedEvent>> events = LoadRunEvents(run.id);
   if (!events.ok()) return events.status();
-  std::map<int64_t, forecast::Event> by_seq;
-  for (const forecast::LoggedEvent& e : *events) by_seq[e.seq] = e.event;
-  int64_t max_seq = 0;
-  for (const forecast::LoggedEvent& e : *events) max_seq = std::max(max_seq, e.seq);
-  absl::StatusOr<forecast::RunState> state = forecast::Refold(*std::move(events), run.state.max_causes, failed_seq);
+  absl::StatusOr<forecast::RunState> state = forecast::Refold(*events, run.state.max_causes, failed_seq);
   if (!state.ok()) {
-    if (auto it = by_seq.find(failed_seq); it != by_seq.end()) failed = it->second;
+    for (const forecast::LoggedEvent& e : *events) {
+      if (e.seq == failed_seq) failed = e.event;
+    }
     return state.status();
   }
-  run.state = *std::move(state);
-  run.last_seq = std::max(run.last_seq, max_seq);
+  AdoptRefold(run, *std::move(state), group);
+  for (const forecast::LoggedEvent& e : *events) run.last_seq = std::max(run.last_seq, e.seq);
+  return absl::OkStatus();
+}
+
+void Tracker::AdoptRefold(RunView& run, forecast::RunState state, Group& group) {
+  run.state = std::move(state);
   ++run.version;
+  ++run.events_since_snapshot;  // snapshotted with the group (Group::refolded)
   group.refolded.insert(run.name);
   if (metrics_) metrics_->CountRefold();
-  return absl::OkStatus();
 }
 
 absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& result) {
@@ -843,14 +855,15 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
         "); update it with UpdatePlan (flightplan create --update)"));
   }
   const uint32_t revision = run.plan->revision + 1;
-  // From when, in the run's time, the new plan governs the work.
-  const absl::Time effective =
-      options_.events_clock && run.state.events > 0 ? run.state.last_time : std::max(now, run.state.last_time);
-  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now, effective);
+  // From when, in the run's time, the new plan governs the work (before any event: all of it).
+  std::optional<absl::Time> effective;
+  if (run.state.events > 0) effective = options_.events_clock ? run.state.last_time : std::max(now, run.state.last_time);
+  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now,
+                                           effective.value_or(absl::InfinitePast()));
       !st.ok()) {
     return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
   }
-  auto plan = std::const_pointer_cast<RunPlan>(Revised(*run.plan, *request.plan, effective));
+  std::shared_ptr<RunPlan> plan = Revised(*run.plan, *request.plan, effective);
   plan->revision = revision;
   run.plan = plan;
   ++run.version;
@@ -919,11 +932,7 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
   absl::StatusOr<int64_t> id = store_->RetractEvents(run.id, seqs, now, selector, spec.reason);
   if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
   result.retraction_id = *id;
-  run.state = *std::move(state);
-  ++run.version;
-  ++run.events_since_snapshot;
-  group.refolded.insert(run.name);
-  if (metrics_) metrics_->CountRefold();
+  AdoptRefold(run, *std::move(state), group);
   // The run's time may have moved back (a typo'd date retracted): its stored forecasts as
   // of after its new "now" go, and the history's tail is read again.
   if (options_.events_clock && run.state.events > 0) {
@@ -931,8 +940,8 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
       return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
     }
     history_tails_.erase(run.id);
-    group.history.erase(run.id);
   }
+  retracted_version_[run.id] = run.version;
   {
     std::lock_guard<std::mutex> lock(forecasts_mu_);
     simulations_.erase(run.name);
@@ -970,14 +979,20 @@ absl::Status Tracker::ProcessRequests(std::vector<std::unique_ptr<Request>>& req
       st = ProcessEvents(*r, group, r->batch_result);
       r->batch_result.status = st;
       if (st.ok()) events_since_round_ += r->batch_result.accepted;
-    } else if (r->kind == Request::Kind::kRetract) {
+    } else {
+      // A plan or retract request touches one run; undo it by restoring that copy on failure.
       std::unique_ptr<RunView> before;
       if (auto it = group.working.find(r->run); it != group.working.end()) {
         before = std::make_unique<RunView>(*it->second);
       }
       const bool refolded = group.refolded.count(r->run) > 0;
-      st = ProcessRetract(*r, group, r->retract_result);
-      r->retract_result.status = st;
+      if (r->kind == Request::Kind::kRetract) {
+        st = ProcessRetract(*r, group, r->retract_result);
+        r->retract_result.status = st;
+      } else {
+        st = ProcessPlan(*r, group, r->create_result);
+        r->create_result.status = st;
+      }
       if (!st.ok()) {
         if (before) {
           group.working[r->run] = std::move(before);
@@ -985,21 +1000,6 @@ absl::Status Tracker::ProcessRequests(std::vector<std::unique_ptr<Request>>& req
           group.working.erase(r->run);
         }
         if (!refolded) group.refolded.erase(r->run);
-      }
-    } else {
-      // A plan request touches one run; undo it by dropping that copy on failure.
-      std::unique_ptr<RunView> before;
-      if (auto it = group.working.find(r->run); it != group.working.end()) {
-        before = std::make_unique<RunView>(*it->second);
-      }
-      st = ProcessPlan(*r, group, r->create_result);
-      r->create_result.status = st;
-      if (!st.ok()) {
-        if (before) {
-          group.working[r->run] = std::move(before);
-        } else {
-          group.working.erase(r->run);
-        }
       }
     }
     if (!st.ok() && st.code() == absl::StatusCode::kUnavailable && storage_cause.ok()) {
@@ -1020,6 +1020,9 @@ absl::Status Tracker::ProcessRequests(std::vector<std::unique_ptr<Request>>& req
 absl::Status Tracker::RecordForecastPoints(const std::vector<PendingPoint>& points, Group& group) {
   const HistoryOptions& policy = options_.history;
   for (const PendingPoint& p : points) {
+    if (auto r = retracted_version_.find(p.run_id); r != retracted_version_.end() && p.version < r->second) {
+      continue;  // simulated with events since retracted
+    }
     auto tail = group.history.find(p.run_id);
     if (tail == group.history.end()) {
       auto stored = history_tails_.find(p.run_id);
@@ -1082,6 +1085,7 @@ void Tracker::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
     for (std::unique_ptr<Request>& r : requests) {
       r->batch_result = BatchResult{unavailable, 0, 0};
       r->create_result = CreateResult{unavailable, false, nullptr};
+      r->retract_result = RetractResult{unavailable, 0, {}};
       if (r->stream && !r->stream->refused) {
         r->stream->refused = true;
         r->stream->first_refused = r->sequence;

@@ -245,6 +245,7 @@ class Tracker {
   // A forecast the forecaster offers to the run's history; the writer decides.
   struct PendingPoint {
     int64_t run_id = 0;
+    uint64_t version = 0;  // of the run view it was simulated from
     storage::ForecastPoint point;
   };
   // The latest simulation of a run, and the plan revision it was made with.
@@ -282,13 +283,15 @@ class Tracker {
   // failure the seq of the event that no longer applies is in `failed_seq`, and the
   // stored event in `failed`.
   absl::Status RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed);
+  // Takes a state folded again as the run's, to be snapshotted before the commit.
+  void AdoptRefold(RunView& run, forecast::RunState state, Group& group);
   // Saves every run changed since its last snapshot and moves the watermark.
   absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);
   void ForecasterLoop();
   // Simulates `run` now, caches it, offers its point to the history, tells subscribers.
   void SimulateRun(const std::string& run);
-  void OfferForecastPoint(int64_t run_id, const storage::ForecastPoint& point);
+  void OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point);
   // `urgent`: a reader found its forecast stale; it goes ahead of the other ready runs.
   void MarkForForecast(const std::string& run, bool urgent = false) const;
 
@@ -300,6 +303,9 @@ class Tracker {
   int64_t last_seq_ = 0;                      // writer thread only
   // The end of each run's stored forecast history, by run id; loaded on first use.
   std::map<int64_t, storage::ForecastHistoryTail> history_tails_;  // writer thread only
+  // Each retracted run's view version after its latest retraction: forecasts simulated
+  // from an older view (the retracted events in it) are not recorded.
+  std::map<int64_t, uint64_t> retracted_version_;  // writer thread only
 
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;

@@ -38,7 +38,7 @@ int KindRank(EventKind k) {
 constexpr size_t kMaxRecentSamples = 512;
 constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
 
-std::string T(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+std::string T(absl::Time t) { return FormatUtc(t); }
 
 bool ValidCause(const std::string& cause) {
   if (cause.size() > 32) return false;
@@ -289,6 +289,13 @@ absl::Status Precondition(const std::string& message) {
 
 }  // namespace
 
+absl::Status ReusedAttempt(uint32_t attempt, uint32_t current, const std::string& launched) {
+  return absl::AlreadyExistsError(absl::StrCat("job_started.attempt ", attempt, " was already launched",
+                                               launched.empty() ? "" : absl::StrCat(" (", launched, ")"),
+                                               ": the run's current attempt is ", current,
+                                               "; a relaunch is attempt ", current + 1));
+}
+
 absl::Status ValidateEvent(const Event& e) {
   if (e.id.size() > 128) {
     return absl::InvalidArgumentError(absl::StrCat("id is ", e.id.size(), " bytes; at most 128"));
@@ -353,9 +360,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     if (e.attempt <= s.attempt) {
       // One launch, one attempt number: a relaunch that reuses one is refused, never
       // merged into the earlier launch.
-      return absl::AlreadyExistsError(absl::StrCat(
-          "job_started.attempt ", e.attempt, " was already launched: the run's current attempt is ",
-          s.attempt, "; a relaunch is attempt ", s.attempt + 1));
+      return ReusedAttempt(e.attempt, s.attempt, "");
     }
   } else {
     const uint32_t attempt = e.attempt ? e.attempt : s.attempt;

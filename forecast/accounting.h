@@ -187,6 +187,10 @@ struct RunState {
 // backwards without a restore, a superseded or unstarted attempt, an event after the finish).
 [[nodiscard]] absl::Status ApplyEvent(RunState& state, const Event& event);
 
+// The refusal of a job_started that reuses an attempt number (`launched`: what is known of
+// the earlier launch, or ""): ALREADY_EXISTS naming the run's current attempt.
+[[nodiscard]] absl::Status ReusedAttempt(uint32_t attempt, uint32_t current, const std::string& launched);
+
 // Checks an event on its own (no run state): kind-specific fields, ranges, cause format,
 // ids (a leading '~' is reserved for natural keys).
 [[nodiscard]] absl::Status ValidateEvent(const Event& event);

@@ -35,6 +35,10 @@ bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t atte
          a.detail == b.detail;
 }
 
+std::string FormatUtc(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
+}
+
 std::string Describe(const Event& e) {
   std::string out = EventKindName(e.kind);
   switch (e.kind) {
@@ -54,7 +58,7 @@ std::string Describe(const Event& e) {
       break;
   }
   if (e.kind != EventKind::kJobStarted && e.attempt != 0) absl::StrAppend(&out, " of attempt ", e.attempt);
-  absl::StrAppend(&out, " at ", absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", e.time, absl::UTCTimeZone()));
+  absl::StrAppend(&out, " at ", FormatUtc(e.time));
   return out;
 }
 

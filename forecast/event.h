@@ -42,6 +42,9 @@ std::string EventKey(const Event& event, uint32_t attempt);
 // their attempts as resolved against the run (`attempt_a`, `attempt_b`).
 bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b);
 
+// A time for messages: 2027-01-04T00:17:22Z (fractions of a second when there are any).
+std::string FormatUtc(absl::Time t);
+
 // One line for messages: "steps step 1200 tokens 5033164800 at 2027-01-01T00:00:00Z".
 std::string Describe(const Event& event);
 

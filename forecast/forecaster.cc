@@ -579,10 +579,11 @@ struct ThroughputTrend {
   double slope = 0;   // d log(rate) / d productive second
   double weight = 0;
 };
-ThroughputTrend EstimateTrend(const RunState& s, const EvidenceSample& now, double change_prior) {
+ThroughputTrend EstimateTrend(const std::deque<EvidenceSample>& evidence, const EvidenceSample& now,
+                              double change_prior) {
   ThroughputTrend t;
   const double total = now.productive_seconds;
-  if (total <= 0 || s.evidence.size() < 2 * kTrendChunks) return t;
+  if (total <= 0 || evidence.size() < 2 * kTrendChunks) return t;
   std::vector<double> x, y;
   double prev_p = 0, prev_t = 0;
   auto close = [&](double p, double tokens) {
@@ -593,7 +594,7 @@ ThroughputTrend EstimateTrend(const RunState& s, const EvidenceSample& now, doub
     prev_p = p;
     prev_t = tokens;
   };
-  for (const EvidenceSample& e : s.evidence) {
+  for (const EvidenceSample& e : evidence) {
     if (e.productive_seconds - prev_p >= total / kTrendChunks && total - e.productive_seconds >= 0.5 * total / kTrendChunks) {
       close(e.productive_seconds, e.productive_tokens);
     }
@@ -693,16 +694,17 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     sim.throughput_shifted = std::fabs(recent / lifetime - 1) > kShiftThreshold;
     observed = sim.throughput_shifted ? recent : std::exp(0.5 * std::log(recent) + 0.5 * std::log(lifetime));
   }
-  bool revised = false;
-  if (prior.revised_at && observed > 0) {
-    // A revised plan: the rate before it, scaled to the new plan, until the run shows its
-    // own since (weighed like the plan against the first evidence).
-    revised = true;
-    EvidenceSample at{};
+  // A revised plan: the rate before it, scaled to the new plan, until the run shows its
+  // own since (weighed like the plan against the first evidence); a trend is read from the
+  // evidence since the revision only.
+  EvidenceSample at{};  // the evidence when the plan was revised
+  if (prior.revised_at) {
     for (const EvidenceSample& e : s.evidence) {
       if (e.time > *prior.revised_at) break;
       at = e;
     }
+  }
+  if (prior.revised_at && observed > 0) {
     const double since_seconds = produced - at.productive_seconds;
     const double since_tokens = s.productive_tokens - at.productive_tokens;
     const double scaled = observed * prior.revision_rate_scale;
@@ -715,11 +717,25 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                                   : plan_rate;
   sim.forecast_tokens_per_second = center;
   const EvidenceSample evidence_now = EvidenceNow(s, snap);
-  // A trend across a plan revision would read the new fleet's step as a drift.
-  const ThroughputTrend trend =
-      options.model == EvidenceModel::kChangepoint && !revised
-          ? EstimateTrend(s, evidence_now, std::clamp(options.recent_share, 0.01, 0.5))
-          : ThroughputTrend{};
+  ThroughputTrend trend;
+  if (options.model == EvidenceModel::kChangepoint) {
+    const double change_prior = std::clamp(options.recent_share, 0.01, 0.5);
+    if (!prior.revised_at) {
+      trend = EstimateTrend(s.evidence, evidence_now, change_prior);
+    } else {
+      // Across a revision the new fleet's step would read as a drift: the evidence since.
+      std::deque<EvidenceSample> since;
+      auto rebase = [&](EvidenceSample e) {
+        e.productive_seconds -= at.productive_seconds;
+        e.productive_tokens -= at.productive_tokens;
+        return e;
+      };
+      for (const EvidenceSample& e : s.evidence) {
+        if (e.time > *prior.revised_at) since.push_back(rebase(e));
+      }
+      trend = EstimateTrend(since, rebase(evidence_now), change_prior);
+    }
+  }
   sim.trend_weight = trend.weight;
   const double disagreement = (lifetime > 0 && recent > 0) ? std::fabs(std::log(recent / lifetime)) : 0;
   const double remaining_tokens =

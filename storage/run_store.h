@@ -56,7 +56,8 @@ struct StoredPlan {
   std::string plan;  // serialized flightplan.v1.Plan
   absl::Time created = absl::UnixEpoch();
   // The run's time from which it governs the work (its latest event, or the wall clock,
-  // when it was stored); absent for revisions stored before schema 3.
+  // when it was stored); absent before the run's first event, and for revisions stored
+  // before schema 4.
   std::optional<absl::Time> effective;
 };
 
@@ -90,6 +91,7 @@ class RunStore {
   [[nodiscard]] virtual bool InTransaction() = 0;
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
+  // `effective`: see StoredPlan (InfinitePast: none).
   [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,
                                                 const std::string& plan, absl::Time now,
                                                 absl::Time effective) = 0;

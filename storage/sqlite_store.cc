@@ -551,7 +551,7 @@ absl::Status SqliteStore::Prepare() {
       {&insert_run_, "INSERT INTO runs(name, created_us) VALUES(?1, ?2)"},
       {&insert_plan_, "INSERT INTO plans(run_id, revision, plan, created_us, effective_us) VALUES(?1, ?2, ?3, ?4, ?5)"},
       {&insert_event_,
-       "INSERT INTO events(run_id, key, time_us, event) VALUES(?1, ?2, ?3, ?4) "
+       "INSERT INTO events(seq, run_id, key, time_us, event) VALUES(?5, ?1, ?2, ?3, ?4) "
        "ON CONFLICT(run_id, key) DO NOTHING"},
       {&existing_event_, "SELECT event FROM events WHERE run_id = ?1 AND key = ?2"},
       {&run_events_, "SELECT seq, key, event FROM events WHERE run_id = ?1 ORDER BY seq"},
@@ -602,6 +602,15 @@ absl::Status SqliteStore::Prepare() {
     *e.slot = std::move(*st);
     prepared_.push_back(e.slot);
   }
+  // Seqs only grow, also past retracted events (kept in retracted_events): SQLite would
+  // hand out a deleted largest rowid again, and a reused seq would be skipped by recovery.
+  absl::StatusOr<std::unique_ptr<Statement>> top = Statement::Make(
+      db_, "SELECT max(COALESCE((SELECT max(seq) FROM events), 0), "
+           "COALESCE((SELECT max(seq) FROM retracted_events), 0))");
+  if (!top.ok()) return top.status();
+  absl::StatusOr<bool> row = (*top)->Step("read the largest seq");
+  if (!row.ok()) return row.status();
+  next_seq_ = std::max(next_seq_, (*row ? (*top)->Int(0) : 0) + 1);
   return absl::OkStatus();
 }
 #undef FLIGHTPLAN_POINT_COLUMNS
@@ -738,7 +747,7 @@ absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const st
       .Bind(2, int64_t{revision})
       .BindBlob(3, plan)
       .Bind(4, absl::ToUnixMicros(now))
-      .Bind(5, absl::ToUnixMicros(effective))
+      .BindTime(5, effective == absl::InfinitePast() ? std::nullopt : std::optional<absl::Time>(effective))
       .Run("insert plan");
 }
 
@@ -749,11 +758,12 @@ absl::StatusOr<EventInsert> SqliteStore::InsertEvent(int64_t run_id, const std::
                         .Bind(2, key)
                         .Bind(3, absl::ToUnixMicros(time))
                         .BindBlob(4, event)
+                        .Bind(5, next_seq_)
                         .Run("insert event");
   if (!st.ok()) return st;
   EventInsert out;
   if (sqlite3_changes(db_) != 0) {
-    out.seq = sqlite3_last_insert_rowid(db_);
+    out.seq = next_seq_++;  // a rolled-back transaction leaves a gap: harmless, seqs only order
     return out;
   }
   absl::StatusOr<bool> row = existing_event_->Reset().Bind(1, run_id).Bind(2, key).Step("read event");

@@ -129,6 +129,7 @@ class SqliteStore final : public RunStore {
       existing_event_, run_events_, insert_retraction_, move_retracted_, delete_event_, read_plans_,
       delete_points_after_;
   std::vector<std::unique_ptr<Statement>*> prepared_;  // every slot Prepare() filled
+  int64_t next_seq_ = 1;  // the next event's seq: above every seq stored or retracted
 };
 
 }  // namespace flightplan::storage

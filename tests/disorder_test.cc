@@ -226,8 +226,17 @@ TEST(Disorder, ALateFailureIsChargedToItsOwnAttempt) {
   EXPECT_EQ(filed.interruptions(0).count(), 1u);
   // A late event that would contradict what is stored is refused and changes nothing:
   // steps of attempt 1 dated after attempt 2 launched.
+  const v1::RunStatus settled = StatusOf(*stub, "late");
   const grpc::Status zombie = Send(*stub, {OfAttempt(StepsAt("late", 3100, 25, 25000), 1)});
   EXPECT_EQ(zombie.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << zombie.error_message();
+  EXPECT_NE(zombie.error_message().find("steps from attempt 1, which attempt 2 superseded"), std::string::npos)
+      << zombie.error_message();
+  // A launch cannot go into the past (later events would change attempts).
+  const grpc::Status past = Send(*stub, {StartedAt("late", 3500, 3, 10)});
+  EXPECT_EQ(past.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << past.error_message();
+  EXPECT_NE(past.error_message().find("a launch cannot be inserted into the past"), std::string::npos)
+      << past.error_message();
+  ExpectSameAccounting(StatusOf(*stub, "late"), settled, "after the refusals");
 }
 
 // 3. One bad timestamp: refused when it is far off, retractable when it got in.
@@ -279,13 +288,17 @@ TEST(Disorder, ATypoedDateIsRefusedOrRetractedAndTheRunFoldsBack) {
   EXPECT_NE(r.err.find("before any job_started"), std::string::npos) << r.err;
   r = Cli(d.address(), {"retract", kRun});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  // After a restart the run is the same (its snapshot was taken with the retraction).
+  // The run goes on; the next event's seq is past the retracted one's (a reused seq would
+  // be skipped by recovery). Killed without a drain, the restarted daemon has it all.
+  ASSERT_TRUE(Send(*stub, {WithId(StepsAt(kRun, 2400, 40, 40000), "e")}).ok());
+  ASSERT_TRUE(Send(*stub, {StepsAt("clean", 2400, 40, 40000)}).ok());
   const v1::RunStatus retracted = StatusOf(*stub, kRun);
-  d.child().Signal(SIGTERM);
-  ASSERT_EQ(d.child().Wait(), 0);
+  ExpectSameAccounting(retracted, StatusOf(*stub, "clean"), "the run after the retraction goes on");
+  d.child().Signal(SIGKILL);
+  d.child().Wait();
   DaemonProcess again(db, dir.path() + "/d2.log");
   auto stub2 = Stub(again.address());
-  ExpectSameAccounting(StatusOf(*stub2, kRun), retracted, "after a restart");
+  ExpectSameAccounting(StatusOf(*stub2, kRun), retracted, "after a kill -9 and a restart");
   // Nothing is lost: the retracted event and its audit row are in the database.
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
