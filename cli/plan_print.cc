@@ -104,6 +104,8 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                  Duration(k.daly_interval_seconds), ")"));
   o.Row("saves", absl::StrCat(Count(static_cast<double>(k.count)), ", blocking ",
                               Duration(k.overhead_seconds), " in all"));
+  o.Row("storage", absl::StrCat("busy writing ", Percent(k.storage_duty_cycle), " of the run, ",
+                                Si(k.total_written_bytes, "B"), " written"));
 
   const auto& f = r.failures;
   o.Section("Failures");

@@ -100,6 +100,9 @@ struct PlanReport {
            young_interval_seconds = 0, daly_interval_seconds = 0, interval_seconds = 0;
     uint64_t count = 0;
     double overhead_seconds = 0;
+    // The storage's side: the share of the run it spends writing checkpoints (write time
+    // over the interval), and the bytes written over the run (every replica).
+    double storage_duty_cycle = 0, total_written_bytes = 0;
   } checkpoint;
   struct Failures {
     double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0,

@@ -41,6 +41,19 @@ constexpr double kDefaultSnapshotBytesPerSecond = 25e9;
 constexpr double kOptimisticMfu = 0.65;
 // Below this share of HBM left for activations a plan is tight.
 constexpr double kActivationHeadroom = 0.2;
+// A transformer's shape gives its parameters as about 12·L·h² + V·h (attention 4h², an
+// MLP of 8h², the embedding; Kaplan et al. 2020, eq. 2.1, with the embedding added): within
+// ~6% for Llama 3 70B and 405B with grouped-query attention and SwiGLU. Off by more than
+// this factor, the shape or `params` is a typo (hidden 81,920 for 8,192 on a 70B: 92x).
+constexpr double kShapeParamsFactor = 4;
+// Checkpoint writes may keep the storage busy at most this share of the run: it also
+// serves the data loader, restores and the cluster's other jobs, and a save that is still
+// writing when the next one starts queues behind it. A judgment, not a published figure;
+// the interval chosen for asynchronous saves respects it.
+constexpr double kMaxStorageDutyCycle = 0.25;
+// Context parallelism below this many tokens per rank is mostly communication: Llama 3
+// ran cp 16 on 131,072-token sequences, 8,192 per rank (Dubey et al. 2024, section 3.3.2).
+constexpr double kMinCpChunkTokens = 1024;
 
 // Dense BF16 peaks (REFERENCE.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
 // datasheets). A plan quoting twice these used the sparse figure.
@@ -94,6 +107,7 @@ class Engine {
             "the inputs drive the schedule to infinity or NaN; check efficiency.mfu, "
             "hardware.peak_flops, model.params and the checkpoint bandwidths.");
     }
+    Sanitize();
     // Errors first, then warnings; stable within each.
     std::stable_sort(r_.findings.begin(), r_.findings.end(), [](const Finding& a, const Finding& b) {
       return a.severity == Severity::kError && b.severity != Severity::kError;
@@ -115,6 +129,34 @@ class Engine {
     Error("MISSING_FIELD", absl::StrCat(field, " is required: ", why, "."));
   }
 
+  // Never a negative size or a NaN in a report: a figure that broken inputs make so is 0,
+  // and an error finding (raised where the input was checked) says why.
+  void Sanitize() {
+    const bool broken = r_.HasError();
+    auto fix = [&](double& v) {
+      if (!std::isfinite(v) || (broken && v < 0)) v = 0;
+    };
+    for (double* v : {&r_.compute.flops_per_token, &r_.compute.attention_flops_per_token, &r_.compute.total_flops,
+                      &r_.compute.dense_total_flops, &r_.compute.cluster_flops_per_second,
+                      &r_.compute.tokens_per_second, &r_.compute.active_gpu_hours, &r_.memory.state_bytes_per_gpu,
+                      &r_.checkpoint.size_bytes, &r_.checkpoint.write_seconds, &r_.checkpoint.read_seconds,
+                      &r_.checkpoint.blocking_seconds, &r_.checkpoint.young_interval_seconds,
+                      &r_.checkpoint.daly_interval_seconds, &r_.checkpoint.interval_seconds,
+                      &r_.checkpoint.overhead_seconds, &r_.failures.expected_interruptions,
+                      &r_.failures.loss_per_interruption_seconds, &r_.failures.expected_loss_seconds,
+                      &r_.failures.budget_seconds, &r_.schedule.active_compute_seconds,
+                      &r_.schedule.checkpoint_seconds, &r_.schedule.failure_budget_seconds,
+                      &r_.schedule.availability_seconds, &r_.schedule.contingency_seconds,
+                      &r_.schedule.total_seconds, &r_.schedule.expected_goodput, &r_.power.energy_mwh,
+                      &r_.data.epochs, &r_.data.storage_bytes}) {
+      fix(*v);
+    }
+    if (broken && r_.memory.state_bytes_per_gpu == 0) r_.memory.fits = false;
+    if (!std::isfinite(absl::ToDoubleSeconds(r_.schedule.finish_time - r_.schedule.start_time))) {
+      r_.schedule.finish_time = r_.schedule.start_time;
+    }
+  }
+
   // Applies defaults and checks each input on its own.
   void Resolve() {
     const auto& m = p_.model;
@@ -122,6 +164,21 @@ class Engine {
     active_ = m.active_params.value_or(m.params);
     if (active_ <= 0 || active_ > m.params)
       Invalid("model.active_params", active_, "must be > 0 and at most model.params");
+    if (m.expert_params) {
+      if (*m.expert_params < 0 || *m.expert_params >= m.params) {
+        Invalid("model.expert_params", *m.expert_params,
+                absl::StrCat("must be >= 0 and below model.params ", Num(m.params),
+                             " (the experts are part of the parameters)"));
+      } else if (active_ < m.params - *m.expert_params) {
+        // The parameters outside the experts (attention, embeddings, shared layers) are
+        // used by every token.
+        Error("ACTIVE_BELOW_SHARED",
+              absl::StrCat("model.active_params ", Num(active_), " is below the ",
+                           Num(m.params - *m.expert_params),
+                           " parameters outside the experts (model.params - model.expert_params), "
+                           "which every token uses."));
+      }
+    }
     if (p_.data.tokens == 0) Missing("data.tokens", "the training target in tokens");
     if (p_.hardware.peak_flops <= 0)
       Invalid("hardware.peak_flops", p_.hardware.peak_flops, "must be > 0 (dense BF16 FLOP/s)");
@@ -311,6 +368,30 @@ class Engine {
                                                           " is not divisible by model.heads ",
                                                           m.heads, "."));
     }
+    if (m.layers > 0 && m.hidden > 0 && p_.model.params > 0) {
+      const double h = m.hidden;
+      const double implied = 12.0 * m.layers * h * h + static_cast<double>(m.vocab_size) * h;
+      // A mixture of experts holds more than its shape's dense layers: compare the shape
+      // with the active parameters from below and all of them from above.
+      const double low = std::min(active_, p_.model.params) / kShapeParamsFactor;
+      const double high = p_.model.params * kShapeParamsFactor;
+      if (implied < low || implied > high) {
+        Error("SHAPE_PARAMS_MISMATCH",
+              absl::StrCat("model.layers ", m.layers, " x hidden ", m.hidden, " (vocab ", m.vocab_size,
+                           ") imply about 12·L·h² + V·h = ", Num(implied), " parameters, but model.params is ",
+                           Num(p_.model.params), " (", Num(std::round(implied / p_.model.params * 10) / 10),
+                           "x): one of them is wrong."));
+      }
+    }
+    if (cp_ > 1 && m.seq_len > 0 && static_cast<double>(m.seq_len) / cp_ < kMinCpChunkTokens) {
+      Warn("CP_CHUNK_TOO_SMALL",
+           absl::StrCat("layout.cp ", cp_, " splits model.seq_len ", m.seq_len, " into ",
+                        Num(static_cast<double>(m.seq_len) / cp_), " tokens per rank: below ",
+                        Num(kMinCpChunkTokens), " context parallelism is mostly communication."));
+    }
+    if (cp_ > 1 && m.seq_len > 0 && cp_ > m.seq_len) {
+      Invalid("layout.cp", cp_, absl::StrCat("must not exceed model.seq_len ", m.seq_len));
+    }
     const uint64_t ids = uint64_t{1} << (8 * dtype_bytes_);
     if (m.vocab_size > 0 && m.vocab_size > ids) {
       Error("TOKEN_DTYPE_OVERFLOW", absl::StrCat("vocab_size ", m.vocab_size,
@@ -361,9 +442,9 @@ class Engine {
     const double model_parallel = static_cast<double>(tp_) * pp_;
     mem.hbm_bytes = p_.hardware.hbm_bytes;
     if (model_parallel == 0 || dp_ == 0) return;
-    const double params = p_.model.params;
+    const double params = std::max(0.0, p_.model.params);
     double expert = 0;
-    if (ep_ > 1) expert = p_.model.expert_params.value_or(std::max(0.0, params - active_));
+    if (ep_ > 1) expert = std::clamp(p_.model.expert_params.value_or(params - active_), 0.0, params);
     const double dense = params - expert;
     const int stage = static_cast<int>(p_.layout.zero_stage);
     auto per_gpu = [&](const StateBytesPerParam& bytes) {
@@ -426,8 +507,11 @@ class Engine {
                           Num(std::round(mtbf)), " s."));
       }
     } else {
-      // An async save must finish writing before the next one starts.
-      ck.interval_seconds = std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds : 0.0);
+      // An async save blocks little, so Daly's interval can be shorter than the write: keep
+      // the storage's duty cycle under its bound (a synchronous save blocks for the whole
+      // write, so Daly's interval already exceeds it by far).
+      ck.interval_seconds =
+          std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds / kMaxStorageDutyCycle : 0.0);
       if (ck.interval_seconds > 0 && ck.interval_seconds < ck.write_seconds) {
         Error("CHECKPOINT_INTERVAL_TOO_SHORT",
               absl::StrCat("the chosen checkpoint interval of ", Num(std::round(ck.interval_seconds)),
@@ -445,6 +529,16 @@ class Engine {
                    ? SaturatingCount(std::ceil(active_seconds_ / ck.interval_seconds))
                    : 0;
     ck.overhead_seconds = static_cast<double>(ck.count) * ck.blocking_seconds;
+    ck.storage_duty_cycle = Div(ck.write_seconds, ck.interval_seconds);
+    ck.total_written_bytes = static_cast<double>(ck.count) * ck.size_bytes * replicas_;
+    if (ck.interval_seconds >= ck.write_seconds && ck.storage_duty_cycle > kMaxStorageDutyCycle) {
+      Warn("CHECKPOINT_STORAGE_BUSY",
+           absl::StrCat("checkpoint writes keep the storage busy ", Num(std::round(ck.storage_duty_cycle * 100)),
+                        "% of the run (", Num(std::round(ck.write_seconds)), " s of writing every ",
+                        Num(std::round(ck.interval_seconds)), " s, ", Num(ck.total_written_bytes / 1e15),
+                        " PB in all): above ", Num(kMaxStorageDutyCycle * 100),
+                        "%, saves queue behind each other and starve the data loader."));
+    }
 
     const int storage = DomainRank(storage_domain_);
     const int failure = DomainRank(failure_domain_);

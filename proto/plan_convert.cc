@@ -171,6 +171,8 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   k->set_interval_seconds(r.checkpoint.interval_seconds);
   k->set_count(r.checkpoint.count);
   k->set_overhead_seconds(r.checkpoint.overhead_seconds);
+  k->set_storage_duty_cycle(r.checkpoint.storage_duty_cycle);
+  k->set_total_written_bytes(r.checkpoint.total_written_bytes);
 
   v1::FailureReport* f = out.mutable_failures();
   f->set_node_mtbf_seconds(r.failures.node_mtbf_seconds);

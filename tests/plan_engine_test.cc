@@ -331,7 +331,7 @@ const FindingCase kFindingCases[] = {
      [](PlanSpec& p) {
        p.layout.cp = 2;
        p.layout.dp = 32;
-       p.model.seq_len = 1002;
+       p.model.seq_len = 4098;  // 2,049 tokens per rank: not too few, just not 4 equal chunks
      },
      {"SEQ_LEN_NOT_DIVISIBLE_BY_CP"}, Severity::kError},
     {"BytesPerTokenVsDtype", [](PlanSpec& p) { p.data.bytes_per_token = 1; },
@@ -346,10 +346,96 @@ const FindingCase kFindingCases[] = {
      Severity::kError},
     {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
      {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kError},
+    {"ExpertsAboveParams", [](PlanSpec& p) { p.model.expert_params = 2e9; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"ActiveBelowShared",
+     [](PlanSpec& p) {
+       p.model.active_params = 0.2e9;
+       p.model.expert_params = 0.5e9;  // 0.5e9 outside the experts, all of it active
+     },
+     {"ACTIVE_BELOW_SHARED"}, Severity::kError},
+    {"ShapeVsParams",
+     [](PlanSpec& p) {
+       p.model.layers = 24;
+       p.model.hidden = 20480;  // 12 x 24 x 20480^2 = 1.2e11 for a 1e9 model: a typo
+       p.model.heads = 16;
+     },
+     {"SHAPE_PARAMS_MISMATCH"}, Severity::kError},
+    {"CpChunkTooSmall",
+     [](PlanSpec& p) {
+       p.layout.cp = 4;
+       p.layout.dp = 16;  // 1,000 tokens / 4 = 250 per rank
+     },
+     {"CP_CHUNK_TOO_SMALL"}, Severity::kWarning},
 };
 
 INSTANTIATE_TEST_SUITE_P(PlanEngine, Findings, ::testing::ValuesIn(kFindingCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PlanEngine, BrokenInputsNeverPrintANegativeSizeOrNaN) {
+  // The cases: expert_params above params on an ep 8 layout, negative params.
+  PlanSpec experts = HandPlan();
+  experts.model.expert_params = 4e9;
+  experts.layout.ep = 8;
+  PlanSpec negative = HandPlan();
+  negative.model.params = -7e10;
+  for (const PlanSpec& p : {experts, negative}) {
+    const PlanReport r = ComputePlan(p);
+    const Finding* f = r.Find("INVALID_VALUE");
+    ASSERT_NE(f, nullptr);
+    EXPECT_TRUE(f->message.find("model.expert_params 4e09") != std::string::npos ||
+                f->message.find("model.params -7e10") != std::string::npos)
+        << f->message;
+    for (double v : {r.memory.state_bytes_per_gpu, r.checkpoint.size_bytes, r.checkpoint.interval_seconds,
+                     r.checkpoint.daly_interval_seconds, r.checkpoint.write_seconds, r.failures.budget_seconds,
+                     r.schedule.total_seconds, r.compute.total_flops, r.power.energy_mwh}) {
+      EXPECT_TRUE(std::isfinite(v) && v >= 0) << v;
+    }
+    EXPECT_FALSE(r.memory.fits && r.memory.state_bytes_per_gpu == 0);
+  }
+  // A 70B model whose hidden was typed 81,920 for 8,192: the shape implies 6.45e12.
+  PlanSpec typo = HandPlan();
+  typo.model.params = 70e9;
+  typo.model.layers = 80;
+  typo.model.hidden = 81920;
+  typo.model.heads = 64;
+  typo.model.vocab_size = 128256;
+  typo.data.token_dtype = "uint32";
+  const Finding* shape = ComputePlan(typo).Find("SHAPE_PARAMS_MISMATCH");
+  ASSERT_NE(shape, nullptr);
+  EXPECT_NE(shape->message.find("imply about 12·L·h² + V·h = 6.453e12 parameters, but model.params is 7e10 (92.2x)"),
+            std::string::npos)
+      << shape->message;
+  typo.model.hidden = 8192;  // the real Llama 3 70B shape is within the bound
+  EXPECT_EQ(ComputePlan(typo).Find("SHAPE_PARAMS_MISMATCH"), nullptr);
+}
+
+TEST(PlanEngine, CheckpointStorageDutyCycleAndBytesWritten) {
+  // HandPlan: 1e9 x 14 B = 14 GB per save, written at 1.4 GB/s = 10 s, every hour.
+  PlanSpec p = HandPlan();
+  PlanReport r = ComputePlan(p);
+  EXPECT_NEAR(r.checkpoint.storage_duty_cycle, 10.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.checkpoint.total_written_bytes, static_cast<double>(r.checkpoint.count) * 14e9);
+  EXPECT_EQ(r.Find("CHECKPOINT_STORAGE_BUSY"), nullptr);
+  // Asynchronous saves block only for the host snapshot, so Daly's interval (238 s here) is
+  // shorter than a slow storage's write (14 GB at 140 MB/s: 100 s) allows: the chosen
+  // interval keeps the storage busy at most a quarter of the time (100 s / 400 s).
+  p.checkpoint.async = true;
+  p.checkpoint.interval_seconds = 0;
+  p.checkpoint.write_bytes_per_second = 1.4e8;
+  r = ComputePlan(p);
+  EXPECT_LT(r.checkpoint.daly_interval_seconds, 400);
+  EXPECT_DOUBLE_EQ(r.checkpoint.interval_seconds, 400);
+  EXPECT_DOUBLE_EQ(r.checkpoint.storage_duty_cycle, 0.25);
+  EXPECT_EQ(r.Find("CHECKPOINT_STORAGE_BUSY"), nullptr);
+  // Asked for every 200 s: the storage writes half the time, and the report says so.
+  p.checkpoint.interval_seconds = 200;
+  r = ComputePlan(p);
+  const Finding* busy = r.Find("CHECKPOINT_STORAGE_BUSY");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_NE(busy->message.find("busy 50% of the run (100 s of writing every 200 s"), std::string::npos)
+      << busy->message;
+}
 
 TEST(PlanEngine, ReplicasOrAnotherDomainKeepTheCheckpointSafe) {
   PlanSpec p = HandPlan();
