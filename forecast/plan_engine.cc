@@ -42,7 +42,7 @@ constexpr double kOptimisticMfu = 0.65;
 // Below this share of HBM left for activations a plan is tight.
 constexpr double kActivationHeadroom = 0.2;
 // A transformer's shape gives its parameters as about 12·L·h² + V·h (attention 4h², an
-// MLP of 8h², the embedding; Kaplan et al. 2020, eq. 2.1, with the embedding added): within
+// MLP of 8h², the embedding; Kaplan et al. 2020, section 2.1, with the embedding added): within
 // ~6% for Llama 3 70B and 405B with grouped-query attention and SwiGLU. Off by more than
 // this factor, the shape or `params` is a typo (hidden 81,920 for 8,192 on a 70B: 92x).
 constexpr double kShapeParamsFactor = 4;
@@ -51,8 +51,9 @@ constexpr double kShapeParamsFactor = 4;
 // writing when the next one starts queues behind it. A judgment, not a published figure;
 // the interval chosen for asynchronous saves respects it.
 constexpr double kMaxStorageDutyCycle = 0.25;
-// Context parallelism below this many tokens per rank is mostly communication: Llama 3
-// ran cp 16 on 131,072-token sequences, 8,192 per rank (Dubey et al. 2024, section 3.3.2).
+// Context parallelism below this many tokens per rank is mostly communication: Llama 3's
+// long-context stage ran cp 16 on 131,072-token sequences, 8,192 per rank (Dubey et al.
+// 2024, "The Llama 3 Herd of Models"). The bound itself is a judgment, 8x below that.
 constexpr double kMinCpChunkTokens = 1024;
 
 // Dense BF16 peaks (REFERENCE.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
