@@ -46,6 +46,10 @@ constexpr double kActivationHeadroom = 0.2;
 // ~6% for Llama 3 70B and 405B with grouped-query attention and SwiGLU. Off by more than
 // this factor, the shape or `params` is a typo (hidden 81,920 for 8,192 on a 70B: 92x).
 constexpr double kShapeParamsFactor = 4;
+// Below this expected goodput a plan wastes a quarter of its fleet-time: Meta reports
+// effective training time above 90% for Llama 3 405B (Dubey et al. 2024); 75% is far
+// below what large runs achieve.
+constexpr double kLowGoodput = 0.75;
 // Checkpoint writes may keep the storage busy at most this share of the run: it also
 // serves the data loader, restores and the cluster's other jobs, and a save that is still
 // writing when the next one starts queues behind it. A judgment, not a published figure;
@@ -355,8 +359,24 @@ class Engine {
                                                       " is not divisible by layout.tp ", tp_, "."));
     }
     if (tp_ > 0 && kv_heads > 0 && kv_heads % tp_ != 0) {
-      Error("KV_HEADS_NOT_DIVISIBLE_BY_TP",
-            absl::StrCat("model.kv_heads ", kv_heads, " is not divisible by layout.tp ", tp_, "."));
+      if (tp_ % kv_heads == 0) {
+        // Fewer KV heads than tp ranks (multi-query attention on tp 4, as StarCoder
+        // trained): each KV head is replicated on tp / kv_heads ranks, as Megatron-LM does.
+        Warn("KV_HEADS_REPLICATED",
+             absl::StrCat("model.kv_heads ", kv_heads, " on layout.tp ", tp_, ": each KV head is replicated on ",
+                          tp_ / kv_heads, " tensor-parallel ranks (their weights and KV activations ",
+                          "are held that many times)."));
+      } else {
+        Error("KV_HEADS_NOT_DIVISIBLE_BY_TP",
+              absl::StrCat("model.kv_heads ", kv_heads, " is neither divisible by layout.tp ", tp_,
+                           " nor a divisor of it: the heads cannot be split or replicated evenly."));
+      }
+    }
+    if (tp_ > gpus_per_node_ && gpus_per_node_ > 0) {
+      Warn("TP_SPANS_NODES",
+           absl::StrCat("layout.tp ", tp_, " spans ", Num(std::ceil(Div(tp_, gpus_per_node_))), " nodes of ",
+                        gpus_per_node_, " GPUs: tensor parallelism's all-reduces per layer then cross the "
+                        "inter-node network instead of NVLink, which efficiency.mfu must allow for."));
     }
     if (pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
       Warn("LAYERS_NOT_DIVISIBLE_BY_PP",
@@ -448,11 +468,14 @@ class Engine {
     if (ep_ > 1) expert = std::clamp(p_.model.expert_params.value_or(params - active_), 0.0, params);
     const double dense = params - expert;
     const int stage = static_cast<int>(p_.layout.zero_stage);
+    // Context-parallel ranks hold the same weights: ZeRO (Megatron-LM's distributed
+    // optimizer) shards the state over dp x cp.
+    const double shards = static_cast<double>(dp_) * cp_;
     auto per_gpu = [&](const StateBytesPerParam& bytes) {
-      double total = ZeroStateBytes(dense / model_parallel, dp_, stage, bytes);
+      double total = ZeroStateBytes(dense / model_parallel, shards, stage, bytes);
       if (expert > 0) {
-        // Each expert shard lives on one of ep ranks; dp / ep replicas hold the same shard.
-        total += ZeroStateBytes(expert / (model_parallel * ep_), Div(dp_, ep_), stage, bytes);
+        // Each expert shard lives on one of ep ranks; dp x cp / ep ranks hold the same shard.
+        total += ZeroStateBytes(expert / (model_parallel * ep_), Div(shards, ep_), stage, bytes);
       }
       return total;
     };
@@ -614,6 +637,14 @@ class Engine {
     const double expected_busy =
         s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
     s.expected_goodput = Div(s.active_compute_seconds, expected_busy + Maintenance(expected_busy));
+    if (s.expected_goodput > 0 && s.expected_goodput < kLowGoodput) {
+      Warn("LOW_GOODPUT",
+           absl::StrCat("expected goodput ", Num(std::round(s.expected_goodput * 1000) / 10),
+                        "%: of the time the fleet is held, only that share trains (",
+                        Num(std::round(r_.failures.expected_interruptions)),
+                        " interruptions expected at a job MTBF of ", Num(std::round(r_.failures.job_mtbf_seconds)),
+                        " s); more reliable nodes, spares that replace failed ones, or cheaper restarts pay here."));
+    }
   }
 
   void Power() {

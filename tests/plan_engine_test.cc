@@ -258,9 +258,29 @@ const FindingCase kFindingCases[] = {
        p.layout.tp = 8;
        p.layout.dp = 8;
        p.model.heads = 16;
-       p.model.kv_heads = 4;
+       p.model.kv_heads = 6;
      },
      {"KV_HEADS_NOT_DIVISIBLE_BY_TP"}, Severity::kError},
+    {"MultiQueryOnTp4",  // StarCoder: one KV head, tp 4
+     [](PlanSpec& p) {
+       p.layout.tp = 4;
+       p.layout.dp = 16;
+       p.model.heads = 16;
+       p.model.kv_heads = 1;
+     },
+     {"KV_HEADS_REPLICATED"}, Severity::kWarning},
+    {"TpAcrossNodes",
+     [](PlanSpec& p) {
+       p.layout.tp = 16;
+       p.layout.dp = 4;
+     },
+     {"TP_SPANS_NODES"}, Severity::kWarning},
+    {"LowGoodput",
+     [](PlanSpec& p) {
+       p.failures.node_mtbf_hours = 4;  // a job MTBF of 30 minutes on 8 nodes
+       p.checkpoint.interval_seconds = 0;
+     },
+     {"LOW_GOODPUT"}, Severity::kWarning},
     {"LayersVsPp",
      [](PlanSpec& p) {
        p.layout.pp = 8;
@@ -287,7 +307,7 @@ const FindingCase kFindingCases[] = {
      },
      {"CHECKPOINT_IN_FAILURE_DOMAIN"}, Severity::kError},
     {"IntervalShorterThanWrite", [](PlanSpec& p) { p.checkpoint.interval_seconds = 5; },
-     {"CHECKPOINT_INTERVAL_TOO_SHORT"}, Severity::kError},
+     {"CHECKPOINT_INTERVAL_TOO_SHORT", "LOW_GOODPUT"}, Severity::kError},
     {"IntervalFarFromDaly", [](PlanSpec& p) { p.checkpoint.interval_seconds = 20000; },
      {"CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kWarning},
     {"PowerOnlyGpus",
@@ -341,11 +361,11 @@ const FindingCase kFindingCases[] = {
        p.checkpoint.interval_seconds = 0;
        p.checkpoint.write_bytes_per_second = 1e4;  // 1.4e6 s per save vs a 324,000 s MTBF
      },
-     {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF"}, Severity::kError},
+     {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF", "LOW_GOODPUT"}, Severity::kError},
     {"NonFiniteSchedule", [](PlanSpec& p) { p.mfu = 1e-300; }, {"NON_FINITE_RESULT"},
      Severity::kError},
     {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
-     {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kError},
+     {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL", "LOW_GOODPUT"}, Severity::kError},
     {"ExpertsAboveParams", [](PlanSpec& p) { p.model.expert_params = 2e9; }, {"INVALID_VALUE"},
      Severity::kError},
     {"ActiveBelowShared",
@@ -408,6 +428,17 @@ TEST(PlanEngine, BrokenInputsNeverPrintANegativeSizeOrNaN) {
       << shape->message;
   typo.model.hidden = 8192;  // the real Llama 3 70B shape is within the bound
   EXPECT_EQ(ComputePlan(typo).Find("SHAPE_PARAMS_MISMATCH"), nullptr);
+}
+
+TEST(PlanEngine, ZeroShardsOverDataAndContextParallelRanks) {
+  // Context-parallel ranks hold the same weights; the distributed optimizer shards the state
+  // over dp x cp, so dp 32 x cp 2 holds what dp 64 does (ZeRO-1: 2 + 4 + 12/64 B per param).
+  PlanSpec wide = HandPlan();
+  PlanSpec cp = HandPlan();
+  cp.layout.cp = 2;
+  cp.layout.dp = 32;
+  EXPECT_DOUBLE_EQ(ComputePlan(cp).memory.state_bytes_per_gpu, ComputePlan(wide).memory.state_bytes_per_gpu);
+  EXPECT_DOUBLE_EQ(ComputePlan(wide).memory.state_bytes_per_gpu, 1e9 * (2 + 4 + 12.0 / 64));
 }
 
 TEST(PlanEngine, CheckpointStorageDutyCycleAndBytesWritten) {
