@@ -22,6 +22,13 @@ namespace flightplan::testing {
 inline constexpr char kRun[] = "dense-70b-10t";
 
 // A flightpland child on a free port, with the event clock.
+// Runs the flightplan command line against `server` and waits for it.
+inline ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
+  std::vector<std::string> argv = {FLIGHTPLAN_BIN, "--server", server};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
 class DaemonProcess {
  public:
   DaemonProcess(const std::string& db, const std::string& log, bool metrics = false,

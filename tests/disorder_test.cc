@@ -27,6 +27,7 @@
 namespace flightplan {
 namespace {
 
+using testing::Cli;
 using testing::DaemonProcess;
 using testing::InterruptedAt;
 using testing::kRun;
@@ -34,14 +35,8 @@ using testing::StartedAt;
 using testing::StepsAt;
 using testing::TempDir;
 
-const std::string kCli = FLIGHTPLAN_BIN;
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
 
-testing::ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
-  std::vector<std::string> argv = {kCli, "--server", server};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::RunProcess(argv);
-}
 
 std::unique_ptr<v1::Tracker::Stub> Stub(const std::string& address) {
   return v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));

@@ -30,6 +30,7 @@ namespace flightplan {
 namespace {
 
 using testing::Child;
+using testing::Cli;
 using testing::DaemonProcess;
 using testing::kRun;
 using testing::StoredKeys;
@@ -41,11 +42,6 @@ const std::string kDaemon = FLIGHTPLAN_DAEMON_BIN;
 const std::string kCli = FLIGHTPLAN_BIN;
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
 
-testing::ProcessResult Cli(const std::string& server, std::vector<std::string> args) {
-  std::vector<std::string> argv = {kCli, "--server", server};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess(argv);
-}
 
 TEST(Process, KillNineMidReplayThenRestartAndReplayEqualsACleanReplay) {
   TempDir dir;
