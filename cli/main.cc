@@ -183,7 +183,9 @@ int main(int argc, char** argv) {
   flightplan::TailOptions tail_options;
   CLI::App* tail = app.add_subcommand(
       "tail", "Follow a training log (as tail -F: across rotation and truncation) and report "
-              "its iterations, checkpoint saves and restarts as events.");
+              "its iterations, checkpoint saves and restarts as events. Its launches continue the "
+              "run's attempts (asked of the daemon), so per-job logs tailed in turn, or a tailer "
+              "restarted on the same log, stitch into one run.");
   tail->add_option("LOGFILE", tail_options.path, "the training log")->required();
   tail->add_option("--run", tail_options.run, "run name")->required();
   tail->add_option("--format", tail_options.format, "megatron (Megatron-LM, Megatron-DeepSpeed) or torchtitan")
