@@ -421,7 +421,8 @@ TEST(PlanEngine, BrokenInputsNeverPrintANegativeSizeOrNaN) {
   typo.model.heads = 64;
   typo.model.vocab_size = 128256;
   typo.data.token_dtype = "uint32";
-  const Finding* shape = ComputePlan(typo).Find("SHAPE_PARAMS_MISMATCH");
+  const PlanReport typo_report = ComputePlan(typo);  // Find() points into it
+  const Finding* shape = typo_report.Find("SHAPE_PARAMS_MISMATCH");
   ASSERT_NE(shape, nullptr);
   EXPECT_NE(shape->message.find("imply about 12·L·h² + V·h = 6.453e12 parameters, but model.params is 7e10 (92.2x)"),
             std::string::npos)
