@@ -93,8 +93,6 @@ std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
   return p;
 }
 
-std::string Utc(absl::Time t) { return forecast::FormatUtc(t); }
-
 // `next` governs the run's work from `effective` on: the rate the run showed under
 // `previous` is scaled by the plans' rates until it shows its own (ForecastPrior). Without
 // an effective time (a revision before the run's first event), `next` simply governs.
@@ -293,8 +291,8 @@ absl::Status Tracker::Submit(std::vector<v1::Event> events, std::function<void(B
     if (e->time > latest_allowed) {
       return Annotate(
           absl::InvalidArgumentError(absl::StrCat(
-              "time ", Utc(e->time), " is ", absl::FormatDuration(e->time - clock_->Now()),
-              " ahead of flightpland's clock (", Utc(clock_->Now()), "); --max-clock-skew allows ",
+              "time ", forecast::FormatUtc(e->time), " is ", absl::FormatDuration(e->time - clock_->Now()),
+              " ahead of flightpland's clock (", forecast::FormatUtc(clock_->Now()), "); --max-clock-skew allows ",
               absl::FormatDuration(options_.max_clock_skew),
               ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
           i, events[i].run(), events[i].id());
@@ -636,7 +634,8 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
   // Runs to fold again once the request's events are stored (late events), with the
   // first late item of each (for the message).
   std::map<std::string, const Request::Item*> refold;
-  std::map<int64_t, const Request::Item*> stored;  // seq -> item, for refold messages
+  // The seq each item was stored under (0: not stored), for a refold's refusal message.
+  std::vector<int64_t> stored(request.items.size(), 0);
   const bool many = request.items.size() > 1;
   absl::Status status;
   for (const Request::Item& item : request.items) {
@@ -656,8 +655,8 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
     if (state.events > 0 && item.event.time - state.last_time > options_.max_event_gap) {
       status = Annotate(
           absl::FailedPreconditionError(absl::StrCat(
-              "time ", Utc(item.event.time), " is ", absl::FormatDuration(item.event.time - state.last_time),
-              " after the run's latest event at ", Utc(state.last_time), "; a jump over --max-event-gap ",
+              "time ", forecast::FormatUtc(item.event.time), " is ", absl::FormatDuration(item.event.time - state.last_time),
+              " after the run's latest event at ", forecast::FormatUtc(state.last_time), "; a jump over --max-event-gap ",
               absl::FormatDuration(options_.max_event_gap),
               " is taken for a typo (if the run really stood still that long, raise the flag)")),
           item.index, item.run, item.event.id);
@@ -699,8 +698,8 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       // A launch cannot go into the past: the events after it would change attempts (and
       // the natural keys they were stored under).
       status = Annotate(absl::FailedPreconditionError(absl::StrCat(
-                            "job_started.attempt ", item.event.attempt, " at ", Utc(item.event.time),
-                            " is dated before the run's latest event at ", Utc(state.last_time),
+                            "job_started.attempt ", item.event.attempt, " at ", forecast::FormatUtc(item.event.time),
+                            " is dated before the run's latest event at ", forecast::FormatUtc(state.last_time),
                             ": a launch cannot be inserted into the past; retract the events after it "
                             "first (flightplan retract --after), or correct its time")),
                         item.index, item.run, item.event.id);
@@ -724,7 +723,7 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       status = Annotate(applied, item.index, item.run, item.event.id);
       break;
     }
-    stored[inserted->seq] = &item;
+    stored[static_cast<size_t>(&item - request.items.data())] = inserted->seq;
     run.last_seq = std::max(run.last_seq, inserted->seq);
     last_seq_ = std::max(last_seq_, inserted->seq);
     ++run.events_since_snapshot;
@@ -739,8 +738,9 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
     if (st.ok()) continue;
     if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDataLoss) {
       status = st;
-    } else if (auto own = stored.find(failed_seq); own != stored.end()) {
-      status = Annotate(st, own->second->index, name, own->second->event.id);
+    } else if (auto own = std::find(stored.begin(), stored.end(), failed_seq); own != stored.end()) {
+      const Request::Item& item = request.items[static_cast<size_t>(own - stored.begin())];
+      status = Annotate(st, item.index, name, item.event.id);
     } else {
       status = Annotate(absl::Status(st.code(), absl::StrCat(
                                                     "folded in at its place in the run's log, it would make the stored ",
@@ -911,7 +911,7 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
   }
   if (seqs.empty()) {
     return absl::NotFoundError(absl::StrCat("no event of run '", request.run, "' is dated after ",
-                                            Utc(*spec.after)));
+                                            forecast::FormatUtc(*spec.after)));
   }
   int64_t failed_seq = 0;
   absl::StatusOr<forecast::RunState> state = forecast::Refold(kept, run.state.max_causes, failed_seq);
@@ -928,7 +928,7 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
   const absl::Time now = clock_->Now();
   std::string selector;
   if (!spec.ids.empty()) absl::StrAppend(&selector, "ids ", absl::StrJoin(spec.ids, ","));
-  if (spec.after) absl::StrAppend(&selector, selector.empty() ? "" : "; ", "after ", Utc(*spec.after));
+  if (spec.after) absl::StrAppend(&selector, selector.empty() ? "" : "; ", "after ", forecast::FormatUtc(*spec.after));
   absl::StatusOr<int64_t> id = store_->RetractEvents(run.id, seqs, now, selector, spec.reason);
   if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
   result.retraction_id = *id;

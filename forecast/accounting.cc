@@ -1,6 +1,7 @@
 #include "forecast/accounting.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <cmath>
 
@@ -37,8 +38,6 @@ int KindRank(EventKind k) {
 }
 constexpr size_t kMaxRecentSamples = 512;
 constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
-
-std::string T(absl::Time t) { return FormatUtc(t); }
 
 bool ValidCause(const std::string& cause) {
   if (cause.size() > 32) return false;
@@ -348,12 +347,12 @@ absl::Status ValidateEvent(const Event& e) {
 absl::Status ApplyEvent(RunState& s, const Event& e) {
   if (absl::Status st = ValidateEvent(e); !st.ok()) return st;
   if (s.phase == Phase::kFinished) {
-    return Precondition(absl::StrCat("the run finished at ", T(s.last_time),
+    return Precondition(absl::StrCat("the run finished at ", FormatUtc(s.last_time),
                                      "; no events are accepted after run_finished"));
   }
   if (s.events > 0 && e.time < s.last_time) {
-    return Precondition(absl::StrCat("time ", T(e.time), " is before the run's latest event at ",
-                                     T(s.last_time)));
+    return Precondition(absl::StrCat("time ", FormatUtc(e.time), " is before the run's latest event at ",
+                                     FormatUtc(s.last_time)));
   }
   const bool running = s.phase == Phase::kStarting || s.phase == Phase::kRunning;
   if (e.kind == EventKind::kJobStarted) {
@@ -574,11 +573,11 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   });
   auto resolve = [&](const Event& e) -> uint32_t {
     if (e.kind == EventKind::kJobStarted || e.attempt != 0) return e.attempt;
-    uint32_t attempt = starts.empty() ? 0 : starts.front().attempt;
-    for (const AttemptStart& a : starts) {
-      if (a.time < e.time) attempt = a.attempt;
-    }
-    return attempt;
+    if (starts.empty()) return 0;
+    // The latest launch strictly before the event (the first one when none is).
+    auto after = std::lower_bound(starts.begin(), starts.end(), e.time,
+                                  [](const AttemptStart& a, absl::Time t) { return a.time < t; });
+    return after == starts.begin() ? starts.front().attempt : std::prev(after)->attempt;
   };
   std::vector<uint32_t> attempt(events.size());
   for (size_t i = 0; i < events.size(); ++i) attempt[i] = resolve(events[i].event);
