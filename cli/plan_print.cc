@@ -63,14 +63,27 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
   o.Row("FLOPs per token",
         c.attention_flops_per_token > 0
             ? absl::StrCat(Sci(c.flops_per_token), " (6N ",
-                           Sci(c.flops_per_token - c.attention_flops_per_token), " + attention ",
-                           Sci(c.attention_flops_per_token), ")")
-            : absl::StrCat(Sci(c.flops_per_token), " (6N; no shape, no attention term)"));
+                           Sci(c.flops_per_token - c.attention_flops_per_token), " + ",
+                           c.attention_convention, " attention ", Sci(c.attention_flops_per_token), ")")
+            : absl::StrCat(Sci(c.flops_per_token), " (6N; attention ", c.attention_convention, ")"));
+  o.Row("hardware FLOPs", absl::StrCat(Sci(c.hardware_flops_per_token), " per token (recompute ",
+                                       c.recompute, ")"));
   o.Row("total FLOPs", absl::StrCat(Sci(c.total_flops), " (",
                                     Count(c.total_flops / 1e15 / 86400), " PF-days; 6ND alone ",
                                     Sci(c.dense_total_flops), ")"));
-  o.Row("cluster, achieved", absl::StrCat(Si(c.cluster_flops_per_second, "FLOP/s"), " at ",
-                                          Percent(p.mfu), " MFU"));
+  o.Row("efficiency", absl::StrCat(Percent(c.mfu), " MFU, ", Percent(c.hfu), " HFU end to end (",
+                                   p.efficiency.hfu ? "from the plan's HFU" : "from the plan's MFU",
+                                   c.bubble_in_efficiency ? ", the bubble included in it)" : ", less the bubble)"));
+  if (r.fleet.dp > 0 && p.layout.pp.value_or(1) > 1) {
+    o.Row("pipeline bubble",
+          absl::StrCat(Percent(c.pipeline_bubble_fraction), " of each step (pp ", p.layout.pp.value_or(1), ", ",
+                       p.layout.grad_accum.value_or(1), " micro-batches",
+                       p.layout.virtual_stages.value_or(1) > 1
+                           ? absl::StrCat(", ", *p.layout.virtual_stages, " virtual stages")
+                           : std::string(),
+                       c.bubble_in_efficiency ? "; in the plan's figure)" : "; charged)"));
+  }
+  o.Row("cluster, achieved", Si(c.cluster_flops_per_second, "FLOP/s"));
   o.Row("throughput", absl::StrCat(Si(c.tokens_per_second, "tokens/s"), " (",
                                    Count(c.tokens_per_second / std::max(1u, r.fleet.gpus)),
                                    " per GPU)"));
@@ -87,18 +100,35 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                               Si(static_cast<double>(b.tokens_per_step), "tokens"), " per step"));
   o.Row("steps", absl::StrCat(Count(static_cast<double>(b.steps)), " (last step ",
                               Count(static_cast<double>(b.last_step_tokens)), " tokens)"));
-  o.Row("state per GPU",
-        r.memory.hbm_bytes > 0
-            ? absl::StrCat(Si(r.memory.state_bytes_per_gpu, "B"), " of ",
-                           Si(r.memory.hbm_bytes, "B"), " HBM: ",
-                           r.memory.fits ? "fits" : "DOES NOT FIT")
-            : absl::StrCat(Si(r.memory.state_bytes_per_gpu, "B"), " (hbm_bytes not given)"));
+
+  const auto& m = r.memory;
+  o.Section(absl::StrCat("Memory per GPU (", m.stage, m.stage == "only" ? " stage" : " pipeline stage",
+                         m.layers_on_stage > 0 ? absl::StrCat(", ", m.layers_on_stage, " layers") : "", ")"));
+  o.Row("weights", Si(m.weight_bytes, "B"));
+  o.Row("gradients", Si(m.grad_bytes, "B"));
+  o.Row("optimizer state", absl::StrCat(Si(m.optimizer_bytes, "B"), " (ZeRO-", p.layout.zero_stage, ")"));
+  if (m.activation_bytes_per_layer > 0) {
+    o.Row("activations", absl::StrCat(Si(m.activation_bytes, "B"), " = ", absl::StrFormat("%.4g", m.microbatches_in_flight),
+                                      " micro-batches in flight x ", m.layers_on_stage, " layers x ",
+                                      Si(m.activation_bytes_per_layer, "B"), " (recompute ",
+                                      r.compute.recompute, ")"));
+  } else {
+    o.Row("activations", "not counted (the model's shape is not given)");
+  }
+  if (m.recompute_working_bytes > 0) o.Row("layer recomputed", Si(m.recompute_working_bytes, "B"));
+  if (m.logits_bytes > 0) o.Row("logits", Si(m.logits_bytes, "B"));
+  if (m.gather_buffer_bytes > 0) o.Row("ZeRO-3 gathered layers", Si(m.gather_buffer_bytes, "B"));
+  o.Row("framework reserve", Si(m.reserved_bytes, "B"));
+  o.Row("total", m.hbm_bytes > 0 ? absl::StrCat(Si(m.total_bytes, "B"), " of ", Si(m.hbm_bytes, "B"),
+                                                " HBM: ", m.fits ? "fits" : "DOES NOT FIT")
+                                  : absl::StrCat(Si(m.total_bytes, "B"), " (hbm_bytes not given)"));
 
   const auto& k = r.checkpoint;
   o.Section("Checkpoints");
   o.Row("size", absl::StrCat(Si(k.size_bytes, "B"), ", write ", Duration(k.write_seconds),
-                             ", read ", Duration(k.read_seconds), ", blocks ",
-                             Duration(k.blocking_seconds)));
+                             ", blocks ", Duration(k.blocking_seconds)));
+  o.Row("restore", absl::StrCat("read ", Si(k.restore_read_bytes, "B"), " in ", Duration(k.read_seconds),
+                                " (every replica reads what it holds)"));
   o.Row("interval", absl::StrCat(Duration(k.interval_seconds), " (Young ",
                                  Duration(k.young_interval_seconds), ", Daly ",
                                  Duration(k.daly_interval_seconds), ")"));
@@ -112,9 +142,13 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
   o.Row("job MTBF", absl::StrCat(Duration(f.job_mtbf_seconds), " (node ",
                                  Duration(f.node_mtbf_seconds), " over ", Count(r.fleet.nodes),
                                  " nodes)"));
-  o.Row("interruptions", absl::StrFormat("%.1f expected, %d budgeted (P%.0f)",
+  o.Row("interruptions", absl::StrFormat("%.1f expected, %d budgeted (P%.0f, rate CV %.2f)",
                                          f.expected_interruptions, f.budget_interruptions,
-                                         p.failures.budget_quantile.value_or(0.9) * 100));
+                                         p.failures.budget_quantile.value_or(0.9) * 100, f.rate_cv));
+  if (f.nodes_in_repair > 0) {
+    o.Row("nodes in repair", absl::StrFormat("%.1f on average, %d at P99; %d spare", f.nodes_in_repair,
+                                             f.nodes_in_repair_p99, r.fleet.spare_nodes));
+  }
   o.Row("loss per interruption", Duration(f.loss_per_interruption_seconds));
   o.Row("loss", absl::StrCat(Duration(f.expected_loss_seconds), " expected, ",
                              Duration(f.budget_seconds), " budgeted"));
@@ -135,7 +169,8 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                 Si(w.cluster_other_watts, "W")));
   o.Row("facility", absl::StrCat(Si(w.facility_watts, "W"), " at PUE ",
                                  absl::StrFormat("%.2f", p.fleet.pue.value_or(1.2))));
-  o.Row("energy", absl::StrCat(Count(w.energy_mwh), " MWh over the schedule"));
+  o.Row("energy", absl::StrCat(Count(w.energy_mwh), " MWh over the schedule at ", Si(w.average_facility_watts, "W"),
+                               " average (", Percent(w.average_power_fraction, 0), " of the node ratings)"));
 
   o.Section("Data");
   o.Row("epochs", absl::StrFormat("%.2f over the unique tokens", r.data.epochs));

@@ -108,7 +108,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.plan_finish = r.schedule.finish_time;
   p.deadline = plan.deadline;
   p.plan_tokens_per_second = r.compute.tokens_per_second;
-  p.peak_tokens_per_second = plan.mfu > 0 ? r.compute.tokens_per_second / plan.mfu : 0;
+  p.peak_tokens_per_second = r.compute.mfu > 0 ? r.compute.tokens_per_second / r.compute.mfu : 0;
   p.plan_total_seconds = r.schedule.total_seconds;
   p.plan_active_seconds = r.schedule.active_compute_seconds;
   p.plan_checkpoint_seconds = r.schedule.checkpoint_seconds;

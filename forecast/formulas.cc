@@ -18,6 +18,43 @@ double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len)
          static_cast<double>(seq_len);
 }
 
+double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len,
+                              AttentionConvention convention) {
+  switch (convention) {
+    case AttentionConvention::kFull:
+      return AttentionFlopsPerToken(layers, width, seq_len);
+    case AttentionConvention::kCausal:
+      return AttentionFlopsPerToken(layers, width, seq_len) / 2;
+    case AttentionConvention::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches, uint32_t virtual_stages) {
+  if (pp <= 1 || microbatches == 0) return 0;
+  const double idle = pp - 1.0;
+  return idle / (std::max(1u, virtual_stages) * static_cast<double>(microbatches) + idle);
+}
+
+double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden, double heads,
+                               double tp, double cp, Recompute mode) {
+  if (tp <= 0 || cp <= 0 || hidden <= 0) return 0;
+  const double s = seq_len / cp;  // this rank's share of the sequence
+  const double sbh = s * micro_batch * hidden;
+  switch (mode) {
+    case Recompute::kFull:
+      return 2 * sbh / tp;
+    case Recompute::kSelective:
+      return 34 * sbh / tp;
+    case Recompute::kNone:
+      // 5·a·s²·b: the scores, softmax output and dropout of the local queries against all
+      // seq_len keys.
+      return (34 * sbh + 5 * heads * s * seq_len * micro_batch) / tp;
+  }
+  return 0;
+}
+
 double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus,
                   double peak_flops) {
   if (gpus <= 0 || peak_flops <= 0) return 0;
@@ -110,6 +147,36 @@ double NormalQuantile(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 }  // namespace
+
+uint64_t NegativeBinomialQuantile(double mean, double cv, double q) {
+  if (!std::isfinite(mean) || !(q > 0) || !(q < 1) || mean <= 0) return 0;
+  if (!(cv > 0) || !std::isfinite(cv)) return PoissonQuantile(mean, q);
+  // r = 1/cv², success probability p = r / (r + mean); P(k) = C(k+r-1, k) p^r (1-p)^k.
+  const double r = 1.0 / (cv * cv);
+  const double log_p = std::log(r / (r + mean)), log_1p = std::log(mean / (r + mean));
+  const double sd = std::sqrt(mean + cv * cv * mean * mean);
+  if (mean > 1e5) {
+    // A Gamma with the count's mean and variance (shape k = mean² / variance), its
+    // quantile by Wilson and Hilferty (1931): mean·(1 - 1/9k + z·sqrt(1/9k))³. Within a
+    // fraction of a percent at such means, where the exact sum would take tens of millions
+    // of terms.
+    const double z = NormalQuantile(q);
+    const double c = sd * sd / (9.0 * mean * mean);  // 1 / 9k
+    return SaturatingCount(std::ceil(mean * std::pow(std::max(0.0, 1 - c + z * std::sqrt(c)), 3)));
+  }
+  // The tail decays geometrically with ratio (1-p): past mean + 60 sd it is negligible
+  // for any cv a plan uses, so the loop is bounded there.
+  const double limit = mean + 60.0 * sd + 60.0;
+  double sum = 0;
+  for (uint64_t k = 0; static_cast<double>(k) <= limit; ++k) {
+    const double kd = static_cast<double>(k);
+    const double log_pmf =
+        std::lgamma(kd + r) - std::lgamma(r) - std::lgamma(kd + 1) + r * log_p + kd * log_1p;
+    sum += std::exp(log_pmf);
+    if (sum >= q) return k;
+  }
+  return SaturatingCount(limit);
+}
 
 uint64_t PoissonQuantile(double mean, double q) {
   if (!std::isfinite(mean) || !(q > 0) || !(q < 1) || mean <= 0) return 0;

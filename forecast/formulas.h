@@ -21,6 +21,38 @@ namespace flightplan::forecast {
 // they differ. 0 when any of the three is 0.
 [[nodiscard]] double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len);
 
+// The attention FLOPs per token under a counting convention: `full` counts the whole s x s
+// score matrix (AttentionFlopsPerToken, PaLM's 12·L·H·Q·T, Narayanan et al. 2021's s/6h
+// term); `causal` half of it, as causal kernels compute and as Megatron-LM counts today
+// (megatron/training/training.py, num_floating_point_operations: seq_length / hidden_size
+// / 2, "only half of the attention matrix is non-zero"); `none` leaves attention out (6N
+// only, as LLaMA's and PaLM's 45.7% MFU are stated).
+enum class AttentionConvention { kCausal, kFull, kNone };
+[[nodiscard]] double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len,
+                                            AttentionConvention convention);
+
+// Share of a step a pipeline stands idle under 1F1B: (pp - 1) / (v·m + pp - 1) with m
+// micro-batches per step and v model chunks per stage (v > 1: the interleaved schedule).
+// Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+// Using Megatron-LM", sec. 2.2.1 (bubble time over ideal time (p-1)/m) and 2.2.2 (divided
+// by v). 0 when pp <= 1.
+[[nodiscard]] double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches,
+                                            uint32_t virtual_stages);
+
+// Activation bytes one transformer layer stores for the backward pass, per micro-batch of
+// `micro_batch` sequences of `seq_len` tokens (16-bit activations). Korthikanti et al.
+// 2022, "Reducing Activation Recomputation in Large Transformer Models", sec. 4 and table
+// 2, with sequence parallelism whenever tp > 1 (so every term divides by tp):
+//   none:      s·b·h·(34 + 5·a·s/h) / t  (the a·s² score, softmax and dropout tensors stored)
+//   selective: s·b·h·34 / t              (the attention core recomputed: what FlashAttention's
+//                                          backward does, Dao et al. 2022 sec. 3.1)
+//   full:      2·s·b·h / t               (only each layer's input kept)
+// Context parallelism splits the sequence: s is seq_len / cp (the scores of the local
+// queries against every key in mode none). The 34 is for a GPT layer (4h MLP, dropout).
+enum class Recompute { kNone, kSelective, kFull };
+[[nodiscard]] double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden,
+                                             double heads, double tp, double cp, Recompute mode);
+
 // Model FLOPs utilisation implied by an observed throughput: achieved model FLOP/s over
 // peak. PaLM 540B: 6 x 540.35e9 x 238.3e3 / (6144 x 275e12) = 45.7% (Chowdhery et al.
 // 2022, sec. 4.1).
@@ -70,6 +102,12 @@ struct StateBytesPerParam {
 // Smallest k with P(X <= k) >= q for X ~ Poisson(mean). Summed in log space, so a mean in
 // the thousands does not underflow. q in (0, 1).
 [[nodiscard]] uint64_t PoissonQuantile(double mean, double q);
+
+// Smallest k with P(X <= k) >= q for X ~ Poisson(L), L ~ Gamma with mean `mean` and
+// coefficient of variation `cv`: the negative binomial with variance mean + (cv·mean)²
+// (Greenwood and Yule 1920). The count of a process whose rate is itself uncertain. cv 0
+// is the Poisson quantile.
+[[nodiscard]] uint64_t NegativeBinomialQuantile(double mean, double cv, double q);
 
 // P(X <= k) for X ~ Poisson(mean).
 [[nodiscard]] double PoissonCdf(double mean, uint64_t k);

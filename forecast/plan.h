@@ -38,6 +38,8 @@ struct PlanSpec {
     double peak_flops = 0, hbm_bytes = 0, gpu_watts = 0;
     std::optional<uint32_t> gpus_per_node;
     double node_other_watts = 0, cluster_other_watts_per_node = 0;
+    std::optional<double> average_power_fraction;  // of gpu + node watts while training
+    std::optional<double> reserved_bytes;          // HBM the framework holds (see plan.proto)
   } hardware;
   struct Fleet {
     uint32_t gpus = 0, spare_nodes = 0;
@@ -45,10 +47,18 @@ struct PlanSpec {
   } fleet;
   struct Layout {
     std::optional<uint32_t> tp, pp, dp, cp, ep, micro_batch, grad_accum;
+    std::optional<uint32_t> virtual_stages;  // interleaved 1F1B: model chunks per stage
+    std::optional<uint32_t> expert_tp;       // tensor parallelism inside an expert
     uint32_t zero_stage = 0;
     std::optional<uint64_t> global_batch_tokens;
   } layout;
-  double mfu = 0;
+  struct Efficiency {
+    double mfu = 0;              // model FLOPs utilisation; or give hfu
+    std::optional<double> hfu;   // hardware FLOPs utilisation (counts recomputation)
+    std::string recompute;       // "" = none | selective | full
+    std::string attention;       // "" = causal | full | none: what the FLOPs count
+    bool includes_pipeline_bubble = false;  // the figure was measured end to end
+  } efficiency;
   struct State {
     std::optional<double> weight_bytes, grad_bytes, optimizer_bytes;
   } state;
@@ -65,6 +75,9 @@ struct PlanSpec {
         restart_seconds;
     std::string failure_domain;  // "" = node
     std::optional<double> budget_quantile;
+    std::optional<double> rate_cv;                    // spread of the true rate
+    std::optional<double> job_interruptions_per_day;  // not scaling with nodes
+    std::optional<double> repair_hours;               // a failed node's time out
   } failures;
   struct Availability {
     std::optional<double> maintenance_fraction, maintenance_hours;
@@ -87,13 +100,31 @@ struct PlanReport {
     uint64_t sequences_per_step = 0, tokens_per_step = 0, steps = 0, last_step_tokens = 0;
   } batch;
   struct Compute {
+    // Model FLOPs per token (6N plus attention under the named convention), and what the
+    // GPUs execute (plus the forward recomputed under the recompute mode).
     double flops_per_token = 0, attention_flops_per_token = 0, total_flops = 0,
            dense_total_flops = 0,
            cluster_flops_per_second = 0, tokens_per_second = 0, active_gpu_hours = 0;
+    double hardware_flops_per_token = 0;
+    // Both utilisations end to end (the bubble included), and the share of each step the
+    // pipeline stands idle: (pp-1)/(v·m + pp-1).
+    double mfu = 0, hfu = 0, pipeline_bubble_fraction = 0;
+    bool bubble_in_efficiency = false;  // the plan's figure already contains the bubble
+    std::string attention_convention, recompute;
   } compute;
   struct Memory {
+    // Per GPU on the heaviest pipeline stage (`stage`: "only", "first" or "last"): the
+    // training state by part, the activations of the micro-batches in flight, the logits,
+    // ZeRO-3's gathered layers and the framework's reserve. total_bytes is their sum.
     double state_bytes_per_gpu = 0, hbm_bytes = 0;
     bool fits = true;
+    double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
+    double activation_bytes_per_layer = 0;  // one micro-batch, as stored for backward
+    double activation_bytes = 0, recompute_working_bytes = 0, logits_bytes = 0,
+           gather_buffer_bytes = 0, reserved_bytes = 0, total_bytes = 0;
+    uint32_t layers_on_stage = 0;
+    double microbatches_in_flight = 0;  // fractional under the interleaved schedule
+    std::string stage;
   } memory;
   struct Checkpoint {
     double size_bytes = 0, write_seconds = 0, read_seconds = 0, blocking_seconds = 0,
@@ -103,11 +134,19 @@ struct PlanReport {
     // The storage's side: the share of the run it spends writing checkpoints (write time
     // over the interval), and the bytes written over the run (every replica).
     double storage_duty_cycle = 0, total_written_bytes = 0;
+    // A restore: every data-parallel replica reads what it holds (the weights unless ZeRO-3
+    // shards them; sharded state once in all).
+    double restore_read_bytes = 0;
   } checkpoint;
   struct Failures {
     double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0,
            loss_per_interruption_seconds = 0, expected_loss_seconds = 0, budget_seconds = 0;
     uint64_t budget_interruptions = 0;
+    double rate_cv = 0;  // the Gamma spread of the rate behind the budget's quantile
+    double job_interruptions_per_day = 0;
+    // Nodes out for repair at once: expected, and the count exceeded 1% of the time.
+    double nodes_in_repair = 0;
+    uint64_t nodes_in_repair_p99 = 0;
   } failures;
   struct Schedule {
     double active_compute_seconds = 0, checkpoint_seconds = 0, failure_budget_seconds = 0,
@@ -119,8 +158,10 @@ struct PlanReport {
     double expected_goodput = 0;
   } schedule;
   struct Power {
+    // Peak (board power and node maxima); energy uses the average while training.
     double gpu_watts = 0, node_other_watts = 0, cluster_other_watts = 0, other_it_watts = 0,
            it_watts = 0, facility_watts = 0, energy_mwh = 0;
+    double average_facility_watts = 0, average_power_fraction = 0;
   } power;
   struct Data {
     double epochs = 0, storage_bytes = 0;

@@ -55,6 +55,25 @@ constexpr double kLowGoodput = 0.75;
 // writing when the next one starts queues behind it. A judgment, not a published figure;
 // the interval chosen for asynchronous saves respects it.
 constexpr double kMaxStorageDutyCycle = 0.25;
+// Published fleets' failure rates differ from any assumption by ~3x: OPT-175B cycled over
+// 100 hosts in ~2 months on 124 nodes (~13 per 1,000 node-days; Zhang et al. 2022, "OPT",
+// sec. 2.5), Llama 3 405B saw 419 unexpected interruptions in 54 days on 2,048 nodes (3.8
+// per 1,000 node-days; Dubey et al. 2024, sec. 3.3.4). A Gamma rate with CV 0.5 spans 0.44x
+// to 1.67x of its mean from P10 to P90, a ratio of 3.8.
+constexpr double kDefaultRateCv = 0.5;
+// A failed node out for triage, a part swap and burn-in: days, not hours. A judgment, not
+// a published figure; give failures.repair_hours for the fleet's own.
+constexpr double kDefaultRepairHours = 48;
+// Spares cover the nodes in repair at once with this probability.
+constexpr double kSpareQuantile = 0.99;
+// An 8x H100 node training at full load draws 76% of its 10.2 kW rating on average
+// (Newkirk et al. 2025, "Empirically-Calibrated H100 Node Power Models for Reducing
+// Uncertainty in AI Training Energy Estimation", arXiv 2506.14551); the same share
+// applies to the GPU boards and the node's other parts here.
+constexpr double kDefaultAveragePowerFraction = 0.76;
+// HBM the framework holds beyond tensors: the CUDA context (~0.5 GB), NCCL's buffers and
+// the caching allocator's fragmentation. A judgment; give hardware.reserved_bytes.
+constexpr double kDefaultReservedFraction = 0.10;
 // Context parallelism below this many tokens per rank is mostly communication: Llama 3's
 // long-context stage ran cp 16 on 131,072-token sequences, 8,192 per rank (Dubey et al.
 // 2024, "The Llama 3 Herd of Models"). The bound itself is a judgment, 8x below that.
@@ -153,7 +172,14 @@ class Engine {
                       &r_.schedule.checkpoint_seconds, &r_.schedule.failure_budget_seconds,
                       &r_.schedule.availability_seconds, &r_.schedule.contingency_seconds,
                       &r_.schedule.total_seconds, &r_.schedule.expected_goodput, &r_.power.energy_mwh,
-                      &r_.data.epochs, &r_.data.storage_bytes}) {
+                      &r_.data.epochs, &r_.data.storage_bytes, &r_.compute.hardware_flops_per_token,
+                      &r_.compute.mfu, &r_.compute.hfu, &r_.compute.pipeline_bubble_fraction,
+                      &r_.memory.weight_bytes, &r_.memory.grad_bytes, &r_.memory.optimizer_bytes,
+                      &r_.memory.activation_bytes_per_layer, &r_.memory.activation_bytes,
+                      &r_.memory.recompute_working_bytes, &r_.memory.logits_bytes,
+                      &r_.memory.gather_buffer_bytes, &r_.memory.reserved_bytes, &r_.memory.total_bytes,
+                      &r_.checkpoint.restore_read_bytes, &r_.failures.nodes_in_repair,
+                      &r_.power.average_facility_watts}) {
       fix(*v);
     }
     if (broken && r_.memory.state_bytes_per_gpu == 0) r_.memory.fits = false;
@@ -187,7 +213,46 @@ class Engine {
     if (p_.data.tokens == 0) Missing("data.tokens", "the training target in tokens");
     if (p_.hardware.peak_flops <= 0)
       Invalid("hardware.peak_flops", p_.hardware.peak_flops, "must be > 0 (dense BF16 FLOP/s)");
-    if (p_.mfu <= 0 || p_.mfu > 1) Invalid("efficiency.mfu", p_.mfu, "must be in (0, 1]");
+    const auto& e = p_.efficiency;
+    if (e.hfu && e.mfu != 0) {
+      Error("CONFLICTING_FIELDS",
+            "efficiency.mfu and efficiency.hfu are both set; give one (the recompute mode converts).");
+    } else if (e.hfu) {
+      if (!(*e.hfu > 0 && *e.hfu <= 1)) Invalid("efficiency.hfu", *e.hfu, "must be in (0, 1]");
+    } else if (!(e.mfu > 0 && e.mfu <= 1)) {
+      Invalid("efficiency.mfu", e.mfu, "must be in (0, 1] (or give efficiency.hfu)");
+    }
+    if (e.recompute.empty() || e.recompute == "selective") {
+      recompute_ = Recompute::kSelective;
+      recompute_name_ = "selective";
+    } else if (e.recompute == "full") {
+      recompute_ = Recompute::kFull;
+      recompute_name_ = "full";
+    } else if (e.recompute == "none") {
+      recompute_ = Recompute::kNone;
+      recompute_name_ = "none";
+    } else {
+      Error("INVALID_VALUE", absl::StrCat("efficiency.recompute '", e.recompute,
+                                          "' is invalid: must be none, selective or full."));
+    }
+    if (e.attention.empty() || e.attention == "causal") {
+      attention_ = AttentionConvention::kCausal;
+      attention_name_ = "causal";
+    } else if (e.attention == "full") {
+      attention_ = AttentionConvention::kFull;
+      attention_name_ = "full";
+    } else if (e.attention == "none") {
+      attention_ = AttentionConvention::kNone;
+      attention_name_ = "none";
+    } else {
+      Error("INVALID_VALUE", absl::StrCat("efficiency.attention '", e.attention,
+                                          "' is invalid: must be causal, full or none."));
+    }
+    average_power_fraction_ = p_.hardware.average_power_fraction.value_or(kDefaultAveragePowerFraction);
+    if (!(average_power_fraction_ > 0 && average_power_fraction_ <= 1))
+      Invalid("hardware.average_power_fraction", average_power_fraction_, "must be in (0, 1]");
+    reserved_bytes_ = p_.hardware.reserved_bytes.value_or(kDefaultReservedFraction * std::max(0.0, p_.hardware.hbm_bytes));
+    if (!(reserved_bytes_ >= 0)) Invalid("hardware.reserved_bytes", reserved_bytes_, "must be >= 0");
     if (p_.fleet.gpus == 0) Missing("fleet.gpus", "the GPUs the job runs on");
     gpus_per_node_ = p_.hardware.gpus_per_node.value_or(kDefaultGpusPerNode);
     if (gpus_per_node_ == 0) Invalid("hardware.gpus_per_node", 0, "must be > 0");
@@ -202,9 +267,12 @@ class Engine {
     ep_ = l.ep.value_or(1);
     mb_ = l.micro_batch.value_or(1);
     ga_ = l.grad_accum.value_or(1);
+    vstages_ = l.virtual_stages.value_or(1);
+    etp_ = l.expert_tp.value_or(tp_);
     for (auto [name, v] : {std::pair{"layout.tp", tp_}, {"layout.pp", pp_}, {"layout.cp", cp_},
                            {"layout.ep", ep_}, {"layout.micro_batch", mb_},
-                           {"layout.grad_accum", ga_}}) {
+                           {"layout.grad_accum", ga_}, {"layout.virtual_stages", vstages_},
+                           {"layout.expert_tp", etp_}}) {
       if (v == 0) Invalid(name, 0, "must be >= 1");
     }
     const uint64_t model_parallel = uint64_t{tp_} * pp_ * cp_;
@@ -277,6 +345,12 @@ class Engine {
       Error("INVALID_VALUE", absl::StrCat("failures.failure_domain '", failure_domain_,
                                           "' is invalid: must be gpu, node or rack."));
     }
+    rate_cv_ = f.rate_cv.value_or(kDefaultRateCv);
+    if (!(rate_cv_ >= 0 && rate_cv_ <= 10)) Invalid("failures.rate_cv", rate_cv_, "must be in [0, 10]");
+    job_per_day_ = f.job_interruptions_per_day.value_or(0);
+    if (!(job_per_day_ >= 0)) Invalid("failures.job_interruptions_per_day", job_per_day_, "must be >= 0");
+    repair_hours_ = f.repair_hours.value_or(kDefaultRepairHours);
+    if (!(repair_hours_ >= 0)) Invalid("failures.repair_hours", repair_hours_, "must be >= 0");
     quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
     if (quantile_ <= 0 || quantile_ >= 1)
       Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
@@ -316,10 +390,6 @@ class Engine {
             absl::StrCat("layout tp ", tp_, " x pp ", pp_, " x dp ", dp_, " x cp ", cp_, " = ",
                          product, " GPUs, but fleet.gpus is ", gpus, "."));
     }
-    if (ep_ > 0 && dp_ % ep_ != 0) {
-      Error("EP_NOT_DIVIDING_DP", absl::StrCat("layout.ep ", ep_, " does not divide layout.dp ",
-                                               dp_, ": experts are spread inside dp."));
-    }
   }
 
   void Batch() {
@@ -353,6 +423,7 @@ class Engine {
 
   void Shape() {
     const auto& m = p_.model;
+    embedding_params_ = static_cast<double>(m.vocab_size) * m.hidden;
     const uint32_t kv_heads = m.kv_heads ? m.kv_heads : m.heads;
     if (tp_ > 0 && m.heads > 0 && m.heads % tp_ != 0) {
       Error("HEADS_NOT_DIVISIBLE_BY_TP", absl::StrCat("model.heads ", m.heads,
@@ -431,23 +502,61 @@ class Engine {
     const auto& m = p_.model;
     // Attention width: heads x head_dim when both are given (PaLM's H x Q), else hidden.
     attention_width_ = (m.heads && m.head_dim) ? uint64_t{m.heads} * m.head_dim : m.hidden;
+    const bool shape = m.layers && m.seq_len && attention_width_ > 0;
+    c.attention_convention = shape ? attention_name_ : "none (no shape given)";
+    c.recompute = recompute_name_;
     c.attention_flops_per_token =
-        (m.layers && m.seq_len && attention_width_ > 0)
-            ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len)
-            : 0;
-    c.flops_per_token = DenseFlopsPerToken(active_) + c.attention_flops_per_token;
-    c.dense_total_flops = DenseFlopsPerToken(active_) * static_cast<double>(p_.data.tokens);
+        shape ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len, attention_) : 0;
+    const double dense = DenseFlopsPerToken(active_);
+    c.flops_per_token = dense + c.attention_flops_per_token;
+    // What the GPUs execute besides: the forward pass again where activations were dropped.
+    // Full recomputation redoes every layer's forward (2 FLOPs per parameter, all but the
+    // output layer, and a third of attention's training FLOPs); selective redoes
+    // attention's forward only. Narayanan et al. 2021, appendix: 96·B·s·l·h² with full
+    // recomputation against 72 without, the logit layer (V/(16lh)) not recomputed.
+    double recomputed = 0;
+    if (recompute_ == Recompute::kFull) {
+      recomputed = 2 * std::max(0.0, active_ - embedding_params_) + c.attention_flops_per_token / 3;
+    } else if (recompute_ == Recompute::kSelective) {
+      recomputed = c.attention_flops_per_token / 3;
+    }
+    c.hardware_flops_per_token = c.flops_per_token + recomputed;
+    const double hardware_over_model = Div(c.hardware_flops_per_token, c.flops_per_token);
+    // The plan's figure as MFU while the pipeline is busy (or end to end, when it says so).
+    const auto& e = p_.efficiency;
+    const double stated_mfu = e.hfu ? Div(*e.hfu, hardware_over_model) : e.mfu;
+    c.pipeline_bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
+    c.bubble_in_efficiency = e.includes_pipeline_bubble;
+    c.mfu = e.includes_pipeline_bubble ? stated_mfu : stated_mfu * (1 - c.pipeline_bubble_fraction);
+    c.hfu = c.mfu * hardware_over_model;
+
+    c.dense_total_flops = dense * static_cast<double>(p_.data.tokens);
     const double tokens = static_cast<double>(p_.data.tokens);
     c.total_flops = c.flops_per_token * tokens;
     const double gpus = p_.fleet.gpus;
-    c.cluster_flops_per_second = gpus * p_.hardware.peak_flops * p_.mfu;
+    c.cluster_flops_per_second = gpus * p_.hardware.peak_flops * c.mfu;
     c.tokens_per_second = Div(c.cluster_flops_per_second, c.flops_per_token);
     active_seconds_ = Div(tokens, c.tokens_per_second);
     c.active_gpu_hours = gpus * active_seconds_ / 3600.0;
 
-    if (p_.mfu > kOptimisticMfu && p_.mfu <= 1) {
-      Warn("MFU_OPTIMISTIC", absl::StrCat("efficiency.mfu ", Num(p_.mfu),
-                                          " is above what published large runs reach (46-55%)."));
+    if (stated_mfu > kOptimisticMfu && stated_mfu <= 1) {
+      Warn("MFU_OPTIMISTIC", absl::StrCat(e.hfu ? absl::StrCat("efficiency.hfu ", Num(*e.hfu), " is MFU ")
+                                                : "efficiency.mfu ",
+                                          Num(stated_mfu), ", above what published large runs reach (46-55%)."));
+    }
+    if (shape && m.seq_len > 0 && c.attention_flops_per_token > dense) {
+      Warn("ATTENTION_EXCEEDS_6N",
+           absl::StrCat("attention counts ", Num(c.attention_flops_per_token), " FLOPs per token (", attention_name_,
+                        " convention, seq_len ", m.seq_len, "), more than 6N = ", Num(dense),
+                        ": check that efficiency.mfu was measured with the same convention."));
+    }
+    if (!e.includes_pipeline_bubble && c.pipeline_bubble_fraction > 0.2) {
+      Warn("PIPELINE_BUBBLE_LARGE",
+           absl::StrCat("the pipeline stands idle ", Num(std::round(c.pipeline_bubble_fraction * 1000) / 10),
+                        "% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
+                        vstages_ > 1 ? absl::StrCat(", ", vstages_, " virtual stages") : std::string(),
+                        "): more micro-batches per step or an interleaved schedule "
+                        "(layout.virtual_stages) shrink it."));
     }
     const auto known = KnownDensePeaks().find(p_.hardware.gpu);
     if (known != KnownDensePeaks().end() && p_.hardware.peak_flops > 1.5 * known->second) {
@@ -458,43 +567,124 @@ class Engine {
     }
   }
 
+  // Memory per GPU on the heaviest pipeline stage. The state is split by part under the
+  // ZeRO stage; activations follow Korthikanti et al. 2022 (ActivationBytesPerLayer) for the
+  // micro-batches 1F1B keeps in flight; the first stage also holds the input embedding, the
+  // last the output layer and the logits (untied embeddings: each end holds one V x h).
   void Memory() {
     auto& mem = r_.memory;
-    const double model_parallel = static_cast<double>(tp_) * pp_;
     mem.hbm_bytes = p_.hardware.hbm_bytes;
-    if (model_parallel == 0 || dp_ == 0) return;
+    if (tp_ == 0 || pp_ == 0 || dp_ == 0 || cp_ == 0 || etp_ == 0 || ep_ == 0) return;
+    const auto& m = p_.model;
     const double params = std::max(0.0, p_.model.params);
     double expert = 0;
-    if (ep_ > 1) expert = std::clamp(p_.model.expert_params.value_or(params - active_), 0.0, params);
+    if (p_.model.expert_params || ep_ > 1)
+      expert = std::clamp(p_.model.expert_params.value_or(params - active_), 0.0, params);
     const double dense = params - expert;
-    const int stage = static_cast<int>(p_.layout.zero_stage);
-    // Context-parallel ranks hold the same weights: ZeRO (Megatron-LM's distributed
-    // optimizer) shards the state over dp x cp.
+    const double embed = std::min(embedding_params_, dense / 2);
+    const double body = dense - 2 * embed;
+    // The heaviest stage's share of the layers (the largest when they do not split evenly).
+    const double layer_share = m.layers > 0 ? std::ceil(Div(m.layers, pp_)) / m.layers : 1.0 / pp_;
+    mem.layers_on_stage = m.layers > 0 ? static_cast<uint32_t>(std::ceil(Div(m.layers, pp_))) : 0;
+    const double ends = pp_ == 1 ? 2 * embed : embed;  // one stage holds both ends when pp is 1
+    const double dense_per_gpu = (body * layer_share + ends) / tp_;
+    const double expert_per_gpu = expert * layer_share / (static_cast<double>(etp_) * ep_);
+    // ZeRO shards the dense state over dp x cp (Megatron-LM's distributed optimizer), and
+    // an expert's over the ranks of the stage holding the same expert shard:
+    // tp·dp·cp / (expert_tp·ep).
     const double shards = static_cast<double>(dp_) * cp_;
-    auto per_gpu = [&](const StateBytesPerParam& bytes) {
-      double total = ZeroStateBytes(dense / model_parallel, shards, stage, bytes);
-      if (expert > 0) {
-        // Each expert shard lives on one of ep ranks; dp x cp / ep ranks hold the same shard.
-        total += ZeroStateBytes(expert / (model_parallel * ep_), Div(shards, ep_), stage, bytes);
-      }
-      return total;
+    const double expert_shards = Div(static_cast<double>(tp_) * dp_ * cp_, static_cast<double>(etp_) * ep_);
+    expert_params_ = expert;
+    expert_copies_ = expert_shards;
+    if ((expert > 0 || ep_ > 1) && std::fmod(static_cast<double>(tp_) * dp_ * cp_, static_cast<double>(etp_) * ep_) != 0) {
+      Error("EP_NOT_DIVIDING_DP",
+            absl::StrCat("layout.ep ", ep_, " x expert_tp ", etp_, " = ", uint64_t{ep_} * etp_,
+                         " does not divide tp x dp x cp = ", uint64_t{tp_} * dp_ * cp_,
+                         ": the experts cannot be spread evenly over a stage's ranks."));
+    }
+    const int zero = static_cast<int>(p_.layout.zero_stage);
+    auto part = [&](StateBytesPerParam bytes) {
+      return ZeroStateBytes(dense_per_gpu, shards, zero, bytes) +
+             (expert > 0 ? ZeroStateBytes(expert_per_gpu, std::max(1.0, expert_shards), zero, bytes) : 0.0);
     };
-    mem.state_bytes_per_gpu = per_gpu(bytes_);
+    mem.weight_bytes = part({bytes_.weight, 0, 0});
+    mem.grad_bytes = part({0, bytes_.grad, 0});
+    mem.optimizer_bytes = part({0, 0, bytes_.optimizer});
+    mem.state_bytes_per_gpu = mem.weight_bytes + mem.grad_bytes + mem.optimizer_bytes;
     // What one GPU copies to host memory for an async save: its weights and optimizer state.
-    snapshot_bytes_per_gpu_ = per_gpu({bytes_.weight, 0, bytes_.optimizer});
-    mem.hbm_bytes = p_.hardware.hbm_bytes;
-    mem.fits = mem.hbm_bytes <= 0 || mem.state_bytes_per_gpu <= mem.hbm_bytes;
-    if (!mem.fits) {
+    snapshot_bytes_per_gpu_ = mem.weight_bytes + mem.optimizer_bytes;
+
+    // ZeRO-3 gathers each layer's full weights before using it and prefetches the next:
+    // two layers unsharded at once (Zhao et al. 2023, "PyTorch FSDP", sec. 3.3.2).
+    if (zero == 3 && m.layers > 0) {
+      mem.gather_buffer_bytes =
+          2 * bytes_.weight * (body / m.layers / tp_ + expert / m.layers / (static_cast<double>(etp_) * ep_));
+    }
+    mem.reserved_bytes = reserved_bytes_;
+
+    const bool shape = m.layers > 0 && m.hidden > 0 && m.seq_len > 0;
+    if (shape) {
+      const double heads = m.heads ? m.heads : 1;
+      mem.activation_bytes_per_layer =
+          ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, recompute_);
+      // The layer being recomputed holds its activations again, as in selective mode.
+      if (recompute_ == Recompute::kFull) {
+        mem.recompute_working_bytes =
+            ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, Recompute::kSelective);
+      }
+      // FP32 logits of one micro-batch for the loss, the vocabulary split over tp.
+      const double logits = 4.0 * mb_ * (static_cast<double>(m.seq_len) / cp_) * m.vocab_size / tp_;
+      // 1F1B: the first stage holds min(pp, m) micro-batches in flight, the last one;
+      // interleaving multiplies the first stage's by 1 + (pp-1)/(pp·v) (Korthikanti et al.
+      // 2022, sec. 4.2.3).
+      const double in_flight_first =
+          std::min<double>(pp_, ga_) * (vstages_ > 1 ? 1 + (pp_ - 1.0) / (pp_ * static_cast<double>(vstages_)) : 1);
+      const double layers = mem.layers_on_stage;
+      const double first = mem.activation_bytes_per_layer * layers * in_flight_first;
+      const double last = mem.activation_bytes_per_layer * layers + logits;
+      if (pp_ == 1) {
+        mem.stage = "only";
+        mem.microbatches_in_flight = 1;
+        mem.activation_bytes = mem.activation_bytes_per_layer * layers;
+        mem.logits_bytes = logits;
+      } else if (first >= last) {
+        mem.stage = "first";
+        mem.microbatches_in_flight = in_flight_first;
+        mem.activation_bytes = first;
+      } else {
+        mem.stage = "last";
+        mem.microbatches_in_flight = 1;
+        mem.activation_bytes = mem.activation_bytes_per_layer * layers;
+        mem.logits_bytes = logits;
+      }
+    } else {
+      mem.stage = pp_ == 1 ? "only" : "first";
+    }
+    mem.total_bytes = mem.state_bytes_per_gpu + mem.activation_bytes + mem.recompute_working_bytes +
+                      mem.logits_bytes + mem.gather_buffer_bytes + mem.reserved_bytes;
+    mem.fits = mem.hbm_bytes <= 0 || mem.total_bytes <= mem.hbm_bytes;
+    auto gb = [](double b) { return Num(std::round(b / 1e8) / 10); };
+    if (mem.hbm_bytes > 0 && mem.state_bytes_per_gpu > mem.hbm_bytes) {
       Error("STATE_EXCEEDS_HBM",
-            absl::StrCat("training state ", Num(mem.state_bytes_per_gpu / 1e9),
-                         " GB per GPU (ZeRO stage ", stage, ", tp ", tp_, ", pp ", pp_, ", dp ",
-                         dp_, ") exceeds hardware.hbm_bytes ", Num(mem.hbm_bytes / 1e9), " GB."));
-    } else if (mem.hbm_bytes > 0 &&
+            absl::StrCat("training state ", gb(mem.state_bytes_per_gpu), " GB per GPU (ZeRO stage ", zero, ", tp ",
+                         tp_, ", pp ", pp_, ", dp ", dp_, ") exceeds hardware.hbm_bytes ", gb(mem.hbm_bytes),
+                         " GB."));
+    } else if (!mem.fits) {
+      Error("MEMORY_EXCEEDS_HBM",
+            absl::StrCat("the ", mem.stage, " pipeline stage needs ", gb(mem.total_bytes), " GB per GPU: state ",
+                         gb(mem.state_bytes_per_gpu), " + activations ", gb(mem.activation_bytes), " (",
+                         Num(std::round(mem.microbatches_in_flight * 100) / 100), " micro-batches of ", mb_, " x ", mem.layers_on_stage,
+                         " layers x ", gb(mem.activation_bytes_per_layer), " GB, recompute ", recompute_name_,
+                         ") + recompute ", gb(mem.recompute_working_bytes), " + logits ", gb(mem.logits_bytes),
+                         " + ZeRO-3 buffers ", gb(mem.gather_buffer_bytes), " + reserve ", gb(mem.reserved_bytes),
+                         " GB, over hardware.hbm_bytes ", gb(mem.hbm_bytes),
+                         " GB. More recomputation, a larger tp, cp or pp, or a smaller micro_batch lowers it."));
+    } else if (!shape && mem.hbm_bytes > 0 &&
                mem.state_bytes_per_gpu > (1 - kActivationHeadroom) * mem.hbm_bytes) {
       Warn("STATE_NEAR_HBM",
-           absl::StrCat("training state ", Num(mem.state_bytes_per_gpu / 1e9), " GB per GPU leaves ",
-                        "less than ", Num(kActivationHeadroom * 100), "% of ",
-                        Num(mem.hbm_bytes / 1e9), " GB HBM for activations."));
+           absl::StrCat("training state ", gb(mem.state_bytes_per_gpu), " GB per GPU leaves less than ",
+                        Num(kActivationHeadroom * 100), "% of ", gb(mem.hbm_bytes),
+                        " GB HBM for activations (not counted: the model's shape is not given)."));
     }
   }
 
@@ -504,11 +694,28 @@ class Engine {
     const auto& c = p_.checkpoint;
     ck.size_bytes = p_.model.params * (bytes_.weight + bytes_.optimizer);
     ck.write_seconds = Div(ck.size_bytes * replicas_, c.write_bytes_per_second);
-    ck.read_seconds = Div(ck.size_bytes, read_bps_);
+    // A restore reads what every rank holds: replicated weights once per data-parallel
+    // (and context-parallel) copy unless ZeRO-3 shards them, the optimizer state once
+    // when ZeRO shards it. Loaders that read once and broadcast do better.
+    // An expert's weights have tp·dp·cp / (expert_tp·ep) copies, not dp·cp.
+    const double dense_copies = std::max(1.0, static_cast<double>(dp_) * cp_);
+    const double dense = std::max(0.0, p_.model.params - expert_params_);
+    auto read = [&](double params, double copies) {
+      return params * (bytes_.weight * (p_.layout.zero_stage >= 3 ? 1 : copies) +
+                       bytes_.optimizer * (p_.layout.zero_stage >= 1 ? 1 : copies));
+    };
+    ck.restore_read_bytes = read(dense, dense_copies) + read(expert_params_, std::max(1.0, expert_copies_));
+    ck.read_seconds = Div(ck.restore_read_bytes, read_bps_);
     ck.blocking_seconds = c.async ? Div(snapshot_bytes_per_gpu_, snapshot_bps_) : ck.write_seconds;
 
     fr.node_mtbf_seconds = node_mtbf_;
     fr.job_mtbf_seconds = JobMtbfSeconds(node_mtbf_, r_.fleet.nodes);
+    // Interruptions that do not scale with nodes (software, storage, the fabric) add
+    // their rate.
+    fr.job_interruptions_per_day = job_per_day_;
+    if (job_per_day_ > 0 && fr.job_mtbf_seconds > 0) {
+      fr.job_mtbf_seconds = 1.0 / (1.0 / fr.job_mtbf_seconds + job_per_day_ / 86400.0);
+    }
     const double mtbf = fr.job_mtbf_seconds;
     if (mtbf > 0) {
       ck.young_interval_seconds = YoungIntervalSeconds(ck.blocking_seconds, mtbf);
@@ -596,7 +803,24 @@ class Engine {
         detect_ + restart_ + ck.read_seconds + half + (c.async ? ck.write_seconds : 0.0);
     fr.expected_loss_seconds = fr.expected_interruptions * fr.loss_per_interruption_seconds;
     if (quantile_ > 0 && quantile_ < 1) {
-      fr.budget_interruptions = PoissonQuantile(fr.expected_interruptions, quantile_);
+      fr.budget_interruptions = NegativeBinomialQuantile(fr.expected_interruptions, rate_cv_, quantile_);
+    }
+    fr.rate_cv = rate_cv_;
+    // Spares: failed nodes are out for repair_hours; by Little's law nodes / MTBF x repair
+    // are out at once on average, and the job restarts at full size only while the spares
+    // cover them.
+    if (node_mtbf_ > 0) {
+      fr.nodes_in_repair = r_.fleet.nodes * repair_hours_ * 3600.0 / node_mtbf_;
+      fr.nodes_in_repair_p99 = PoissonQuantile(fr.nodes_in_repair, kSpareQuantile);
+      if (fr.nodes_in_repair_p99 > p_.fleet.spare_nodes) {
+        Warn("SPARES_SHORT",
+             absl::StrCat("fleet.spare_nodes ", p_.fleet.spare_nodes, " do not cover the nodes out for repair: ",
+                          Num(std::round(fr.nodes_in_repair * 10) / 10), " on average, up to ",
+                          fr.nodes_in_repair_p99, " (P99) at a node MTBF of ", Num(std::round(node_mtbf_ / 3600)),
+                          " h and ", Num(repair_hours_),
+                          " h of repair (failures.repair_hours); short of spares, a restart waits for a repair "
+                          "or the job shrinks."));
+      }
     }
     fr.budget_seconds =
         static_cast<double>(fr.budget_interruptions) * fr.loss_per_interruption_seconds;
@@ -656,7 +880,12 @@ class Engine {
     w.other_it_watts = w.node_other_watts + w.cluster_other_watts;
     w.it_watts = w.gpu_watts + w.other_it_watts;
     w.facility_watts = w.it_watts * pue_;
-    w.energy_mwh = w.facility_watts * r_.schedule.total_seconds / 3.6e9;
+    // Energy at the average draw while training, not the rating (see
+    // kDefaultAveragePowerFraction); the cluster's share runs at its rating throughout.
+    w.average_power_fraction = average_power_fraction_;
+    w.average_facility_watts =
+        (average_power_fraction_ * (w.gpu_watts + w.node_other_watts) + w.cluster_other_watts) * pue_;
+    w.energy_mwh = w.average_facility_watts * r_.schedule.total_seconds / 3.6e9;
     if (p_.hardware.gpu_watts <= 0) {
       Warn("POWER_UNKNOWN", "hardware.gpu_watts is 0: no power or energy estimate.");
     } else if (w.other_it_watts <= 0) {
@@ -699,6 +928,14 @@ class Engine {
   double maintenance_fraction_ = 0, maintenance_hours_ = 0, contingency_ = kDefaultContingency;
   double active_seconds_ = 0;
   double snapshot_bytes_per_gpu_ = 0;
+  uint32_t vstages_ = 1, etp_ = 1;
+  Recompute recompute_ = Recompute::kSelective;
+  AttentionConvention attention_ = AttentionConvention::kCausal;
+  std::string recompute_name_ = "selective", attention_name_ = "causal";
+  double average_power_fraction_ = kDefaultAveragePowerFraction, reserved_bytes_ = 0;
+  double rate_cv_ = kDefaultRateCv, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
+  double embedding_params_ = 0;
+  double expert_params_ = 0, expert_copies_ = 1;  // set by Memory()  // one V x h matrix (the input embedding or the output layer)
   uint64_t attention_width_ = 0;
 };
 

@@ -74,6 +74,9 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
       Opt<uint32_t>(h, &v1::Hardware::has_gpus_per_node, &v1::Hardware::gpus_per_node);
   s.hardware.node_other_watts = h.node_other_watts();
   s.hardware.cluster_other_watts_per_node = h.cluster_other_watts_per_node();
+  s.hardware.average_power_fraction =
+      Opt<double>(h, &v1::Hardware::has_average_power_fraction, &v1::Hardware::average_power_fraction);
+  s.hardware.reserved_bytes = Opt<double>(h, &v1::Hardware::has_reserved_bytes, &v1::Hardware::reserved_bytes);
 
   s.fleet.gpus = p.fleet().gpus();
   s.fleet.spare_nodes = p.fleet().spare_nodes();
@@ -91,8 +94,15 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.layout.zero_stage = l.zero_stage();
   s.layout.global_batch_tokens =
       Opt<uint64_t>(l, &L::has_global_batch_tokens, &L::global_batch_tokens);
+  s.layout.virtual_stages = Opt<uint32_t>(l, &L::has_virtual_stages, &L::virtual_stages);
+  s.layout.expert_tp = Opt<uint32_t>(l, &L::has_expert_tp, &L::expert_tp);
 
-  s.mfu = p.efficiency().mfu();
+  const v1::Efficiency& e = p.efficiency();
+  s.efficiency.mfu = e.mfu();
+  s.efficiency.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
+  s.efficiency.recompute = e.recompute();
+  s.efficiency.attention = e.attention();
+  s.efficiency.includes_pipeline_bubble = e.includes_pipeline_bubble();
 
   using S = v1::State;
   s.state.weight_bytes = Opt<double>(p.state(), &S::has_weight_bytes, &S::weight_bytes);
@@ -120,6 +130,10 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.failures.restart_seconds = Opt<double>(f, &F::has_restart_seconds, &F::restart_seconds);
   s.failures.failure_domain = f.failure_domain();
   s.failures.budget_quantile = Opt<double>(f, &F::has_budget_quantile, &F::budget_quantile);
+  s.failures.rate_cv = Opt<double>(f, &F::has_rate_cv, &F::rate_cv);
+  s.failures.job_interruptions_per_day =
+      Opt<double>(f, &F::has_job_interruptions_per_day, &F::job_interruptions_per_day);
+  s.failures.repair_hours = Opt<double>(f, &F::has_repair_hours, &F::repair_hours);
 
   using A = v1::Availability;
   s.availability.maintenance_fraction =
@@ -155,11 +169,31 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   c->set_cluster_flops_per_second(r.compute.cluster_flops_per_second);
   c->set_tokens_per_second(r.compute.tokens_per_second);
   c->set_active_gpu_hours(r.compute.active_gpu_hours);
+  c->set_hardware_flops_per_token(r.compute.hardware_flops_per_token);
+  c->set_mfu(r.compute.mfu);
+  c->set_hfu(r.compute.hfu);
+  c->set_pipeline_bubble_fraction(r.compute.pipeline_bubble_fraction);
+  c->set_bubble_in_efficiency(r.compute.bubble_in_efficiency);
+  c->set_attention_convention(r.compute.attention_convention);
+  c->set_recompute(r.compute.recompute);
 
   v1::MemoryReport* m = out.mutable_memory();
   m->set_state_bytes_per_gpu(r.memory.state_bytes_per_gpu);
   m->set_fits(r.memory.fits);
   m->set_hbm_bytes(r.memory.hbm_bytes);
+  m->set_weight_bytes(r.memory.weight_bytes);
+  m->set_grad_bytes(r.memory.grad_bytes);
+  m->set_optimizer_bytes(r.memory.optimizer_bytes);
+  m->set_activation_bytes_per_layer(r.memory.activation_bytes_per_layer);
+  m->set_activation_bytes(r.memory.activation_bytes);
+  m->set_recompute_working_bytes(r.memory.recompute_working_bytes);
+  m->set_logits_bytes(r.memory.logits_bytes);
+  m->set_gather_buffer_bytes(r.memory.gather_buffer_bytes);
+  m->set_reserved_bytes(r.memory.reserved_bytes);
+  m->set_total_bytes(r.memory.total_bytes);
+  m->set_layers_on_stage(r.memory.layers_on_stage);
+  m->set_microbatches_in_flight(r.memory.microbatches_in_flight);
+  m->set_stage(r.memory.stage);
 
   v1::CheckpointReport* k = out.mutable_checkpoint();
   k->set_size_bytes(r.checkpoint.size_bytes);
@@ -173,6 +207,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   k->set_overhead_seconds(r.checkpoint.overhead_seconds);
   k->set_storage_duty_cycle(r.checkpoint.storage_duty_cycle);
   k->set_total_written_bytes(r.checkpoint.total_written_bytes);
+  k->set_restore_read_bytes(r.checkpoint.restore_read_bytes);
 
   v1::FailureReport* f = out.mutable_failures();
   f->set_node_mtbf_seconds(r.failures.node_mtbf_seconds);
@@ -182,6 +217,10 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   f->set_expected_loss_seconds(r.failures.expected_loss_seconds);
   f->set_budget_seconds(r.failures.budget_seconds);
   f->set_budget_interruptions(r.failures.budget_interruptions);
+  f->set_rate_cv(r.failures.rate_cv);
+  f->set_job_interruptions_per_day(r.failures.job_interruptions_per_day);
+  f->set_nodes_in_repair(r.failures.nodes_in_repair);
+  f->set_nodes_in_repair_p99(r.failures.nodes_in_repair_p99);
 
   *out.mutable_schedule() = ScheduleToProto(r.schedule);
 
@@ -193,6 +232,8 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   w->set_it_watts(r.power.it_watts);
   w->set_facility_watts(r.power.facility_watts);
   w->set_energy_mwh(r.power.energy_mwh);
+  w->set_average_facility_watts(r.power.average_facility_watts);
+  w->set_average_power_fraction(r.power.average_power_fraction);
 
   out.mutable_data()->set_epochs(r.data.epochs);
   out.mutable_data()->set_storage_bytes(r.data.storage_bytes);

@@ -38,6 +38,7 @@ PlanSpec HandPlan() {
   p.hardware.node_other_watts = 1000;
   p.hardware.cluster_other_watts_per_node = 500;
   p.fleet.gpus = 64;
+  p.fleet.spare_nodes = 3;  // covers the P99 of the nodes in repair (below)
   p.fleet.pue = 1.25;
   p.layout.tp = 1;
   p.layout.pp = 1;
@@ -45,7 +46,7 @@ PlanSpec HandPlan() {
   p.layout.micro_batch = 2;
   p.layout.grad_accum = 4;
   p.layout.zero_stage = 1;
-  p.mfu = 0.5;
+  p.efficiency.mfu = 0.5;
   p.checkpoint.interval_seconds = 3600;
   p.checkpoint.write_bytes_per_second = 1.4e9;
   p.checkpoint.read_bytes_per_second = 2.8e9;
@@ -83,15 +84,26 @@ TEST(PlanEngine, HandWorkedPlan) {
   EXPECT_DOUBLE_EQ(r.compute.tokens_per_second, 6.4e6);
   EXPECT_NEAR(r.compute.active_gpu_hours, 15360, 1e-6);
 
-  // Memory: ZeRO-1 over dp 64: (2 + 4) x 1e9 + 12 x 1e9 / 64 = 6.1875e9 bytes.
+  // Memory: ZeRO-1 over dp 64: (2 + 4) x 1e9 + 12 x 1e9 / 64 = 6.1875e9 bytes. No shape:
+  // no activations; the reserve is 10% of 80 GB.
+  EXPECT_DOUBLE_EQ(r.memory.weight_bytes, 2e9);
+  EXPECT_DOUBLE_EQ(r.memory.grad_bytes, 4e9);
+  EXPECT_DOUBLE_EQ(r.memory.optimizer_bytes, 12e9 / 64);
   EXPECT_DOUBLE_EQ(r.memory.state_bytes_per_gpu, 6.1875e9);
+  EXPECT_EQ(r.memory.activation_bytes, 0);
+  EXPECT_DOUBLE_EQ(r.memory.reserved_bytes, 8e9);
+  EXPECT_DOUBLE_EQ(r.memory.total_bytes, 14.1875e9);
+  EXPECT_EQ(r.memory.stage, "only");
   EXPECT_TRUE(r.memory.fits);
 
-  // Checkpoint: 1e9 x (2 + 12) = 14e9 bytes; 10 s to write, 5 s to read; the plan's
-  // 3,600 s interval; ceil(864,000 / 3,600) = 240 saves x 10 s = 2,400 s.
+  // Checkpoint: 1e9 x (2 + 12) = 14e9 bytes; 10 s to write. A restore reads the 2e9 bytes
+  // of weights in each of 64 replicas and the ZeRO-sharded 12e9 of optimizer state once:
+  // 140e9 bytes, 50 s at 2.8e9. The plan's 3,600 s interval; ceil(864,000 / 3,600) = 240
+  // saves x 10 s = 2,400 s.
   EXPECT_DOUBLE_EQ(r.checkpoint.size_bytes, 14e9);
   EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 10);
-  EXPECT_DOUBLE_EQ(r.checkpoint.read_seconds, 5);
+  EXPECT_DOUBLE_EQ(r.checkpoint.restore_read_bytes, 140e9);
+  EXPECT_DOUBLE_EQ(r.checkpoint.read_seconds, 50);
   EXPECT_DOUBLE_EQ(r.checkpoint.interval_seconds, 3600);
   EXPECT_EQ(r.checkpoint.count, 240u);
   EXPECT_DOUBLE_EQ(r.checkpoint.overhead_seconds, 2400);
@@ -100,23 +112,28 @@ TEST(PlanEngine, HandWorkedPlan) {
 
   // Failures: 8 nodes at 720 h: job MTBF 90 h = 324,000 s. Running time includes the
   // half-interval redone after each interruption: n = 866,400 / (324,000 - 1,800) = 2.689.
-  // Loss each: 100 + 500 + 5 + 1,800 = 2,405 s. Poisson(2.689): P(<=4) = 0.864,
-  // P(<=5) = 0.944, so the P90 budget is 5 x 2,405 = 12,025 s.
+  // Loss each: 100 + 500 + 50 + 1,800 = 2,450 s. The count is negative binomial with the
+  // default rate CV 0.5: r = 1/0.25 = 4, p = 4 / (4 + 2.689) = 0.598; P(0) = p^4 = 0.1279
+  // and P(k) = P(k-1) x (k + 3)/k x (1 - p), so P(<=5) = 0.8984 and P(<=6) = 0.9437: the
+  // P90 budget is 6 x 2,450 = 14,700 s (a Poisson count would stop at 5).
   EXPECT_DOUBLE_EQ(r.failures.job_mtbf_seconds, 324000);
   EXPECT_NEAR(r.failures.expected_interruptions, 866400.0 / 322200.0, 1e-9);
-  EXPECT_DOUBLE_EQ(r.failures.loss_per_interruption_seconds, 2405);
-  EXPECT_NEAR(r.failures.expected_loss_seconds, 2405 * 866400.0 / 322200.0, 1e-6);
-  EXPECT_EQ(r.failures.budget_interruptions, 5u);
-  EXPECT_DOUBLE_EQ(r.failures.budget_seconds, 12025);
+  EXPECT_DOUBLE_EQ(r.failures.loss_per_interruption_seconds, 2450);
+  EXPECT_NEAR(r.failures.expected_loss_seconds, 2450 * 866400.0 / 322200.0, 1e-6);
+  EXPECT_EQ(r.failures.budget_interruptions, 6u);
+  EXPECT_DOUBLE_EQ(r.failures.budget_seconds, 14700);
+  // Spares: 8 nodes x 48 h of repair / 720 h = 0.533 out at once; Poisson P99 is 3.
+  EXPECT_NEAR(r.failures.nodes_in_repair, 8 * 48.0 / 720, 1e-12);
+  EXPECT_EQ(r.failures.nodes_in_repair_p99, 3u);
 
-  // Schedule: busy = 864,000 + 2,400 + 12,025 = 878,425 s; maintenance at 10% of the
-  // calendar adds 878,425 x 0.1 / 0.9; contingency 5% of both.
-  const double busy = 878425;
+  // Schedule: busy = 864,000 + 2,400 + 14,700 = 881,100 s; maintenance at 10% of the
+  // calendar adds 881,100 x 0.1 / 0.9; contingency 5% of both.
+  const double busy = 881100;
   const double maintenance = busy * 0.1 / 0.9;
   const double contingency = 0.05 * (busy + maintenance);
   EXPECT_DOUBLE_EQ(r.schedule.active_compute_seconds, 864000);
   EXPECT_DOUBLE_EQ(r.schedule.checkpoint_seconds, 2400);
-  EXPECT_DOUBLE_EQ(r.schedule.failure_budget_seconds, 12025);
+  EXPECT_DOUBLE_EQ(r.schedule.failure_budget_seconds, 14700);
   EXPECT_NEAR(r.schedule.availability_seconds, maintenance, 1e-6);
   EXPECT_NEAR(r.schedule.contingency_seconds, contingency, 1e-6);
   const double total = busy + maintenance + contingency;
@@ -124,15 +141,18 @@ TEST(PlanEngine, HandWorkedPlan) {
   EXPECT_EQ(absl::ToUnixSeconds(r.schedule.finish_time),
             absl::ToUnixSeconds(Start() + absl::Seconds(total)));
   // Expected goodput: 864,000 / ((864,000 + 2,400 + expected loss) / 0.9).
-  const double expected_busy = 866400 + 2405 * 866400.0 / 322200.0;
+  const double expected_busy = 866400 + 2450 * 866400.0 / 322200.0;
   EXPECT_NEAR(r.schedule.expected_goodput, 864000 / (expected_busy / 0.9), 1e-9);
 
   // Power: 64 x 500 W = 32 kW of GPUs; 8 nodes x (1,000 + 500) W = 12 kW other; PUE 1.25.
+  // Energy at the average draw: 76% of the GPUs' and nodes' 40 kW, plus the cluster's 4 kW
+  // at its rating, x 1.25 = 43 kW.
   EXPECT_DOUBLE_EQ(r.power.gpu_watts, 32000);
   EXPECT_DOUBLE_EQ(r.power.other_it_watts, 12000);
   EXPECT_DOUBLE_EQ(r.power.it_watts, 44000);
   EXPECT_DOUBLE_EQ(r.power.facility_watts, 55000);
-  EXPECT_NEAR(r.power.energy_mwh, 55000 * total / 3.6e9, 1e-9);
+  EXPECT_DOUBLE_EQ(r.power.average_facility_watts, 43000);
+  EXPECT_NEAR(r.power.energy_mwh, 43000 * total / 3.6e9, 1e-9);
 
   // Data: half an epoch; 11.0592e12 unique tokens x 2 bytes (uint16).
   EXPECT_DOUBLE_EQ(r.data.epochs, 0.5);
@@ -164,8 +184,8 @@ TEST(PlanEngine, AsyncCheckpointBlocksOnlyForTheSnapshot) {
 TEST(PlanEngine, AsyncLossIncludesTheWriteInFlight) {
   PlanSpec p = HandPlan();
   p.checkpoint.async = true;
-  // detect 100 + restart 500 + restore 5 + half of 3,600 + the 10 s write not yet durable.
-  EXPECT_DOUBLE_EQ(ComputePlan(p).failures.loss_per_interruption_seconds, 2415);
+  // detect 100 + restart 500 + restore 50 + half of 3,600 + the 10 s write not yet durable.
+  EXPECT_DOUBLE_EQ(ComputePlan(p).failures.loss_per_interruption_seconds, 2460);
 }
 
 TEST(PlanEngine, HeadDimSetsTheAttentionWidth) {
@@ -178,9 +198,16 @@ TEST(PlanEngine, HeadDimSetsTheAttentionWidth) {
   p.model.heads = 48;
   p.model.head_dim = 256;
   p.model.seq_len = 2048;
+  p.efficiency.attention = "full";  // PaLM counts the whole score matrix
   const PlanReport r = ComputePlan(p);
   EXPECT_DOUBLE_EQ(r.compute.attention_flops_per_token, 12.0 * 118 * 12288 * 2048);
   EXPECT_DOUBLE_EQ(r.compute.dense_total_flops, 6e9 * 5.5296e12);
+  EXPECT_EQ(r.compute.attention_convention, "full");
+  // The default counts what a causal kernel computes: half.
+  p.efficiency.attention = "";
+  EXPECT_DOUBLE_EQ(ComputePlan(p).compute.attention_flops_per_token, 6.0 * 118 * 12288 * 2048);
+  p.efficiency.attention = "none";
+  EXPECT_EQ(ComputePlan(p).compute.attention_flops_per_token, 0);
 }
 
 TEST(PlanEngine, FailureRateAlternativeEqualsMtbf) {
@@ -278,6 +305,7 @@ const FindingCase kFindingCases[] = {
     {"LowGoodput",
      [](PlanSpec& p) {
        p.failures.node_mtbf_hours = 4;  // a job MTBF of 30 minutes on 8 nodes
+       p.failures.repair_hours = 0.1;   // (swapped at once: spares are not the point here)
        p.checkpoint.interval_seconds = 0;
      },
      {"LOW_GOODPUT"}, Severity::kWarning},
@@ -285,6 +313,7 @@ const FindingCase kFindingCases[] = {
      [](PlanSpec& p) {
        p.layout.pp = 8;
        p.layout.dp = 8;
+       p.efficiency.includes_pipeline_bubble = true;  // (the bubble is another finding)
        p.model.layers = 12;
      },
      {"LAYERS_NOT_DIVISIBLE_BY_PP"}, Severity::kWarning},
@@ -324,8 +353,8 @@ const FindingCase kFindingCases[] = {
      {"DEADLINE_MISSED"}, Severity::kError},
     {"EpOutsideDp", [](PlanSpec& p) { p.layout.ep = 3; }, {"EP_NOT_DIVIDING_DP"},
      Severity::kError},
-    {"MfuZero", [](PlanSpec& p) { p.mfu = 0; }, {"INVALID_VALUE"}, Severity::kError},
-    {"MfuOptimistic", [](PlanSpec& p) { p.mfu = 0.8; }, {"MFU_OPTIMISTIC"}, Severity::kWarning},
+    {"MfuZero", [](PlanSpec& p) { p.efficiency.mfu = 0; }, {"INVALID_VALUE"}, Severity::kError},
+    {"MfuOptimistic", [](PlanSpec& p) { p.efficiency.mfu = 0.8; }, {"MFU_OPTIMISTIC"}, Severity::kWarning},
     {"SparsePeak",
      [](PlanSpec& p) {
        p.hardware.gpu = "H100-SXM";
@@ -362,10 +391,11 @@ const FindingCase kFindingCases[] = {
        p.checkpoint.write_bytes_per_second = 1e4;  // 1.4e6 s per save vs a 324,000 s MTBF
      },
      {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF", "LOW_GOODPUT"}, Severity::kError},
-    {"NonFiniteSchedule", [](PlanSpec& p) { p.mfu = 1e-300; }, {"NON_FINITE_RESULT"},
+    {"NonFiniteSchedule", [](PlanSpec& p) { p.efficiency.mfu = 1e-300; }, {"NON_FINITE_RESULT"},
      Severity::kError},
     {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
-     {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL", "LOW_GOODPUT"}, Severity::kError},
+     {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL", "LOW_GOODPUT", "SPARES_SHORT"},
+     Severity::kError},
     {"ExpertsAboveParams", [](PlanSpec& p) { p.model.expert_params = 2e9; }, {"INVALID_VALUE"},
      Severity::kError},
     {"ActiveBelowShared",
@@ -387,7 +417,68 @@ const FindingCase kFindingCases[] = {
        p.layout.dp = 16;  // 1,000 tokens / 4 = 250 per rank
      },
      {"CP_CHUNK_TOO_SMALL"}, Severity::kWarning},
+    {"MfuAndHfu", [](PlanSpec& p) { p.efficiency.hfu = 0.4; }, {"CONFLICTING_FIELDS"}, Severity::kError},
+    {"HfuAboveOne",
+     [](PlanSpec& p) {
+       p.efficiency.mfu = 0;
+       p.efficiency.hfu = 1.4;
+     },
+     {"INVALID_VALUE"}, Severity::kError},
+    {"UnknownRecompute", [](PlanSpec& p) { p.efficiency.recompute = "partial"; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"UnknownAttention", [](PlanSpec& p) { p.efficiency.attention = "sparse"; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"ZeroVirtualStages", [](PlanSpec& p) { p.layout.virtual_stages = 0; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"ZeroExpertTp", [](PlanSpec& p) { p.layout.expert_tp = 0; }, {"INVALID_VALUE"}, Severity::kError},
+    {"NegativeRateCv", [](PlanSpec& p) { p.failures.rate_cv = -0.5; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"NegativeJobRate", [](PlanSpec& p) { p.failures.job_interruptions_per_day = -1; },
+     {"INVALID_VALUE"}, Severity::kError},
+    {"NegativeRepair", [](PlanSpec& p) { p.failures.repair_hours = -2; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"PowerFractionAboveOne", [](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
+     {"INVALID_VALUE"}, Severity::kError},
+    {"NegativeReserve", [](PlanSpec& p) { p.hardware.reserved_bytes = -1e9; }, {"INVALID_VALUE"},
+     Severity::kError},
+    {"BubbleLarge",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.layout.pp = 8;
+       p.layout.dp = 8;  // 4 micro-batches per step on 8 stages: 7/11 idle
+     },
+     {"PIPELINE_BUBBLE_LARGE"}, Severity::kWarning},
+    {"ActivationsExceedHbm",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.model.hidden = 2048;
+       p.model.heads = 16;
+       p.model.seq_len = 16000;
+       p.efficiency.recompute = "none";  // 2 x (34 + 5 x 16 x 16000 / 2048) x 16000 x 2048 bytes a layer
+     },
+     {"MEMORY_EXCEEDS_HBM"}, Severity::kError},
 };
+
+TEST(PlanEngine, NewInputsNameTheirFieldAndValue) {
+  const std::pair<std::function<void(PlanSpec&)>, std::string> cases[] = {
+      {[](PlanSpec& p) { p.efficiency.recompute = "partial"; },
+       "efficiency.recompute 'partial' is invalid: must be none, selective or full."},
+      {[](PlanSpec& p) { p.efficiency.attention = "sparse"; },
+       "efficiency.attention 'sparse' is invalid: must be causal, full or none."},
+      {[](PlanSpec& p) { p.failures.rate_cv = -0.5; }, "failures.rate_cv -0.5 is invalid: must be in [0, 10]."},
+      {[](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
+       "hardware.average_power_fraction 1.5 is invalid: must be in (0, 1]."},
+      {[](PlanSpec& p) { p.layout.virtual_stages = 0; }, "layout.virtual_stages 0 is invalid: must be >= 1."},
+  };
+  for (const auto& [breaks, message] : cases) {
+    PlanSpec p = HandPlan();
+    breaks(p);
+    const PlanReport r = ComputePlan(p);
+    const Finding* f = r.Find("INVALID_VALUE");
+    ASSERT_NE(f, nullptr) << message;
+    EXPECT_EQ(f->message, message);
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(PlanEngine, Findings, ::testing::ValuesIn(kFindingCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
@@ -518,7 +609,7 @@ TEST(PublishedRuns, Llama65B) {
   p.hardware.peak_flops = 312e12;
   p.fleet.gpus = 2048;
   p.layout.dp = 2048;
-  p.mfu = ImpliedMfu(DenseFlopsPerToken(65.2e9), 380, 1, 312e12);
+  p.efficiency.mfu = ImpliedMfu(DenseFlopsPerToken(65.2e9), 380, 1, 312e12);
   const PlanReport r = ComputePlan(p);
   EXPECT_NEAR(r.compute.active_gpu_hours, 1022362, 0.01 * 1022362);
   EXPECT_NEAR(r.compute.tokens_per_second / 2048, 380, 1e-6);
@@ -675,8 +766,12 @@ TEST(Examples, FlagshipFigures) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   const PlanReport r = ComputePlan(PlanFromProto(*plan));
   EXPECT_TRUE(r.findings.empty());
-  // 6 x 70e9 + 12 x 80 x 8192 x 8192 per token, 10e12 tokens.
-  EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 70e9 + 12.0 * 80 * 8192 * 8192);
+  // 6 x 70e9 + 6 x 80 x 8192 x 8192 (causal attention) per token, 10e12 tokens.
+  EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 70e9 + 6.0 * 80 * 8192 * 8192);
+  // Interleaved 1F1B: pp 4, 16 micro-batches, 5 chunks per stage: 3 / (5 x 16 + 3) idle.
+  EXPECT_DOUBLE_EQ(r.compute.pipeline_bubble_fraction, 3.0 / 83);
+  EXPECT_NEAR(r.compute.mfu, 0.40 * (1 - 3.0 / 83), 1e-12);
+  EXPECT_TRUE(r.memory.fits);
   EXPECT_EQ(r.batch.tokens_per_step, 2048u * 8192);
   EXPECT_EQ(r.fleet.nodes, 512u);
   // 70e9 x (2 + 12) bytes = 980 GB; 9.8 s at 100 GB/s.
