@@ -65,7 +65,23 @@ class Filler {
         return Err(key_node, field_path, "duplicate key");
       }
       if (value.IsNull()) continue;  // `key:` or `key: ~` leaves the field unset
-      if (field->is_repeated()) return Err(value, field_path, "lists are not accepted here");
+      if (field->is_repeated()) {
+        // A list of mappings (phases); a list of plain values has no field here.
+        if (field->type() != FieldDescriptor::TYPE_MESSAGE) {
+          return Err(value, field_path, "lists are not accepted here");
+        }
+        if (!value.IsSequence()) {
+          return Err(value, field_path, absl::StrCat("expected a list, got ", Kind(value)));
+        }
+        for (size_t i = 0; i < value.size(); ++i) {
+          const YAML::Node item = value[i];
+          const std::string item_path = absl::StrCat(field_path, "[", i, "]");
+          if (!item.IsMap()) return Err(item, item_path, absl::StrCat("expected a mapping of keys, got ", Kind(item)));
+          absl::Status st = Fill(item, *refl->AddMessage(&msg, field), item_path);
+          if (!st.ok()) return st;
+        }
+        continue;
+      }
       absl::Status st = SetField(value, msg, *refl, *field, field_path);
       if (!st.ok()) return st;
     }

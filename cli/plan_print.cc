@@ -123,6 +123,19 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                                 " HBM: ", m.fits ? "fits" : "DOES NOT FIT")
                                   : absl::StrCat(Si(m.total_bytes, "B"), " (hbm_bytes not given)"));
 
+  if (!r.phases.empty()) {
+    o.Section("Phases");
+    o.Line(absl::StrFormat("  %-16s %9s %7s %6s %9s %9s %6s %7s %9s %s", "phase", "tokens", "seq", "GPUs", "batch",
+                           "tokens/s", "MFU", "bubble", "memory", "schedule (days from start)"));
+    for (const forecast::PlanReport::Phase& ph : r.phases) {
+      o.Line(absl::StrFormat("  %-16s %9s %7s %6s %9s %9s %6s %7s %9s %s -> %s", ph.name,
+                             Sci(static_cast<double>(ph.tokens)), Count(ph.seq_len), Count(ph.gpus),
+                             Si(static_cast<double>(ph.tokens_per_step), ""), Si(ph.tokens_per_second, ""),
+                             Percent(ph.mfu), Percent(ph.pipeline_bubble_fraction), Si(ph.memory_bytes, "B"),
+                             Days(ph.schedule_start_seconds), Days(ph.schedule_end_seconds)));
+    }
+  }
+
   const auto& k = r.checkpoint;
   o.Section("Checkpoints");
   o.Row("size", absl::StrCat(Si(k.size_bytes, "B"), ", write ", Duration(k.write_seconds),

@@ -83,6 +83,20 @@ struct PlanSpec {
     std::optional<double> maintenance_fraction, maintenance_hours;
   } availability;
   std::optional<double> contingency_fraction;
+
+  // The run in phases (see plan.proto): each replaces what it gives.
+  struct Phase {
+    std::string name;
+    uint64_t tokens = 0;
+    std::optional<uint32_t> seq_len, gpus;
+    Layout layout;                          // set fields replace; zero_stage when non-zero
+    std::optional<Efficiency> efficiency;   // replaces the plan's when given
+    struct Ramp {
+      uint32_t from_sequences = 0, step_sequences = 0;
+    };
+    std::optional<Ramp> ramp;
+  };
+  std::vector<Phase> phases;
 };
 
 enum class Severity { kWarning, kError };
@@ -169,6 +183,17 @@ struct PlanReport {
   struct Fleet {
     uint32_t gpus = 0, nodes = 0, spare_nodes = 0, dp = 0;
   } fleet;
+  // One per plan phase (see plan.proto's PhaseReport); empty without phases.
+  struct Phase {
+    std::string name;
+    uint64_t tokens = 0, tokens_before = 0, steps = 0, tokens_per_step = 0;
+    uint32_t seq_len = 0, gpus = 0;
+    double tokens_per_second = 0, mfu = 0, pipeline_bubble_fraction = 0, active_compute_seconds = 0,
+           memory_bytes = 0, schedule_start_seconds = 0, schedule_end_seconds = 0,
+           expected_interruptions = 0;
+    bool fits = true;
+  };
+  std::vector<Phase> phases;
 
   [[nodiscard]] bool HasError() const;
   [[nodiscard]] const Finding* Find(const std::string& code) const;

@@ -111,7 +111,107 @@ int DomainRank(const std::string& d) {
 
 class Engine {
  public:
-  explicit Engine(const PlanSpec& p) : p_(p) { r_.name = p.name; }
+  explicit Engine(const PlanSpec& p, const PlanSpec::Phase::Ramp* ramp = nullptr) : p_(p), ramp_(ramp) {
+    r_.name = p.name;
+  }
+
+  // A plan in phases: each phase is a plan of its own (the parent's fields with the phase's
+  // replacing them, its tokens, no deadline, maintenance or contingency), and this report
+  // sums them; the schedule's maintenance, contingency, failure budget and deadline are
+  // the whole run's.
+  PlanReport RunPhased() {
+    Resolve();
+    uint64_t sum = 0;
+    for (const PlanSpec::Phase& ph : p_.phases) {
+      if (ph.tokens == 0) Error("INVALID_VALUE", absl::StrCat("phases '", ph.name, "'.tokens 0 is invalid: must be > 0."));
+      sum += ph.tokens;
+    }
+    if (p_.data.tokens > 0 && sum != p_.data.tokens) {
+      Error("PHASE_TOKENS_MISMATCH",
+            absl::StrCat("the phases train ", Num(static_cast<double>(sum)), " tokens, but data.tokens is ",
+                         Num(static_cast<double>(p_.data.tokens)), "."));
+    }
+    std::vector<PlanReport> parts;
+    for (const PlanSpec::Phase& ph : p_.phases) {
+      PlanSpec sub = p_;
+      sub.phases.clear();
+      sub.data.tokens = ph.tokens;
+      sub.data.dataset_tokens.reset();
+      sub.deadline.reset();
+      sub.availability = {};
+      sub.contingency_fraction = 0;
+      const bool batch_changed = ph.seq_len || ph.gpus || ph.layout.dp || ph.layout.micro_batch ||
+                                 ph.layout.grad_accum || ph.layout.tp || ph.layout.pp || ph.layout.cp;
+      if (ph.seq_len) sub.model.seq_len = *ph.seq_len;
+      if (ph.gpus) {
+        sub.fleet.gpus = *ph.gpus;
+        sub.layout.dp.reset();  // from the phase's GPUs, unless the phase gives it
+      }
+      if (batch_changed) sub.layout.global_batch_tokens.reset();
+      const auto& l = ph.layout;
+      for (auto [from, to] : {std::pair{&l.tp, &sub.layout.tp}, {&l.pp, &sub.layout.pp}, {&l.dp, &sub.layout.dp},
+                              {&l.cp, &sub.layout.cp}, {&l.ep, &sub.layout.ep},
+                              {&l.micro_batch, &sub.layout.micro_batch}, {&l.grad_accum, &sub.layout.grad_accum},
+                              {&l.virtual_stages, &sub.layout.virtual_stages}, {&l.expert_tp, &sub.layout.expert_tp}}) {
+        if (*from) *to = *from;
+      }
+      if (l.zero_stage != 0) sub.layout.zero_stage = l.zero_stage;
+      if (l.global_batch_tokens) sub.layout.global_batch_tokens = l.global_batch_tokens;
+      if (ph.efficiency) sub.efficiency = *ph.efficiency;
+      parts.push_back(Engine(sub, ph.ramp ? &*ph.ramp : nullptr).Run());
+    }
+    Combine(parts);
+    Schedule();
+    // The schedule's seconds fall to each phase in proportion to its busy time.
+    double busy_all = 0;
+    std::vector<double> busy(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const double mu = r_.failures.expected_interruptions;
+      busy[i] = parts[i].schedule.active_compute_seconds + parts[i].schedule.checkpoint_seconds +
+                (mu > 0 ? r_.failures.budget_seconds * parts[i].failures.expected_interruptions / mu : 0);
+      busy_all += busy[i];
+    }
+    double at = 0;
+    uint64_t tokens_before = 0;
+    auto& w = r_.power;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const PlanReport& q = parts[i];
+      const double span = Div(busy[i], busy_all) * r_.schedule.total_seconds;
+      PlanReport::Phase ph;
+      ph.name = p_.phases[i].name;
+      ph.tokens = p_.phases[i].tokens;
+      ph.tokens_before = tokens_before;
+      ph.seq_len = p_.phases[i].seq_len.value_or(p_.model.seq_len);
+      ph.gpus = q.fleet.gpus;
+      ph.steps = q.batch.steps;
+      ph.tokens_per_step = q.batch.tokens_per_step;
+      ph.tokens_per_second = q.compute.tokens_per_second;
+      ph.mfu = q.compute.mfu;
+      ph.pipeline_bubble_fraction = q.compute.pipeline_bubble_fraction;
+      ph.active_compute_seconds = q.schedule.active_compute_seconds;
+      ph.memory_bytes = q.memory.total_bytes;
+      ph.fits = q.memory.fits;
+      ph.expected_interruptions = q.failures.expected_interruptions;
+      ph.schedule_start_seconds = at;
+      at += span;
+      ph.schedule_end_seconds = at;
+      tokens_before += ph.tokens;
+      r_.phases.push_back(std::move(ph));
+      // Power: the largest phase's peak; energy at each phase's average draw for its span.
+      w.gpu_watts = std::max(w.gpu_watts, q.power.gpu_watts);
+      w.node_other_watts = std::max(w.node_other_watts, q.power.node_other_watts);
+      w.cluster_other_watts = std::max(w.cluster_other_watts, q.power.cluster_other_watts);
+      w.other_it_watts = std::max(w.other_it_watts, q.power.other_it_watts);
+      w.it_watts = std::max(w.it_watts, q.power.it_watts);
+      w.facility_watts = std::max(w.facility_watts, q.power.facility_watts);
+      w.energy_mwh += q.power.average_facility_watts * span / 3.6e9;
+    }
+    w.average_power_fraction = average_power_fraction_;
+    w.average_facility_watts = Div(w.energy_mwh * 3.6e9, r_.schedule.total_seconds);
+    Data();
+    Finish();
+    return std::move(r_);
+  }
 
   PlanReport Run() {
     Resolve();
@@ -119,11 +219,19 @@ class Engine {
     Batch();
     Shape();
     Compute();
+    Ramp();
     Memory();
     CheckpointAndFailures();
     Schedule();
     Power();
     Data();
+    Finish();
+    return std::move(r_);
+  }
+
+ private:
+  // Checks on the finished figures, then the findings in order: errors first.
+  void Finish() {
     if (!std::isfinite(r_.schedule.total_seconds) || !std::isfinite(r_.compute.total_flops) ||
         !std::isfinite(r_.failures.budget_seconds) ||
         r_.schedule.finish_time == absl::InfiniteFuture()) {
@@ -136,7 +244,95 @@ class Engine {
     std::stable_sort(r_.findings.begin(), r_.findings.end(), [](const Finding& a, const Finding& b) {
       return a.severity == Severity::kError && b.severity != Severity::kError;
     });
-    return std::move(r_);
+  }
+
+  // The phases' reports summed into this one (all but the schedule, power and data).
+  void Combine(const std::vector<PlanReport>& parts) {
+    // Findings: each phase's, named; one that every phase repeats word for word once.
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (const Finding& f : parts[i].findings) {
+        if (f.code == "LOW_GOODPUT") continue;  // judged on the whole run below
+        const bool seen = std::any_of(r_.findings.begin(), r_.findings.end(), [&](const Finding& g) {
+          return g.code == f.code && (g.message == f.message || g.message.ends_with("): " + f.message));
+        });
+        if (seen) continue;
+        const bool everywhere = std::all_of(parts.begin(), parts.end(), [&](const PlanReport& q) {
+          return std::any_of(q.findings.begin(), q.findings.end(),
+                             [&](const Finding& g) { return g.code == f.code && g.message == f.message; });
+        });
+        r_.findings.push_back({f.severity, f.code,
+                               everywhere ? f.message
+                                          : absl::StrCat("phase ", i + 1, " (", p_.phases[i].name, "): ", f.message)});
+      }
+    }
+    double tokens = 0, flops = 0, dense_flops = 0, hardware = 0, gpu_seconds = 0, bubble_seconds = 0;
+    double checkpoint = 0, written = 0, writing = 0, running = 0, mu = 0, loss = 0;
+    const PlanReport* heaviest = &parts.front();
+    const PlanReport* largest = &parts.front();
+    const PlanReport* longest = &parts.front();
+    for (const PlanReport& q : parts) {
+      const double t = q.schedule.active_compute_seconds;
+      const double phase_tokens = q.compute.tokens_per_second * t;
+      tokens += phase_tokens;
+      flops += q.compute.total_flops;
+      dense_flops += q.compute.dense_total_flops;
+      hardware += q.compute.hardware_flops_per_token * phase_tokens;
+      gpu_seconds += q.fleet.gpus * t;
+      bubble_seconds += q.compute.pipeline_bubble_fraction * t;
+      active_seconds_ += t;
+      checkpoint += q.checkpoint.overhead_seconds;
+      written += q.checkpoint.total_written_bytes;
+      writing += static_cast<double>(q.checkpoint.count) * q.checkpoint.write_seconds;
+      running += t + q.checkpoint.overhead_seconds;
+      mu += q.failures.expected_interruptions;
+      loss += q.failures.expected_interruptions * q.failures.loss_per_interruption_seconds;
+      r_.batch.steps += q.batch.steps;
+      r_.checkpoint.count += q.checkpoint.count;
+      if (q.memory.total_bytes > heaviest->memory.total_bytes) heaviest = &q;
+      if (q.fleet.gpus > largest->fleet.gpus) largest = &q;
+      if (t > longest->schedule.active_compute_seconds) longest = &q;
+    }
+    const PlanReport& last = parts.back();
+    r_.batch.sequences_per_step = last.batch.sequences_per_step;
+    r_.batch.tokens_per_step = last.batch.tokens_per_step;
+    r_.batch.last_step_tokens = last.batch.last_step_tokens;
+
+    auto& c = r_.compute;
+    c = longest->compute;  // the conventions; the figures below are the whole run's
+    c.total_flops = flops;
+    c.dense_total_flops = dense_flops;
+    c.flops_per_token = Div(flops, tokens);
+    c.attention_flops_per_token = Div(flops - dense_flops, tokens);
+    c.hardware_flops_per_token = Div(hardware, tokens);
+    c.tokens_per_second = Div(tokens, active_seconds_);
+    c.cluster_flops_per_second = Div(flops, active_seconds_);
+    c.active_gpu_hours = gpu_seconds / 3600.0;
+    c.mfu = Div(flops, gpu_seconds * p_.hardware.peak_flops);
+    c.hfu = Div(hardware, gpu_seconds * p_.hardware.peak_flops);
+    c.pipeline_bubble_fraction = Div(bubble_seconds, active_seconds_);
+
+    r_.memory = heaviest->memory;
+    r_.memory.fits = std::all_of(parts.begin(), parts.end(), [](const PlanReport& q) { return q.memory.fits; });
+    r_.fleet = largest->fleet;
+    r_.fleet.spare_nodes = p_.fleet.spare_nodes;
+    snapshot_bytes_per_gpu_ = 0;
+
+    auto& k = r_.checkpoint;
+    const uint64_t count = k.count;
+    k = longest->checkpoint;
+    k.count = count;
+    k.overhead_seconds = checkpoint;
+    k.total_written_bytes = written;
+    k.storage_duty_cycle = Div(writing, running);
+    for (const PlanReport& q : parts) k.restore_read_bytes = std::max(k.restore_read_bytes, q.checkpoint.restore_read_bytes);
+
+    auto& f = r_.failures;
+    f = largest->failures;
+    f.expected_interruptions = mu;
+    f.loss_per_interruption_seconds = Div(loss, mu);
+    f.expected_loss_seconds = loss;
+    f.budget_interruptions = quantile_ > 0 && quantile_ < 1 ? NegativeBinomialQuantile(mu, rate_cv_, quantile_) : 0;
+    f.budget_seconds = static_cast<double>(f.budget_interruptions) * f.loss_per_interruption_seconds;
   }
 
  private:
@@ -571,6 +767,53 @@ class Engine {
   // ZeRO stage; activations follow Korthikanti et al. 2022 (ActivationBytesPerLayer) for the
   // micro-batches 1F1B keeps in flight; the first stage also holds the input embedding, the
   // last the output layer and the logits (untied embeddings: each end holds one V x h).
+  // A batch ramp-up (Megatron-LM's --rampup-batch-size): the batch grows from `from` to the
+  // phase's in steps of `step` sequences, each size training an equal share of the tokens
+  // with the grad_accum it needs, so the bubble is larger while the batch is small.
+  void Ramp() {
+    if (ramp_ == nullptr) return;
+    const uint64_t target = r_.batch.sequences_per_step;
+    const uint64_t from = ramp_->from_sequences, step = ramp_->step_sequences;
+    const uint64_t replica = uint64_t{dp_} * mb_;
+    if (from == 0 || step == 0 || from >= target || (target - from) % step != 0 || replica == 0 ||
+        from % replica != 0 || step % replica != 0) {
+      Error("RAMP_INVALID",
+            absl::StrCat("ramp from ", from, " sequences in steps of ", step, " to the batch of ", target,
+                         " does not work: from must be above 0 and below the batch, the steps must reach it "
+                         "exactly, and each size must split into whole micro-batches of ",
+                         mb_, " on ", dp_, " replicas (multiples of ", replica, ")."));
+      return;
+    }
+    const uint64_t sizes = (target - from) / step;
+    const double seq = p_.model.seq_len > 0 ? p_.model.seq_len : Div(r_.batch.tokens_per_step, target);
+    const double tokens = static_cast<double>(p_.data.tokens);
+    const double share = tokens / static_cast<double>(sizes);
+    const auto& c = r_.compute;
+    // The plan's figure, as MFU while the pipeline is busy (before the bubble).
+    const double busy_mfu = c.bubble_in_efficiency ? c.mfu : Div(c.mfu, 1 - c.pipeline_bubble_fraction);
+    const double peak = static_cast<double>(p_.fleet.gpus) * p_.hardware.peak_flops;
+    double seconds = 0, bubble_seconds = 0, steps = 0;
+    for (uint64_t k = 0; k < sizes; ++k) {
+      const uint64_t batch = from + k * step;
+      const double bubble = PipelineBubbleFraction(pp_, batch / replica, vstages_);
+      const double mfu = c.bubble_in_efficiency ? busy_mfu : busy_mfu * (1 - bubble);
+      const double t = Div(share * c.flops_per_token, peak * mfu);
+      seconds += t;
+      bubble_seconds += t * bubble;
+      steps += share / (static_cast<double>(batch) * seq);  // the batch changes mid-step count
+    }
+    auto& cw = r_.compute;
+    active_seconds_ = seconds;
+    cw.tokens_per_second = Div(tokens, seconds);
+    cw.cluster_flops_per_second = cw.tokens_per_second * cw.flops_per_token;
+    const double ratio = Div(cw.hfu, cw.mfu);
+    cw.mfu = Div(cw.cluster_flops_per_second, peak);
+    cw.hfu = cw.mfu * ratio;
+    cw.pipeline_bubble_fraction = Div(bubble_seconds, seconds);
+    cw.active_gpu_hours = p_.fleet.gpus * seconds / 3600.0;
+    r_.batch.steps = SaturatingCount(std::ceil(steps - 1e-9));
+  }
+
   void Memory() {
     auto& mem = r_.memory;
     mem.hbm_bytes = p_.hardware.hbm_bytes;
@@ -911,6 +1154,7 @@ class Engine {
   }
 
   const PlanSpec& p_;
+  const PlanSpec::Phase::Ramp* ramp_;
   PlanReport r_;
 
   double active_ = 0;
@@ -941,7 +1185,9 @@ class Engine {
 
 }  // namespace
 
-PlanReport ComputePlan(const PlanSpec& plan) { return Engine(plan).Run(); }
+PlanReport ComputePlan(const PlanSpec& plan) {
+  return plan.phases.empty() ? Engine(plan).Run() : Engine(plan).RunPhased();
+}
 
 namespace {
 

@@ -9,6 +9,33 @@ std::optional<T> Opt(const Msg& m, Has has, Getter get) {
   return static_cast<T>((m.*get)());
 }
 
+forecast::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
+  forecast::PlanSpec::Layout out;
+  using L = v1::Layout;
+  out.tp = Opt<uint32_t>(l, &L::has_tp, &L::tp);
+  out.pp = Opt<uint32_t>(l, &L::has_pp, &L::pp);
+  out.dp = Opt<uint32_t>(l, &L::has_dp, &L::dp);
+  out.cp = Opt<uint32_t>(l, &L::has_cp, &L::cp);
+  out.ep = Opt<uint32_t>(l, &L::has_ep, &L::ep);
+  out.micro_batch = Opt<uint32_t>(l, &L::has_micro_batch, &L::micro_batch);
+  out.grad_accum = Opt<uint32_t>(l, &L::has_grad_accum, &L::grad_accum);
+  out.zero_stage = l.zero_stage();
+  out.global_batch_tokens = Opt<uint64_t>(l, &L::has_global_batch_tokens, &L::global_batch_tokens);
+  out.virtual_stages = Opt<uint32_t>(l, &L::has_virtual_stages, &L::virtual_stages);
+  out.expert_tp = Opt<uint32_t>(l, &L::has_expert_tp, &L::expert_tp);
+  return out;
+}
+
+forecast::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
+  forecast::PlanSpec::Efficiency out;
+  out.mfu = e.mfu();
+  out.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
+  out.recompute = e.recompute();
+  out.attention = e.attention();
+  out.includes_pipeline_bubble = e.includes_pipeline_bubble();
+  return out;
+}
+
 }  // namespace
 
 v1::ScheduleReport ScheduleToProto(const forecast::PlanReport::Schedule& in) {
@@ -82,27 +109,9 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.fleet.spare_nodes = p.fleet().spare_nodes();
   s.fleet.pue = Opt<double>(p.fleet(), &v1::Fleet::has_pue, &v1::Fleet::pue);
 
-  const v1::Layout& l = p.layout();
-  using L = v1::Layout;
-  s.layout.tp = Opt<uint32_t>(l, &L::has_tp, &L::tp);
-  s.layout.pp = Opt<uint32_t>(l, &L::has_pp, &L::pp);
-  s.layout.dp = Opt<uint32_t>(l, &L::has_dp, &L::dp);
-  s.layout.cp = Opt<uint32_t>(l, &L::has_cp, &L::cp);
-  s.layout.ep = Opt<uint32_t>(l, &L::has_ep, &L::ep);
-  s.layout.micro_batch = Opt<uint32_t>(l, &L::has_micro_batch, &L::micro_batch);
-  s.layout.grad_accum = Opt<uint32_t>(l, &L::has_grad_accum, &L::grad_accum);
-  s.layout.zero_stage = l.zero_stage();
-  s.layout.global_batch_tokens =
-      Opt<uint64_t>(l, &L::has_global_batch_tokens, &L::global_batch_tokens);
-  s.layout.virtual_stages = Opt<uint32_t>(l, &L::has_virtual_stages, &L::virtual_stages);
-  s.layout.expert_tp = Opt<uint32_t>(l, &L::has_expert_tp, &L::expert_tp);
+  s.layout = LayoutFromProto(p.layout());
 
-  const v1::Efficiency& e = p.efficiency();
-  s.efficiency.mfu = e.mfu();
-  s.efficiency.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
-  s.efficiency.recompute = e.recompute();
-  s.efficiency.attention = e.attention();
-  s.efficiency.includes_pipeline_bubble = e.includes_pipeline_bubble();
+  s.efficiency = EfficiencyFromProto(p.efficiency());
 
   using S = v1::State;
   s.state.weight_bytes = Opt<double>(p.state(), &S::has_weight_bytes, &S::weight_bytes);
@@ -142,6 +151,17 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
       Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
   s.contingency_fraction =
       Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
+  for (const v1::Phase& ph : p.phases()) {
+    forecast::PlanSpec::Phase out;
+    out.name = ph.name();
+    out.tokens = ph.tokens();
+    out.seq_len = Opt<uint32_t>(ph, &v1::Phase::has_seq_len, &v1::Phase::seq_len);
+    out.gpus = Opt<uint32_t>(ph, &v1::Phase::has_gpus, &v1::Phase::gpus);
+    out.layout = LayoutFromProto(ph.layout());
+    if (ph.has_efficiency()) out.efficiency = EfficiencyFromProto(ph.efficiency());
+    if (ph.has_ramp()) out.ramp = {ph.ramp().from_sequences(), ph.ramp().step_sequences()};
+    s.phases.push_back(std::move(out));
+  }
   return s;
 }
 
@@ -242,6 +262,25 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   out.mutable_fleet()->set_nodes(r.fleet.nodes);
   out.mutable_fleet()->set_spare_nodes(r.fleet.spare_nodes);
   out.mutable_fleet()->set_dp(r.fleet.dp);
+  for (const forecast::PlanReport::Phase& ph : r.phases) {
+    v1::PhaseReport* o = out.add_phases();
+    o->set_name(ph.name);
+    o->set_tokens(ph.tokens);
+    o->set_seq_len(ph.seq_len);
+    o->set_gpus(ph.gpus);
+    o->set_steps(ph.steps);
+    o->set_tokens_per_step(ph.tokens_per_step);
+    o->set_tokens_per_second(ph.tokens_per_second);
+    o->set_mfu(ph.mfu);
+    o->set_pipeline_bubble_fraction(ph.pipeline_bubble_fraction);
+    o->set_active_compute_seconds(ph.active_compute_seconds);
+    o->set_memory_bytes(ph.memory_bytes);
+    o->set_fits(ph.fits);
+    o->set_tokens_before(ph.tokens_before);
+    o->set_schedule_start_seconds(ph.schedule_start_seconds);
+    o->set_schedule_end_seconds(ph.schedule_end_seconds);
+    o->set_expected_interruptions(ph.expected_interruptions);
+  }
   return out;
 }
 

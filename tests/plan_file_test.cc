@@ -101,10 +101,50 @@ const BadCase kBadCases[] = {
     {"SyntaxError", "model:\n  params: [1, 2\n", "plan.yaml:"},
     {"NotAMapping", "- a\n- b\n", "expected a mapping of keys"},
     {"Empty", "", "plan.yaml: the plan is empty"},
+    {"PhasesNotAList", "phases: 3\n", "plan.yaml:1: phases: expected a list, got '3'"},
+    {"PhaseNotAMapping", "phases:\n  - 5\n", "plan.yaml:2: phases[0]: expected a mapping of keys"},
+    {"PhaseUnknownKey", "phases:\n  - name: a\n    tokens: 1\n  - name: b\n    tokenz: 2\n",
+     "plan.yaml:5: phases[1].tokenz: unknown key 'tokenz' in phases[1]"},
+    {"PhaseBadRamp", "phases:\n  - ramp:\n      from_sequences: many\n",
+     "plan.yaml:3: phases[0].ramp.from_sequences: expected a whole number, got 'many'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(PlanFile, BadPlans, ::testing::ValuesIn(kBadCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PlanFile, PhasesAreAListOfPartialPlans) {
+  absl::StatusOr<v1::Plan> plan = ParsePlan(R"(data:
+  tokens: 366e9
+layout:
+  grad_accum: 128
+phases:
+  - name: ramp-up
+    tokens: 20e9
+    ramp: {from_sequences: 192, step_sequences: 16}
+  - name: long
+    tokens: 346e9
+    seq_len: 131072
+    gpus: 192
+    layout: {cp: 16}
+    efficiency: {hfu: 0.4, recompute: full}
+)", "plan.yaml");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const forecast::PlanSpec spec = PlanFromProto(*plan);
+  ASSERT_EQ(spec.phases.size(), 2u);
+  EXPECT_EQ(spec.phases[0].name, "ramp-up");
+  EXPECT_EQ(spec.phases[0].tokens, 20'000'000'000u);
+  ASSERT_TRUE(spec.phases[0].ramp.has_value());
+  EXPECT_EQ(spec.phases[0].ramp->from_sequences, 192u);
+  EXPECT_EQ(spec.phases[0].ramp->step_sequences, 16u);
+  EXPECT_FALSE(spec.phases[0].efficiency.has_value());
+  EXPECT_FALSE(spec.phases[0].layout.grad_accum.has_value());  // the plan's applies
+  EXPECT_EQ(spec.phases[1].seq_len, 131072u);
+  EXPECT_EQ(spec.phases[1].gpus, 192u);
+  EXPECT_EQ(spec.phases[1].layout.cp, 16u);
+  ASSERT_TRUE(spec.phases[1].efficiency.has_value());
+  EXPECT_DOUBLE_EQ(spec.phases[1].efficiency->hfu.value_or(0), 0.4);
+  EXPECT_EQ(spec.phases[1].efficiency->recompute, "full");
+}
 
 TEST(PlanFile, NullLeavesAFieldUnset) {
   absl::StatusOr<v1::Plan> plan = ParsePlan("deadline: ~\nfleet:\n  pue:\n", "p");

@@ -412,5 +412,166 @@ TEST(PlanFailures, NoSparesAtAShortNodeMtbfIsAFinding) {
   EXPECT_NE(r.Find("LOW_GOODPUT"), nullptr);
 }
 
+
+// --- phases ------------------------------------------------------------------------------
+
+// BLOOM-176B (BigScience 2022, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
+// Model", sec. 3.4-3.5, and its model card): 70 layers, hidden 14,336, 112 heads, vocab
+// 250,880 (padded), 2,048-token sequences, 366B tokens on 48 nodes of 8 A100-80GB (+4
+// spare) as tp 4 x pp 12 x dp 8, micro-batch 2, global batch 2,048; the batch ramped up as
+// `--rampup-batch-size 192 16 9_765_625` (bigscience-workshop/bigscience,
+// train/tr11-176B-ml/tr11-176B-ml.slurm): 9,765,625 samples = 20e9 tokens. ~150 TFLOP/s
+// per GPU (Megatron-DeepSpeed's count: full recomputation, full score matrix) at the full
+// batch; 1-2 GPU failures a week, a checkpoint every ~3 hours (REFERENCE.md).
+PlanSpec Bloom() {
+  PlanSpec p = Base();
+  p.name = "bloom-176b";
+  p.model.params = 176.247e9;
+  p.model.layers = 70;
+  p.model.hidden = 14336;
+  p.model.heads = 112;
+  p.model.seq_len = 2048;
+  p.model.vocab_size = 250880;
+  p.data.tokens = 366'000'000'000;
+  p.hardware.peak_flops = kA100;
+  p.hardware.hbm_bytes = 80e9;
+  p.fleet.gpus = 384;
+  p.fleet.spare_nodes = 4;
+  p.layout.tp = 4;
+  p.layout.pp = 12;
+  p.layout.dp = 8;
+  p.layout.micro_batch = 2;
+  p.layout.grad_accum = 128;
+  p.layout.zero_stage = 1;
+  // 150 TFLOP/s end to end at the full batch (128 micro-batches: 11/139 of a step idle),
+  // taken out of the bubble so the ramp's smaller batches pay their larger one.
+  p.efficiency.hfu = 150e12 / kA100 / (1 - 11.0 / 139);
+  p.efficiency.recompute = "full";
+  p.efficiency.attention = "full";
+  p.checkpoint.interval_seconds = 3 * 3600;
+  p.checkpoint.write_bytes_per_second = 50e9;  // not published: an assumption
+  p.failures.node_mtbf_hours.reset();
+  p.failures.failures_per_1000_node_days = 1.5 / (48 * 7.0) * 1000;  // 1.5 a week on 48 nodes
+  PlanSpec::Phase ramp;
+  ramp.name = "ramp-up";
+  ramp.tokens = 20'000'000'000;
+  ramp.ramp = PlanSpec::Phase::Ramp{192, 16};
+  PlanSpec::Phase main;
+  main.name = "main";
+  main.tokens = 346'000'000'000;
+  p.phases = {ramp, main};
+  return p;
+}
+
+TEST(PublishedRuns, BloomRampUpStepsAndSchedule) {
+  const PlanReport r = ComputePlan(Bloom());
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  ASSERT_EQ(r.phases.size(), 2u);
+  // The model card: one epoch of ~95,000 iterations. The ramp's 116 sizes of 84,186.4
+  // samples take sum over k < 116 of 84,186.4 / (192 + 16k) = 12,656.7 steps, the rest
+  // 346e9 / (2,048 x 2,048) = 82,493: 95,150. ±1%.
+  EXPECT_NEAR(static_cast<double>(r.batch.steps), 95000, 950);
+  EXPECT_EQ(r.phases[0].steps, 12657u);
+  EXPECT_EQ(r.phases[1].steps, 82493u);
+  // The ramp's small batches leave the pipeline idle longer: slower per token.
+  EXPECT_GT(r.phases[0].pipeline_bubble_fraction, 2 * r.phases[1].pipeline_bubble_fraction);
+  EXPECT_LT(r.phases[0].tokens_per_second, r.phases[1].tokens_per_second);
+  EXPECT_NEAR(r.phases[1].pipeline_bubble_fraction, 11.0 / 139, 1e-12);
+  // 1,082,990 GPU-hours (BigScience; Luccioni et al. 2022) on 384 GPUs: 117.5 days from
+  // start to finish. The plan's schedule (with its 5% contingency) within ±10%.
+  const double published_days = 1082990.0 / 384 / 24;
+  EXPECT_NEAR(r.schedule.total_seconds / 86400, published_days, 0.1 * published_days);
+  // The phases tile the schedule and their tokens the target.
+  EXPECT_EQ(r.phases[0].schedule_start_seconds, 0);
+  EXPECT_DOUBLE_EQ(r.phases[0].schedule_end_seconds, r.phases[1].schedule_start_seconds);
+  EXPECT_NEAR(r.phases[1].schedule_end_seconds, r.schedule.total_seconds, 1e-6);
+  EXPECT_EQ(r.phases[1].tokens_before, 20'000'000'000u);
+}
+
+TEST(PlanPhases, AFleetHalvedHalvesThatPhasesRate) {
+  // 200B tokens on 48 nodes, then 100B on 24 (dp 4, twice the accumulation: the same
+  // batch, and 256 micro-batches a step: a bubble of 11/267 instead of 11/139), the
+  // layout otherwise BLOOM's without its ramp.
+  PlanSpec p = Bloom();
+  p.data.tokens = 300'000'000'000;
+  PlanSpec::Phase full;
+  full.name = "48 nodes";
+  full.tokens = 200'000'000'000;
+  PlanSpec::Phase half;
+  half.name = "24 nodes";
+  half.tokens = 100'000'000'000;
+  half.gpus = 192;
+  half.layout.grad_accum = 256;
+  p.phases = {full, half};
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  ASSERT_EQ(r.phases.size(), 2u);
+  EXPECT_EQ(r.phases[1].gpus, 192u);
+  const double rate = r.phases[0].tokens_per_second;
+  const double half_rate = rate / 2 * (1 - 11.0 / 267) / (1 - 11.0 / 139);
+  EXPECT_NEAR(r.phases[1].tokens_per_second, half_rate, 1e-6);
+  // Active compute: 200e9 / R + 100e9 / R'; GPU-hours 384 and 192 GPUs for each.
+  EXPECT_NEAR(r.schedule.active_compute_seconds, 200e9 / rate + 100e9 / half_rate, 1e-3);
+  EXPECT_NEAR(r.compute.active_gpu_hours, (384 * 200e9 / rate + 192 * 100e9 / half_rate) / 3600, 1e-3);
+  // The fleet reported is the largest phase's (what must be reserved).
+  EXPECT_EQ(r.fleet.gpus, 384u);
+  EXPECT_EQ(r.fleet.nodes, 48u);
+}
+
+TEST(PlanPhases, LongContextPhaseSetsTheMemory) {
+  // Llama 3 405B: 8K sequences, then 128K on cp 16 (Dubey et al. 2024, sec. 3.4.2 and
+  // table 4); the run's memory is its heaviest phase's.
+  PlanSpec p = Llama405bLongContext(16);
+  p.model.seq_len = 8192;
+  p.layout.cp = 1;
+  p.layout.dp = 128;
+  p.layout.grad_accum = 16;
+  p.data.tokens = 15'600'000'000'000;
+  PlanSpec::Phase pre;
+  pre.name = "8K";
+  pre.tokens = 15'000'000'000'000;
+  PlanSpec::Phase longer;
+  longer.name = "128K";
+  longer.tokens = 600'000'000'000;
+  longer.seq_len = 131072;
+  longer.layout.cp = 16;
+  longer.layout.dp = 8;
+  p.phases = {pre, longer};
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  const PlanReport alone = ComputePlan(Llama405bLongContext(16));
+  EXPECT_DOUBLE_EQ(r.phases[1].memory_bytes, alone.memory.total_bytes);
+  // 8,192 tokens per rank in both phases (cp 16 splits 131,072), the ZeRO shards over dp x
+  // cp = 128 in both: the same memory; cp is what keeps the long phase there.
+  EXPECT_DOUBLE_EQ(r.phases[1].memory_bytes, r.phases[0].memory_bytes);
+  EXPECT_DOUBLE_EQ(r.memory.total_bytes, r.phases[1].memory_bytes);
+  EXPECT_EQ(r.phases[1].seq_len, 131072u);
+  // The same phase on cp 1 does not fit, and the run's report says which phase.
+  p.phases[1].layout.cp = 1;
+  p.phases[1].gpus = 1024;
+  const PlanReport r1 = ComputePlan(p);
+  EXPECT_FALSE(r1.memory.fits);
+  const Finding* f = r1.Find("MEMORY_EXCEEDS_HBM");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message.rfind("phase 2 (128K): ", 0), 0u) << f->message;
+}
+
+TEST(PlanPhases, BadPhasesAreFindings) {
+  PlanSpec p = Bloom();
+  p.phases[1].tokens = 300'000'000'000;  // 320e9 in all against data.tokens 366e9
+  PlanReport r = ComputePlan(p);
+  const Finding* f = r.Find("PHASE_TOKENS_MISMATCH");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message, "the phases train 3.2e11 tokens, but data.tokens is 3.66e11.");
+  p = Bloom();
+  p.phases[0].ramp = PlanSpec::Phase::Ramp{200, 16};  // 200 is not whole micro-batches of 2 on 8 replicas
+  r = ComputePlan(p);
+  f = r.Find("RAMP_INVALID");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("ramp from 200 sequences in steps of 16 to the batch of 2048"), std::string::npos)
+      << f->message;
+  EXPECT_NE(f->message.find("phase 1 (ramp-up): "), std::string::npos) << f->message;
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
