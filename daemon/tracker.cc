@@ -408,14 +408,8 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
       StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
                     view.plan->report.compute.tokens_per_second);
   status.set_plan_revision(view.plan->revision);
-  {
-    const forecast::ForecastPrior& prior = view.plan->prior;
-    const double span = absl::ToDoubleSeconds(prior.plan_finish - prior.plan_start);
-    const double into = absl::ToDoubleSeconds(now - prior.plan_start);
-    const double share = span > 0 ? std::clamp(into / span, 0.0, 1.0) : 0.0;
-    status.mutable_progress()->set_plan_tokens(
-        static_cast<int64_t>(share * static_cast<double>(prior.target_tokens)));
-  }
+  status.mutable_progress()->set_plan_tokens(
+      static_cast<int64_t>(forecast::PlannedTokensAt(view.plan->prior, now)));
   // The cheap part now; the simulation as last computed (never waited for), labelled with
   // how old it is.
   forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);

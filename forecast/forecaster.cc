@@ -118,7 +118,45 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.loss_per_interruption_seconds = r.failures.loss_per_interruption_seconds;
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
+  for (const PlanReport::Phase& ph : r.phases) {
+    p.phases.push_back({static_cast<double>(ph.tokens_before + ph.tokens), ph.schedule_end_seconds,
+                        ph.tokens_per_second});
+  }
   return p;
+}
+
+double PlannedTokensAt(const ForecastPrior& prior, absl::Time t) {
+  const double target = static_cast<double>(prior.target_tokens);
+  const double into = absl::ToDoubleSeconds(t - prior.plan_start);
+  if (!(into > 0)) return 0;
+  if (prior.phases.empty()) {
+    const double span = absl::ToDoubleSeconds(prior.plan_finish - prior.plan_start);
+    return span > 0 ? std::min(1.0, into / span) * target : 0;
+  }
+  double tokens = 0, start = 0;
+  for (const ForecastPrior::Phase& ph : prior.phases) {
+    if (into < ph.schedule_end_seconds) {
+      const double span = ph.schedule_end_seconds - start;
+      return tokens + (span > 0 ? (into - start) / span : 1) * (ph.tokens_end - tokens);
+    }
+    tokens = ph.tokens_end;
+    start = ph.schedule_end_seconds;
+  }
+  return std::min(tokens, target);
+}
+
+double PlannedActiveSeconds(const ForecastPrior& prior, double from, double to) {
+  if (!(to > from)) return 0;
+  if (prior.phases.empty()) return Div(to - from, prior.plan_tokens_per_second);
+  double seconds = 0, begin = 0;
+  for (const ForecastPrior::Phase& ph : prior.phases) {
+    const double lo = std::max(from, begin), hi = std::min(to, ph.tokens_end);
+    if (hi > lo) seconds += Div(hi - lo, ph.tokens_per_second);
+    begin = ph.tokens_end;
+  }
+  // Tokens past the last phase (the target overshot) at the last phase's rate.
+  if (to > begin) seconds += Div(to - std::max(from, begin), prior.phases.back().tokens_per_second);
+  return seconds;
 }
 
 std::vector<std::string> PlausibilityFlags(const RunSnapshot& snap, const ForecastPrior& prior) {
@@ -685,7 +723,17 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
 
   // Throughput: the plan's rate until the run has shown its own; then the lifetime rate,
   // or the recent one when it has shifted away from it.
-  const double plan_rate = prior.plan_tokens_per_second;
+  // With phases the plan's rate is the one ahead (the tokens left over the plan's time for
+  // them), and the run's own is read against the plan's rate for the tokens it has done:
+  // a run 10% slower than plan in a fast phase is 10% slower in the slow one ahead.
+  const double done = std::max(0.0, static_cast<double>(snap.tokens));
+  const double target = static_cast<double>(prior.target_tokens);
+  double plan_rate = prior.plan_tokens_per_second, phase_scale = 1;
+  if (!prior.phases.empty() && target > done) {
+    plan_rate = Div(target - done, PlannedActiveSeconds(prior, done, target));
+    const double plan_done = Div(done, PlannedActiveSeconds(prior, 0, done));
+    if (plan_done > 0 && plan_rate > 0) phase_scale = plan_rate / plan_done;
+  }
   const double produced = snap.seconds.productive;
   const double lifetime = snap.tokens_per_second;
   const double recent = snap.recent_tokens_per_second;
@@ -694,6 +742,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     sim.throughput_shifted = std::fabs(recent / lifetime - 1) > kShiftThreshold;
     observed = sim.throughput_shifted ? recent : std::exp(0.5 * std::log(recent) + 0.5 * std::log(lifetime));
   }
+  observed *= phase_scale;
   // A revised plan: the rate before it, scaled to the new plan, until the run shows its
   // own since (weighed like the plan against the first evidence); a trend is read from the
   // evidence since the revision only.

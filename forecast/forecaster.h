@@ -41,8 +41,22 @@ struct ForecastPrior {
   // twice as large: twice the rate), then the rate since the revision takes over.
   std::optional<absl::Time> revised_at;
   double revision_rate_scale = 1;
+  // A plan in phases (PlanReport::phases): where each ends in tokens and in the schedule's
+  // seconds from the start, and its rate. Empty: one rate, a straight plan line.
+  struct Phase {
+    double tokens_end = 0, schedule_end_seconds = 0, tokens_per_second = 0;
+  };
+  std::vector<Phase> phases;
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
+
+// Where the plan says progress should be at `t`: the target spread over the schedule,
+// phase by phase (each phase's tokens over its span), 0 before the start.
+[[nodiscard]] double PlannedTokensAt(const ForecastPrior& prior, absl::Time t);
+
+// Seconds of active compute the plan gives to the tokens in [from, to), phase by phase
+// (without phases: at the one plan rate).
+[[nodiscard]] double PlannedActiveSeconds(const ForecastPrior& prior, double from, double to);
 
 // How the failure process (interruption rate, loss per incident) and the planned overhead
 // (maintenance, deliberate restarts) ahead are estimated from the run so far. The README's

@@ -143,10 +143,9 @@ class Engine {
       const bool batch_changed = ph.seq_len || ph.gpus || ph.layout.dp || ph.layout.micro_batch ||
                                  ph.layout.grad_accum || ph.layout.tp || ph.layout.pp || ph.layout.cp;
       if (ph.seq_len) sub.model.seq_len = *ph.seq_len;
-      if (ph.gpus) {
-        sub.fleet.gpus = *ph.gpus;
-        sub.layout.dp.reset();  // from the phase's GPUs, unless the phase gives it
-      }
+      if (ph.gpus) sub.fleet.gpus = *ph.gpus;
+      // A new fleet or model-parallel layout: dp follows from them, unless the phase gives it.
+      if (ph.gpus || ph.layout.tp || ph.layout.pp || ph.layout.cp) sub.layout.dp.reset();
       if (batch_changed) sub.layout.global_batch_tokens.reset();
       const auto& l = ph.layout;
       for (auto [from, to] : {std::pair{&l.tp, &sub.layout.tp}, {&l.pp, &sub.layout.pp}, {&l.dp, &sub.layout.dp},

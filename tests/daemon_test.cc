@@ -24,6 +24,8 @@
 #include "cli/client_commands.h"
 #include "cli/plan_file.h"
 #include "cli/status_print.h"
+#include "forecast/plan_engine.h"
+#include "proto/plan_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/event_log.h"
 #include "tests/history_check.h"
@@ -281,6 +283,31 @@ TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
 
   Restart();
   EXPECT_EQ(Status().DebugString(), s.DebugString());
+}
+
+TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
+  // The flagship in two halves, the second at 16K sequences on cp 2 (slower per token: the
+  // attention term doubles), so its share of the schedule is more than half.
+  v1::Plan plan = FlagshipPlan();
+  v1::Phase* first = plan.add_phases();
+  first->set_name("8K");
+  first->set_tokens(5'000'000'000'000);
+  v1::Phase* second = plan.add_phases();
+  second->set_name("16K");
+  second->set_tokens(5'000'000'000'000);
+  second->set_seq_len(16384);
+  second->mutable_layout()->set_cp(2);
+  ASSERT_TRUE(Create(plan).ok());
+  const forecast::PlanReport report = forecast::ComputePlan(PlanFromProto(plan));
+  ASSERT_EQ(report.phases.size(), 2u);
+  const double end1 = report.phases[0].schedule_end_seconds, end2 = report.phases[1].schedule_end_seconds;
+  ASSERT_LT(end1, 0.49 * end2);  // not the straight line's half
+  // At the first phase's end the plan line stands at its 5e12 tokens; halfway through the
+  // second, at 7.5e12.
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, end1, 1, 1000)}).ok());
+  EXPECT_NEAR(static_cast<double>(Status().progress().plan_tokens()), 5e12, 1);
+  ASSERT_TRUE(Report({StepsAt(kRun, (end1 + end2) / 2, 2, 2000)}).ok());
+  EXPECT_NEAR(static_cast<double>(Status().progress().plan_tokens()), 7.5e12, 1e3);
 }
 
 TEST_F(DaemonTest, DuplicatesAreAcknowledgedAndIgnored) {

@@ -112,6 +112,48 @@ TEST(Forecaster, ARevisedPlanScalesTheRateUntilTheRunShowsItsOwn) {
   EXPECT_NEAR(ComputeForecast(s, revised, At(72000)).forecast_tokens_per_second, 800, 800 * 0.04);
 }
 
+// Two phases: 5e7 tokens at 1,000 tokens/s over the first 55,000 s of the schedule, then
+// 5e7 at 500 tokens/s over the next 110,000 s (a longer context: slower per token).
+ForecastPrior Phased() {
+  ForecastPrior p = Prior();
+  p.plan_tokens_per_second = 1e8 / 150000;  // the whole run's average
+  p.plan_active_seconds = 150000;
+  p.plan_total_seconds = 165000;
+  p.plan_finish = At(165000);
+  p.phases = {{5e7, 55000, 1000}, {1e8, 165000, 500}};
+  return p;
+}
+
+TEST(Forecaster, ThePlanLineFollowsThePhases) {
+  const ForecastPrior p = Phased();
+  EXPECT_EQ(PlannedTokensAt(p, At(-10)), 0);
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(27500)), 2.5e7);            // half the first span
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(55000)), 5e7);
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(55000 + 55000)), 7.5e7);    // half the second
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(1e6)), 1e8);
+  // Without phases, a straight line over the schedule.
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(Prior(), At(55000)), 5e7);
+  // The plan's compute for a token range, phase by phase.
+  EXPECT_DOUBLE_EQ(PlannedActiveSeconds(p, 0, 5e7), 50000);
+  EXPECT_DOUBLE_EQ(PlannedActiveSeconds(p, 4e7, 6e7), 10000 + 20000);
+  EXPECT_DOUBLE_EQ(PlannedActiveSeconds(Prior(), 0, 5e7), 50000);
+}
+
+TEST(Forecaster, ARunInAFastPhaseIsForecastAtTheSlowPhasesRateAhead) {
+  // 10 hours at the first phase's planned 1,000 tokens/s: 3.6e7 tokens, all in phase 1.
+  // Ahead: 1.4e7 tokens at 1,000 and 5e7 at 500, 114,000 s of compute for 6.4e7 tokens:
+  // 561 tokens/s. The run is on plan, so that is the forecast, not the 1,000 it shows.
+  const RunState s = Running(1000, 36000);
+  const Forecast f = ComputeForecast(s, Phased(), At(36000));
+  EXPECT_NEAR(f.forecast_tokens_per_second, 6.406e7 / 114060, 0.02 * 561);
+  // The same run 20% slower than plan is forecast 20% slower ahead.
+  const RunState slow = Running(800, 36000);
+  const Forecast g = ComputeForecast(slow, Phased(), At(36000));
+  const double ahead = 1e8 - 800.0 * 36000;
+  EXPECT_NEAR(g.forecast_tokens_per_second, 0.8 * ahead / PlannedActiveSeconds(Phased(), 800.0 * 36000, 1e8),
+              0.03 * 0.8 * 561);
+}
+
 TEST(Forecaster, AShiftInThroughputIsDetectedAndTheRecentRateWins) {
   RunState s = Running(1000, 36000);
   int64_t tokens = s.tokens;
