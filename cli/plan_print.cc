@@ -76,7 +76,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                    c.bubble_in_efficiency ? ", the bubble included in it)" : ", less the bubble)"));
   if (r.fleet.dp > 0 && p.layout.pp.value_or(1) > 1) {
     o.Row("pipeline bubble",
-          absl::StrCat(Percent(c.pipeline_bubble_fraction), " of each step (pp ", p.layout.pp.value_or(1), ", ",
+          absl::StrCat(Percent(c.bubble_fraction), " of each step (pp ", p.layout.pp.value_or(1), ", ",
                        p.layout.grad_accum.value_or(1), " micro-batches",
                        p.layout.virtual_stages.value_or(1) > 1
                            ? absl::StrCat(", ", *p.layout.virtual_stages, " virtual stages")
@@ -104,11 +104,11 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
   const auto& m = r.memory;
   o.Section(absl::StrCat("Memory per GPU (", m.stage, m.stage == "only" ? " stage" : " pipeline stage",
                          m.layers_on_stage > 0 ? absl::StrCat(", ", m.layers_on_stage, " layers") : "", ")"));
-  o.Row("weights", Si(m.weight_bytes, "B"));
-  o.Row("gradients", Si(m.grad_bytes, "B"));
-  o.Row("optimizer state", absl::StrCat(Si(m.optimizer_bytes, "B"), " (ZeRO-", p.layout.zero_stage, ")"));
+  o.Row("weights", Si(m.weights, "B"));
+  o.Row("gradients", Si(m.grads, "B"));
+  o.Row("optimizer state", absl::StrCat(Si(m.optimizer, "B"), " (ZeRO-", p.layout.zero_stage, ")"));
   if (m.activation_bytes_per_layer > 0) {
-    o.Row("activations", absl::StrCat(Si(m.activation_bytes, "B"), " = ", absl::StrFormat("%.4g", m.microbatches_in_flight),
+    o.Row("activations", absl::StrCat(Si(m.activations, "B"), " = ", absl::StrFormat("%.4g", m.microbatches_in_flight),
                                       " micro-batches in flight x ", m.layers_on_stage, " layers x ",
                                       Si(m.activation_bytes_per_layer, "B"), " (recompute ",
                                       r.compute.recompute, ")"));
@@ -116,9 +116,9 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
     o.Row("activations", "not counted (the model's shape is not given)");
   }
   if (m.recompute_working_bytes > 0) o.Row("layer recomputed", Si(m.recompute_working_bytes, "B"));
-  if (m.logits_bytes > 0) o.Row("logits", Si(m.logits_bytes, "B"));
-  if (m.gather_buffer_bytes > 0) o.Row("ZeRO-3 gathered layers", Si(m.gather_buffer_bytes, "B"));
-  o.Row("framework reserve", Si(m.reserved_bytes, "B"));
+  if (m.logits > 0) o.Row("logits", Si(m.logits, "B"));
+  if (m.buffers > 0) o.Row("ZeRO-3 gathered layers", Si(m.buffers, "B"));
+  o.Row("framework reserve", Si(m.reserve, "B"));
   o.Row("total", m.hbm_bytes > 0 ? absl::StrCat(Si(m.total_bytes, "B"), " of ", Si(m.hbm_bytes, "B"),
                                                 " HBM: ", m.fits ? "fits" : "DOES NOT FIT")
                                   : absl::StrCat(Si(m.total_bytes, "B"), " (hbm_bytes not given)"));
@@ -131,7 +131,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
       o.Line(absl::StrFormat("  %-16s %9s %7s %6s %9s %9s %6s %7s %9s %s -> %s", ph.name,
                              Sci(static_cast<double>(ph.tokens)), Count(ph.seq_len), Count(ph.gpus),
                              Si(static_cast<double>(ph.tokens_per_step), ""), Si(ph.tokens_per_second, ""),
-                             Percent(ph.mfu), Percent(ph.pipeline_bubble_fraction), Si(ph.memory_bytes, "B"),
+                             Percent(ph.mfu), Percent(ph.bubble_fraction), Si(ph.memory_bytes, "B"),
                              Days(ph.schedule_start_seconds), Days(ph.schedule_end_seconds)));
     }
   }
@@ -157,7 +157,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                  " nodes)"));
   o.Row("interruptions", absl::StrFormat("%.1f expected, %d budgeted (P%.0f, rate CV %.2f)",
                                          f.expected_interruptions, f.budget_interruptions,
-                                         p.failures.budget_quantile.value_or(0.9) * 100, f.rate_cv));
+                                         p.failures.budget_quantile.value_or(0.9) * 100, f.rate_spread));
   if (f.nodes_in_repair > 0) {
     o.Row("nodes in repair", absl::StrFormat("%.1f on average, %d at P99; %d spare", f.nodes_in_repair,
                                              f.nodes_in_repair_p99, r.fleet.spare_nodes));

@@ -48,6 +48,7 @@ struct PlanSpec {
   struct Layout {
     std::optional<uint32_t> tp, pp, dp, cp, ep, micro_batch, grad_accum;
     std::optional<uint32_t> virtual_stages;  // interleaved 1F1B: model chunks per stage
+    std::string pipeline_schedule;           // "" | 1f1b | interleaved (with virtual_stages)
     std::optional<uint32_t> expert_tp;       // tensor parallelism inside an expert
     uint32_t zero_stage = 0;
     std::optional<uint64_t> global_batch_tokens;
@@ -56,7 +57,9 @@ struct PlanSpec {
     double mfu = 0;              // model FLOPs utilisation; or give hfu
     std::optional<double> hfu;   // hardware FLOPs utilisation (counts recomputation)
     std::string recompute;       // "" = none | selective | full
-    std::string attention;       // "" = causal | full | none: what the FLOPs count
+    // What the figure's attention FLOPs count (see plan.proto): causal (default) or the full
+    // score matrix; or no attention at all (count_attention false: 6N only).
+    std::optional<bool> causal_attention, count_attention;
     bool includes_pipeline_bubble = false;  // the figure was measured end to end
   } efficiency;
   struct State {
@@ -75,9 +78,9 @@ struct PlanSpec {
         restart_seconds;
     std::string failure_domain;  // "" = node
     std::optional<double> budget_quantile;
-    std::optional<double> rate_cv;                    // spread of the true rate
+    std::optional<double> rate_spread;                    // spread of the true rate
     std::optional<double> job_interruptions_per_day;  // not scaling with nodes
-    std::optional<double> repair_hours;               // a failed node's time out
+    std::optional<double> spare_repair_hours;         // a failed node's time out
   } failures;
   struct Availability {
     std::optional<double> maintenance_fraction, maintenance_hours;
@@ -88,13 +91,15 @@ struct PlanSpec {
   struct Phase {
     std::string name;
     uint64_t tokens = 0;
-    std::optional<uint32_t> seq_len, gpus;
+    std::optional<uint32_t> seq_len, gpus;  // the phase's model.seq_len and fleet.gpus
     Layout layout;                          // set fields replace; zero_stage when non-zero
     std::optional<Efficiency> efficiency;   // replaces the plan's when given
     struct Ramp {
       uint32_t from_sequences = 0, step_sequences = 0;
     };
     std::optional<Ramp> ramp;
+    // Fields the phase sets that cannot change between phases ("model.params"): findings.
+    std::vector<std::string> unchangeable;
   };
   std::vector<Phase> phases;
 };
@@ -122,7 +127,7 @@ struct PlanReport {
     double hardware_flops_per_token = 0;
     // Both utilisations end to end (the bubble included), and the share of each step the
     // pipeline stands idle: (pp-1)/(v·m + pp-1).
-    double mfu = 0, hfu = 0, pipeline_bubble_fraction = 0;
+    double mfu = 0, hfu = 0, bubble_fraction = 0;
     bool bubble_in_efficiency = false;  // the plan's figure already contains the bubble
     std::string attention_convention, recompute;
   } compute;
@@ -132,10 +137,10 @@ struct PlanReport {
     // ZeRO-3's gathered layers and the framework's reserve. total_bytes is their sum.
     double state_bytes_per_gpu = 0, hbm_bytes = 0;
     bool fits = true;
-    double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
+    double weights = 0, grads = 0, optimizer = 0;  // bytes
     double activation_bytes_per_layer = 0;  // one micro-batch, as stored for backward
-    double activation_bytes = 0, recompute_working_bytes = 0, logits_bytes = 0,
-           gather_buffer_bytes = 0, reserved_bytes = 0, total_bytes = 0;
+    double activations = 0, recompute_working_bytes = 0, logits = 0, buffers = 0, reserve = 0,
+           total_bytes = 0;
     uint32_t layers_on_stage = 0;
     double microbatches_in_flight = 0;  // fractional under the interleaved schedule
     std::string stage;
@@ -156,7 +161,7 @@ struct PlanReport {
     double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0,
            loss_per_interruption_seconds = 0, expected_loss_seconds = 0, budget_seconds = 0;
     uint64_t budget_interruptions = 0;
-    double rate_cv = 0;  // the Gamma spread of the rate behind the budget's quantile
+    double rate_spread = 0;  // the Gamma spread of the rate behind the budget's quantile
     double job_interruptions_per_day = 0;
     // Nodes out for repair at once: expected, and the count exceeded 1% of the time.
     double nodes_in_repair = 0;
@@ -188,7 +193,7 @@ struct PlanReport {
     std::string name;
     uint64_t tokens = 0, tokens_before = 0, steps = 0, tokens_per_step = 0;
     uint32_t seq_len = 0, gpus = 0;
-    double tokens_per_second = 0, mfu = 0, pipeline_bubble_fraction = 0, active_compute_seconds = 0,
+    double tokens_per_second = 0, mfu = 0, bubble_fraction = 0, active_compute_seconds = 0,
            memory_bytes = 0, schedule_start_seconds = 0, schedule_end_seconds = 0,
            expected_interruptions = 0;
     bool fits = true;

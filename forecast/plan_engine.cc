@@ -60,7 +60,7 @@ constexpr double kMaxStorageDutyCycle = 0.25;
 // sec. 2.5), Llama 3 405B saw 419 unexpected interruptions in 54 days on 2,048 nodes (3.8
 // per 1,000 node-days; Dubey et al. 2024, sec. 3.3.4). A Gamma rate with CV 0.5 spans 0.44x
 // to 1.67x of its mean from P10 to P90, a ratio of 3.8.
-constexpr double kDefaultRateCv = 0.5;
+constexpr double kDefaultRateSpread = 0.5;
 // A failed node out for triage, a part swap and burn-in: days, not hours. A judgment, not
 // a published figure; give failures.repair_hours for the fleet's own.
 constexpr double kDefaultRepairHours = 48;
@@ -122,8 +122,15 @@ class Engine {
   PlanReport RunPhased() {
     Resolve();
     uint64_t sum = 0;
-    for (const PlanSpec::Phase& ph : p_.phases) {
-      if (ph.tokens == 0) Error("INVALID_VALUE", absl::StrCat("phases '", ph.name, "'.tokens 0 is invalid: must be > 0."));
+    for (size_t i = 0; i < p_.phases.size(); ++i) {
+      const PlanSpec::Phase& ph = p_.phases[i];
+      if (ph.tokens == 0) {
+        Error("INVALID_VALUE", absl::StrCat("phases[", i, "].tokens 0 is invalid: each phase trains > 0 tokens."));
+      }
+      for (const std::string& field : ph.unchangeable) {
+        Error("INVALID_VALUE", absl::StrCat("phases[", i, "].", field, " cannot change between phases: a phase may "
+                                            "set model.seq_len, fleet.gpus, layout, efficiency and ramp."));
+      }
       sum += ph.tokens;
     }
     if (p_.data.tokens > 0 && sum != p_.data.tokens) {
@@ -186,7 +193,7 @@ class Engine {
       ph.tokens_per_step = q.batch.tokens_per_step;
       ph.tokens_per_second = q.compute.tokens_per_second;
       ph.mfu = q.compute.mfu;
-      ph.pipeline_bubble_fraction = q.compute.pipeline_bubble_fraction;
+      ph.bubble_fraction = q.compute.bubble_fraction;
       ph.active_compute_seconds = q.schedule.active_compute_seconds;
       ph.memory_bytes = q.memory.total_bytes;
       ph.fits = q.memory.fits;
@@ -277,7 +284,7 @@ class Engine {
       dense_flops += q.compute.dense_total_flops;
       hardware += q.compute.hardware_flops_per_token * phase_tokens;
       gpu_seconds += q.fleet.gpus * t;
-      bubble_seconds += q.compute.pipeline_bubble_fraction * t;
+      bubble_seconds += q.compute.bubble_fraction * t;
       active_seconds_ += t;
       checkpoint += q.checkpoint.overhead_seconds;
       written += q.checkpoint.total_written_bytes;
@@ -308,7 +315,7 @@ class Engine {
     c.active_gpu_hours = gpu_seconds / 3600.0;
     c.mfu = Div(flops, gpu_seconds * p_.hardware.peak_flops);
     c.hfu = Div(hardware, gpu_seconds * p_.hardware.peak_flops);
-    c.pipeline_bubble_fraction = Div(bubble_seconds, active_seconds_);
+    c.bubble_fraction = Div(bubble_seconds, active_seconds_);
 
     r_.memory = heaviest->memory;
     r_.memory.fits = std::all_of(parts.begin(), parts.end(), [](const PlanReport& q) { return q.memory.fits; });
@@ -330,7 +337,7 @@ class Engine {
     f.expected_interruptions = mu;
     f.loss_per_interruption_seconds = Div(loss, mu);
     f.expected_loss_seconds = loss;
-    f.budget_interruptions = quantile_ > 0 && quantile_ < 1 ? NegativeBinomialQuantile(mu, rate_cv_, quantile_) : 0;
+    f.budget_interruptions = quantile_ > 0 && quantile_ < 1 ? NegativeBinomialQuantile(mu, rate_spread_, quantile_) : 0;
     f.budget_seconds = static_cast<double>(f.budget_interruptions) * f.loss_per_interruption_seconds;
   }
 
@@ -368,11 +375,11 @@ class Engine {
                       &r_.schedule.availability_seconds, &r_.schedule.contingency_seconds,
                       &r_.schedule.total_seconds, &r_.schedule.expected_goodput, &r_.power.energy_mwh,
                       &r_.data.epochs, &r_.data.storage_bytes, &r_.compute.hardware_flops_per_token,
-                      &r_.compute.mfu, &r_.compute.hfu, &r_.compute.pipeline_bubble_fraction,
-                      &r_.memory.weight_bytes, &r_.memory.grad_bytes, &r_.memory.optimizer_bytes,
-                      &r_.memory.activation_bytes_per_layer, &r_.memory.activation_bytes,
-                      &r_.memory.recompute_working_bytes, &r_.memory.logits_bytes,
-                      &r_.memory.gather_buffer_bytes, &r_.memory.reserved_bytes, &r_.memory.total_bytes,
+                      &r_.compute.mfu, &r_.compute.hfu, &r_.compute.bubble_fraction,
+                      &r_.memory.weights, &r_.memory.grads, &r_.memory.optimizer,
+                      &r_.memory.activation_bytes_per_layer, &r_.memory.activations,
+                      &r_.memory.recompute_working_bytes, &r_.memory.logits,
+                      &r_.memory.buffers, &r_.memory.reserve, &r_.memory.total_bytes,
                       &r_.checkpoint.restore_read_bytes, &r_.failures.nodes_in_repair,
                       &r_.power.average_facility_watts}) {
       fix(*v);
@@ -430,18 +437,15 @@ class Engine {
       Error("INVALID_VALUE", absl::StrCat("efficiency.recompute '", e.recompute,
                                           "' is invalid: must be none, selective or full."));
     }
-    if (e.attention.empty() || e.attention == "causal") {
-      attention_ = AttentionConvention::kCausal;
-      attention_name_ = "causal";
-    } else if (e.attention == "full") {
-      attention_ = AttentionConvention::kFull;
-      attention_name_ = "full";
-    } else if (e.attention == "none") {
+    if (!e.count_attention.value_or(true)) {
       attention_ = AttentionConvention::kNone;
       attention_name_ = "none";
+    } else if (!e.causal_attention.value_or(true)) {
+      attention_ = AttentionConvention::kFull;
+      attention_name_ = "full";
     } else {
-      Error("INVALID_VALUE", absl::StrCat("efficiency.attention '", e.attention,
-                                          "' is invalid: must be causal, full or none."));
+      attention_ = AttentionConvention::kCausal;
+      attention_name_ = "causal";
     }
     average_power_fraction_ = p_.hardware.average_power_fraction.value_or(kDefaultAveragePowerFraction);
     if (!(average_power_fraction_ > 0 && average_power_fraction_ <= 1))
@@ -463,6 +467,16 @@ class Engine {
     mb_ = l.micro_batch.value_or(1);
     ga_ = l.grad_accum.value_or(1);
     vstages_ = l.virtual_stages.value_or(1);
+    if (l.pipeline_schedule == "1f1b" && vstages_ > 1) {
+      Error("CONFLICTING_FIELDS", absl::StrCat("layout.pipeline_schedule 1f1b with layout.virtual_stages ", vstages_,
+                                               ": model chunks per stage are the interleaved schedule."));
+    } else if (l.pipeline_schedule == "interleaved" && vstages_ < 2) {
+      Error("MISSING_FIELD", "layout.virtual_stages is required: layout.pipeline_schedule interleaved needs 2 or "
+                             "more model chunks per stage.");
+    } else if (!l.pipeline_schedule.empty() && l.pipeline_schedule != "1f1b" && l.pipeline_schedule != "interleaved") {
+      Error("INVALID_VALUE", absl::StrCat("layout.pipeline_schedule '", l.pipeline_schedule,
+                                          "' is invalid: must be 1f1b or interleaved."));
+    }
     etp_ = l.expert_tp.value_or(tp_);
     for (auto [name, v] : {std::pair{"layout.tp", tp_}, {"layout.pp", pp_}, {"layout.cp", cp_},
                            {"layout.ep", ep_}, {"layout.micro_batch", mb_},
@@ -540,12 +554,12 @@ class Engine {
       Error("INVALID_VALUE", absl::StrCat("failures.failure_domain '", failure_domain_,
                                           "' is invalid: must be gpu, node or rack."));
     }
-    rate_cv_ = f.rate_cv.value_or(kDefaultRateCv);
-    if (!(rate_cv_ >= 0 && rate_cv_ <= 10)) Invalid("failures.rate_cv", rate_cv_, "must be in [0, 10]");
+    rate_spread_ = f.rate_spread.value_or(kDefaultRateSpread);
+    if (!(rate_spread_ >= 0 && rate_spread_ <= 10)) Invalid("failures.rate_spread", rate_spread_, "must be in [0, 10]");
     job_per_day_ = f.job_interruptions_per_day.value_or(0);
     if (!(job_per_day_ >= 0)) Invalid("failures.job_interruptions_per_day", job_per_day_, "must be >= 0");
-    repair_hours_ = f.repair_hours.value_or(kDefaultRepairHours);
-    if (!(repair_hours_ >= 0)) Invalid("failures.repair_hours", repair_hours_, "must be >= 0");
+    repair_hours_ = f.spare_repair_hours.value_or(kDefaultRepairHours);
+    if (!(repair_hours_ >= 0)) Invalid("failures.spare_repair_hours", repair_hours_, "must be >= 0");
     quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
     if (quantile_ <= 0 || quantile_ >= 1)
       Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
@@ -720,9 +734,9 @@ class Engine {
     // The plan's figure as MFU while the pipeline is busy (or end to end, when it says so).
     const auto& e = p_.efficiency;
     const double stated_mfu = e.hfu ? Div(*e.hfu, hardware_over_model) : e.mfu;
-    c.pipeline_bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
+    c.bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
     c.bubble_in_efficiency = e.includes_pipeline_bubble;
-    c.mfu = e.includes_pipeline_bubble ? stated_mfu : stated_mfu * (1 - c.pipeline_bubble_fraction);
+    c.mfu = e.includes_pipeline_bubble ? stated_mfu : stated_mfu * (1 - c.bubble_fraction);
     c.hfu = c.mfu * hardware_over_model;
 
     c.dense_total_flops = dense * static_cast<double>(p_.data.tokens);
@@ -745,9 +759,9 @@ class Engine {
                         " convention, seq_len ", m.seq_len, "), more than 6N = ", Num(dense),
                         ": check that efficiency.mfu was measured with the same convention."));
     }
-    if (!e.includes_pipeline_bubble && c.pipeline_bubble_fraction > 0.2) {
+    if (!e.includes_pipeline_bubble && c.bubble_fraction > 0.2) {
       Warn("PIPELINE_BUBBLE_LARGE",
-           absl::StrCat("the pipeline stands idle ", Num(std::round(c.pipeline_bubble_fraction * 1000) / 10),
+           absl::StrCat("the pipeline stands idle ", Num(std::round(c.bubble_fraction * 1000) / 10),
                         "% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
                         vstages_ > 1 ? absl::StrCat(", ", vstages_, " virtual stages") : std::string(),
                         "): more micro-batches per step or an interleaved schedule "
@@ -789,7 +803,7 @@ class Engine {
     const double share = tokens / static_cast<double>(sizes);
     const auto& c = r_.compute;
     // The plan's figure, as MFU while the pipeline is busy (before the bubble).
-    const double busy_mfu = c.bubble_in_efficiency ? c.mfu : Div(c.mfu, 1 - c.pipeline_bubble_fraction);
+    const double busy_mfu = c.bubble_in_efficiency ? c.mfu : Div(c.mfu, 1 - c.bubble_fraction);
     const double peak = static_cast<double>(p_.fleet.gpus) * p_.hardware.peak_flops;
     double seconds = 0, bubble_seconds = 0, steps = 0;
     for (uint64_t k = 0; k < sizes; ++k) {
@@ -808,7 +822,7 @@ class Engine {
     const double ratio = Div(cw.hfu, cw.mfu);
     cw.mfu = Div(cw.cluster_flops_per_second, peak);
     cw.hfu = cw.mfu * ratio;
-    cw.pipeline_bubble_fraction = Div(bubble_seconds, seconds);
+    cw.bubble_fraction = Div(bubble_seconds, seconds);
     cw.active_gpu_hours = p_.fleet.gpus * seconds / 3600.0;
     r_.batch.steps = SaturatingCount(std::ceil(steps - 1e-9));
   }
@@ -849,20 +863,20 @@ class Engine {
       return ZeroStateBytes(dense_per_gpu, shards, zero, bytes) +
              (expert > 0 ? ZeroStateBytes(expert_per_gpu, std::max(1.0, expert_shards), zero, bytes) : 0.0);
     };
-    mem.weight_bytes = part({bytes_.weight, 0, 0});
-    mem.grad_bytes = part({0, bytes_.grad, 0});
-    mem.optimizer_bytes = part({0, 0, bytes_.optimizer});
-    mem.state_bytes_per_gpu = mem.weight_bytes + mem.grad_bytes + mem.optimizer_bytes;
+    mem.weights = part({bytes_.weight, 0, 0});
+    mem.grads = part({0, bytes_.grad, 0});
+    mem.optimizer = part({0, 0, bytes_.optimizer});
+    mem.state_bytes_per_gpu = mem.weights + mem.grads + mem.optimizer;
     // What one GPU copies to host memory for an async save: its weights and optimizer state.
-    snapshot_bytes_per_gpu_ = mem.weight_bytes + mem.optimizer_bytes;
+    snapshot_bytes_per_gpu_ = mem.weights + mem.optimizer;
 
     // ZeRO-3 gathers each layer's full weights before using it and prefetches the next:
     // two layers unsharded at once (Zhao et al. 2023, "PyTorch FSDP", sec. 3.3.2).
     if (zero == 3 && m.layers > 0) {
-      mem.gather_buffer_bytes =
+      mem.buffers =
           2 * bytes_.weight * (body / m.layers / tp_ + expert / m.layers / (static_cast<double>(etp_) * ep_));
     }
-    mem.reserved_bytes = reserved_bytes_;
+    mem.reserve = reserved_bytes_;
 
     const bool shape = m.layers > 0 && m.hidden > 0 && m.seq_len > 0;
     if (shape) {
@@ -887,23 +901,23 @@ class Engine {
       if (pp_ == 1) {
         mem.stage = "only";
         mem.microbatches_in_flight = 1;
-        mem.activation_bytes = mem.activation_bytes_per_layer * layers;
-        mem.logits_bytes = logits;
+        mem.activations = mem.activation_bytes_per_layer * layers;
+        mem.logits = logits;
       } else if (first >= last) {
         mem.stage = "first";
         mem.microbatches_in_flight = in_flight_first;
-        mem.activation_bytes = first;
+        mem.activations = first;
       } else {
         mem.stage = "last";
         mem.microbatches_in_flight = 1;
-        mem.activation_bytes = mem.activation_bytes_per_layer * layers;
-        mem.logits_bytes = logits;
+        mem.activations = mem.activation_bytes_per_layer * layers;
+        mem.logits = logits;
       }
     } else {
       mem.stage = pp_ == 1 ? "only" : "first";
     }
-    mem.total_bytes = mem.state_bytes_per_gpu + mem.activation_bytes + mem.recompute_working_bytes +
-                      mem.logits_bytes + mem.gather_buffer_bytes + mem.reserved_bytes;
+    mem.total_bytes = mem.state_bytes_per_gpu + mem.activations + mem.recompute_working_bytes +
+                      mem.logits + mem.buffers + mem.reserve;
     mem.fits = mem.hbm_bytes <= 0 || mem.total_bytes <= mem.hbm_bytes;
     auto gb = [](double b) { return Num(std::round(b / 1e8) / 10); };
     if (mem.hbm_bytes > 0 && mem.state_bytes_per_gpu > mem.hbm_bytes) {
@@ -914,11 +928,11 @@ class Engine {
     } else if (!mem.fits) {
       Error("MEMORY_EXCEEDS_HBM",
             absl::StrCat("the ", mem.stage, " pipeline stage needs ", gb(mem.total_bytes), " GB per GPU: state ",
-                         gb(mem.state_bytes_per_gpu), " + activations ", gb(mem.activation_bytes), " (",
+                         gb(mem.state_bytes_per_gpu), " + activations ", gb(mem.activations), " (",
                          Num(std::round(mem.microbatches_in_flight * 100) / 100), " micro-batches of ", mb_, " x ", mem.layers_on_stage,
                          " layers x ", gb(mem.activation_bytes_per_layer), " GB, recompute ", recompute_name_,
-                         ") + recompute ", gb(mem.recompute_working_bytes), " + logits ", gb(mem.logits_bytes),
-                         " + ZeRO-3 buffers ", gb(mem.gather_buffer_bytes), " + reserve ", gb(mem.reserved_bytes),
+                         ") + recompute ", gb(mem.recompute_working_bytes), " + logits ", gb(mem.logits),
+                         " + ZeRO-3 buffers ", gb(mem.buffers), " + reserve ", gb(mem.reserve),
                          " GB, over hardware.hbm_bytes ", gb(mem.hbm_bytes),
                          " GB. More recomputation, a larger tp, cp or pp, or a smaller micro_batch lowers it."));
     } else if (!shape && mem.hbm_bytes > 0 &&
@@ -1045,9 +1059,9 @@ class Engine {
         detect_ + restart_ + ck.read_seconds + half + (c.async ? ck.write_seconds : 0.0);
     fr.expected_loss_seconds = fr.expected_interruptions * fr.loss_per_interruption_seconds;
     if (quantile_ > 0 && quantile_ < 1) {
-      fr.budget_interruptions = NegativeBinomialQuantile(fr.expected_interruptions, rate_cv_, quantile_);
+      fr.budget_interruptions = NegativeBinomialQuantile(fr.expected_interruptions, rate_spread_, quantile_);
     }
-    fr.rate_cv = rate_cv_;
+    fr.rate_spread = rate_spread_;
     // Spares: failed nodes are out for repair_hours; by Little's law nodes / MTBF x repair
     // are out at once on average, and the job restarts at full size only while the spares
     // cover them.
@@ -1060,7 +1074,7 @@ class Engine {
                           Num(std::round(fr.nodes_in_repair * 10) / 10), " on average, up to ",
                           fr.nodes_in_repair_p99, " (P99) at a node MTBF of ", Num(std::round(node_mtbf_ / 3600)),
                           " h and ", Num(repair_hours_),
-                          " h of repair (failures.repair_hours); short of spares, a restart waits for a repair "
+                          " h of repair (failures.spare_repair_hours); short of spares, a restart waits for a repair "
                           "or the job shrinks."));
       }
     }
@@ -1176,7 +1190,7 @@ class Engine {
   AttentionConvention attention_ = AttentionConvention::kCausal;
   std::string recompute_name_ = "selective", attention_name_ = "causal";
   double average_power_fraction_ = kDefaultAveragePowerFraction, reserved_bytes_ = 0;
-  double rate_cv_ = kDefaultRateCv, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
+  double rate_spread_ = kDefaultRateSpread, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
   double embedding_params_ = 0;
   double expert_params_ = 0, expert_copies_ = 1;  // set by Memory()  // one V x h matrix (the input embedding or the output layer)
   uint64_t attention_width_ = 0;

@@ -1,5 +1,10 @@
 #include "proto/plan_convert.h"
 
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+
 namespace flightplan {
 namespace {
 
@@ -23,6 +28,7 @@ forecast::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
   out.global_batch_tokens = Opt<uint64_t>(l, &L::has_global_batch_tokens, &L::global_batch_tokens);
   out.virtual_stages = Opt<uint32_t>(l, &L::has_virtual_stages, &L::virtual_stages);
   out.expert_tp = Opt<uint32_t>(l, &L::has_expert_tp, &L::expert_tp);
+  out.pipeline_schedule = l.pipeline_schedule();
   return out;
 }
 
@@ -31,7 +37,9 @@ forecast::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
   out.mfu = e.mfu();
   out.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
   out.recompute = e.recompute();
-  out.attention = e.attention();
+  out.causal_attention =
+      Opt<bool>(e, &v1::Efficiency::has_causal_attention, &v1::Efficiency::causal_attention);
+  out.count_attention = Opt<bool>(e, &v1::Efficiency::has_count_attention, &v1::Efficiency::count_attention);
   out.includes_pipeline_bubble = e.includes_pipeline_bubble();
   return out;
 }
@@ -139,10 +147,10 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.failures.restart_seconds = Opt<double>(f, &F::has_restart_seconds, &F::restart_seconds);
   s.failures.failure_domain = f.failure_domain();
   s.failures.budget_quantile = Opt<double>(f, &F::has_budget_quantile, &F::budget_quantile);
-  s.failures.rate_cv = Opt<double>(f, &F::has_rate_cv, &F::rate_cv);
+  s.failures.rate_spread = Opt<double>(f, &F::has_rate_spread, &F::rate_spread);
   s.failures.job_interruptions_per_day =
       Opt<double>(f, &F::has_job_interruptions_per_day, &F::job_interruptions_per_day);
-  s.failures.repair_hours = Opt<double>(f, &F::has_repair_hours, &F::repair_hours);
+  s.failures.spare_repair_hours = Opt<double>(f, &F::has_spare_repair_hours, &F::spare_repair_hours);
 
   using A = v1::Availability;
   s.availability.maintenance_fraction =
@@ -155,8 +163,17 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
     forecast::PlanSpec::Phase out;
     out.name = ph.name();
     out.tokens = ph.tokens();
-    out.seq_len = Opt<uint32_t>(ph, &v1::Phase::has_seq_len, &v1::Phase::seq_len);
-    out.gpus = Opt<uint32_t>(ph, &v1::Phase::has_gpus, &v1::Phase::gpus);
+    if (ph.model().seq_len() != 0) out.seq_len = ph.model().seq_len();
+    if (ph.fleet().gpus() != 0) out.gpus = ph.fleet().gpus();
+    auto unchangeable = [&](const char* section, const google::protobuf::Message& msg, const char* allowed) {
+      std::vector<const google::protobuf::FieldDescriptor*> set;
+      msg.GetReflection()->ListFields(msg, &set);
+      for (const google::protobuf::FieldDescriptor* field : set) {
+        if (field->name() != allowed) out.unchangeable.push_back(absl::StrCat(section, ".", field->name()));
+      }
+    };
+    unchangeable("model", ph.model(), "seq_len");
+    unchangeable("fleet", ph.fleet(), "gpus");
     out.layout = LayoutFromProto(ph.layout());
     if (ph.has_efficiency()) out.efficiency = EfficiencyFromProto(ph.efficiency());
     if (ph.has_ramp()) out.ramp = {ph.ramp().from_sequences(), ph.ramp().step_sequences()};
@@ -192,7 +209,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   c->set_hardware_flops_per_token(r.compute.hardware_flops_per_token);
   c->set_mfu(r.compute.mfu);
   c->set_hfu(r.compute.hfu);
-  c->set_pipeline_bubble_fraction(r.compute.pipeline_bubble_fraction);
+  c->set_bubble_fraction(r.compute.bubble_fraction);
   c->set_bubble_in_efficiency(r.compute.bubble_in_efficiency);
   c->set_attention_convention(r.compute.attention_convention);
   c->set_recompute(r.compute.recompute);
@@ -201,15 +218,15 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   m->set_state_bytes_per_gpu(r.memory.state_bytes_per_gpu);
   m->set_fits(r.memory.fits);
   m->set_hbm_bytes(r.memory.hbm_bytes);
-  m->set_weight_bytes(r.memory.weight_bytes);
-  m->set_grad_bytes(r.memory.grad_bytes);
-  m->set_optimizer_bytes(r.memory.optimizer_bytes);
+  m->set_weights(r.memory.weights);
+  m->set_grads(r.memory.grads);
+  m->set_optimizer(r.memory.optimizer);
   m->set_activation_bytes_per_layer(r.memory.activation_bytes_per_layer);
-  m->set_activation_bytes(r.memory.activation_bytes);
+  m->set_activations(r.memory.activations);
   m->set_recompute_working_bytes(r.memory.recompute_working_bytes);
-  m->set_logits_bytes(r.memory.logits_bytes);
-  m->set_gather_buffer_bytes(r.memory.gather_buffer_bytes);
-  m->set_reserved_bytes(r.memory.reserved_bytes);
+  m->set_logits(r.memory.logits);
+  m->set_buffers(r.memory.buffers);
+  m->set_reserve(r.memory.reserve);
   m->set_total_bytes(r.memory.total_bytes);
   m->set_layers_on_stage(r.memory.layers_on_stage);
   m->set_microbatches_in_flight(r.memory.microbatches_in_flight);
@@ -237,7 +254,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   f->set_expected_loss_seconds(r.failures.expected_loss_seconds);
   f->set_budget_seconds(r.failures.budget_seconds);
   f->set_budget_interruptions(r.failures.budget_interruptions);
-  f->set_rate_cv(r.failures.rate_cv);
+  f->set_rate_spread(r.failures.rate_spread);
   f->set_job_interruptions_per_day(r.failures.job_interruptions_per_day);
   f->set_nodes_in_repair(r.failures.nodes_in_repair);
   f->set_nodes_in_repair_p99(r.failures.nodes_in_repair_p99);
@@ -272,7 +289,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
     o->set_tokens_per_step(ph.tokens_per_step);
     o->set_tokens_per_second(ph.tokens_per_second);
     o->set_mfu(ph.mfu);
-    o->set_pipeline_bubble_fraction(ph.pipeline_bubble_fraction);
+    o->set_bubble_fraction(ph.bubble_fraction);
     o->set_active_compute_seconds(ph.active_compute_seconds);
     o->set_memory_bytes(ph.memory_bytes);
     o->set_fits(ph.fits);

@@ -295,7 +295,7 @@ TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
   v1::Phase* second = plan.add_phases();
   second->set_name("16K");
   second->set_tokens(5'000'000'000'000);
-  second->set_seq_len(16384);
+  second->mutable_model()->set_seq_len(16384);
   second->mutable_layout()->set_cp(2);
   ASSERT_TRUE(Create(plan).ok());
   const forecast::PlanReport report = forecast::ComputePlan(PlanFromProto(plan));

@@ -86,12 +86,12 @@ TEST(PlanEngine, HandWorkedPlan) {
 
   // Memory: ZeRO-1 over dp 64: (2 + 4) x 1e9 + 12 x 1e9 / 64 = 6.1875e9 bytes. No shape:
   // no activations; the reserve is 10% of 80 GB.
-  EXPECT_DOUBLE_EQ(r.memory.weight_bytes, 2e9);
-  EXPECT_DOUBLE_EQ(r.memory.grad_bytes, 4e9);
-  EXPECT_DOUBLE_EQ(r.memory.optimizer_bytes, 12e9 / 64);
+  EXPECT_DOUBLE_EQ(r.memory.weights, 2e9);
+  EXPECT_DOUBLE_EQ(r.memory.grads, 4e9);
+  EXPECT_DOUBLE_EQ(r.memory.optimizer, 12e9 / 64);
   EXPECT_DOUBLE_EQ(r.memory.state_bytes_per_gpu, 6.1875e9);
-  EXPECT_EQ(r.memory.activation_bytes, 0);
-  EXPECT_DOUBLE_EQ(r.memory.reserved_bytes, 8e9);
+  EXPECT_EQ(r.memory.activations, 0);
+  EXPECT_DOUBLE_EQ(r.memory.reserve, 8e9);
   EXPECT_DOUBLE_EQ(r.memory.total_bytes, 14.1875e9);
   EXPECT_EQ(r.memory.stage, "only");
   EXPECT_TRUE(r.memory.fits);
@@ -198,15 +198,15 @@ TEST(PlanEngine, HeadDimSetsTheAttentionWidth) {
   p.model.heads = 48;
   p.model.head_dim = 256;
   p.model.seq_len = 2048;
-  p.efficiency.attention = "full";  // PaLM counts the whole score matrix
+  p.efficiency.causal_attention = false;  // PaLM counts the whole score matrix
   const PlanReport r = ComputePlan(p);
   EXPECT_DOUBLE_EQ(r.compute.attention_flops_per_token, 12.0 * 118 * 12288 * 2048);
   EXPECT_DOUBLE_EQ(r.compute.dense_total_flops, 6e9 * 5.5296e12);
   EXPECT_EQ(r.compute.attention_convention, "full");
   // The default counts what a causal kernel computes: half.
-  p.efficiency.attention = "";
+  p.efficiency.causal_attention.reset();
   EXPECT_DOUBLE_EQ(ComputePlan(p).compute.attention_flops_per_token, 6.0 * 118 * 12288 * 2048);
-  p.efficiency.attention = "none";
+  p.efficiency.count_attention = false;
   EXPECT_EQ(ComputePlan(p).compute.attention_flops_per_token, 0);
 }
 
@@ -305,7 +305,7 @@ const FindingCase kFindingCases[] = {
     {"LowGoodput",
      [](PlanSpec& p) {
        p.failures.node_mtbf_hours = 4;  // a job MTBF of 30 minutes on 8 nodes
-       p.failures.repair_hours = 0.1;   // (swapped at once: spares are not the point here)
+       p.failures.spare_repair_hours = 0.1;   // (swapped at once: spares are not the point here)
        p.checkpoint.interval_seconds = 0;
      },
      {"LOW_GOODPUT"}, Severity::kWarning},
@@ -426,16 +426,14 @@ const FindingCase kFindingCases[] = {
      {"INVALID_VALUE"}, Severity::kError},
     {"UnknownRecompute", [](PlanSpec& p) { p.efficiency.recompute = "partial"; }, {"INVALID_VALUE"},
      Severity::kError},
-    {"UnknownAttention", [](PlanSpec& p) { p.efficiency.attention = "sparse"; }, {"INVALID_VALUE"},
-     Severity::kError},
     {"ZeroVirtualStages", [](PlanSpec& p) { p.layout.virtual_stages = 0; }, {"INVALID_VALUE"},
      Severity::kError},
     {"ZeroExpertTp", [](PlanSpec& p) { p.layout.expert_tp = 0; }, {"INVALID_VALUE"}, Severity::kError},
-    {"NegativeRateCv", [](PlanSpec& p) { p.failures.rate_cv = -0.5; }, {"INVALID_VALUE"},
+    {"NegativeRateCv", [](PlanSpec& p) { p.failures.rate_spread = -0.5; }, {"INVALID_VALUE"},
      Severity::kError},
     {"NegativeJobRate", [](PlanSpec& p) { p.failures.job_interruptions_per_day = -1; },
      {"INVALID_VALUE"}, Severity::kError},
-    {"NegativeRepair", [](PlanSpec& p) { p.failures.repair_hours = -2; }, {"INVALID_VALUE"},
+    {"NegativeRepair", [](PlanSpec& p) { p.failures.spare_repair_hours = -2; }, {"INVALID_VALUE"},
      Severity::kError},
     {"PowerFractionAboveOne", [](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
      {"INVALID_VALUE"}, Severity::kError},
@@ -463,9 +461,7 @@ TEST(PlanEngine, NewInputsNameTheirFieldAndValue) {
   const std::pair<std::function<void(PlanSpec&)>, std::string> cases[] = {
       {[](PlanSpec& p) { p.efficiency.recompute = "partial"; },
        "efficiency.recompute 'partial' is invalid: must be none, selective or full."},
-      {[](PlanSpec& p) { p.efficiency.attention = "sparse"; },
-       "efficiency.attention 'sparse' is invalid: must be causal, full or none."},
-      {[](PlanSpec& p) { p.failures.rate_cv = -0.5; }, "failures.rate_cv -0.5 is invalid: must be in [0, 10]."},
+      {[](PlanSpec& p) { p.failures.rate_spread = -0.5; }, "failures.rate_spread -0.5 is invalid: must be in [0, 10]."},
       {[](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
        "hardware.average_power_fraction 1.5 is invalid: must be in (0, 1]."},
       {[](PlanSpec& p) { p.layout.virtual_stages = 0; }, "layout.virtual_stages 0 is invalid: must be >= 1."},
@@ -769,7 +765,7 @@ TEST(Examples, FlagshipFigures) {
   // 6 x 70e9 + 6 x 80 x 8192 x 8192 (causal attention) per token, 10e12 tokens.
   EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 70e9 + 6.0 * 80 * 8192 * 8192);
   // Interleaved 1F1B: pp 4, 16 micro-batches, 5 chunks per stage: 3 / (5 x 16 + 3) idle.
-  EXPECT_DOUBLE_EQ(r.compute.pipeline_bubble_fraction, 3.0 / 83);
+  EXPECT_DOUBLE_EQ(r.compute.bubble_fraction, 3.0 / 83);
   EXPECT_NEAR(r.compute.mfu, 0.40 * (1 - 3.0 / 83), 1e-12);
   EXPECT_TRUE(r.memory.fits);
   EXPECT_EQ(r.batch.tokens_per_step, 2048u * 8192);

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "forecast/plan_engine.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -123,14 +124,26 @@ phases:
     ramp: {from_sequences: 192, step_sequences: 16}
   - name: long
     tokens: 346e9
-    seq_len: 131072
-    gpus: 192
+    model: {seq_len: 131072}
+    fleet: {gpus: 192}
     layout: {cp: 16}
     efficiency: {hfu: 0.4, recompute: full}
+  - name: typo
+    tokens: 0
+    model: {params: 8e9, seq_len: 4096}
 )", "plan.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const forecast::PlanSpec spec = PlanFromProto(*plan);
-  ASSERT_EQ(spec.phases.size(), 2u);
+  ASSERT_EQ(spec.phases.size(), 3u);
+  // A field that cannot change between phases is carried to the engine, which refuses it.
+  EXPECT_TRUE(spec.phases[1].unchangeable.empty());
+  EXPECT_EQ(spec.phases[2].unchangeable, std::vector<std::string>{"model.params"});
+  const forecast::PlanReport r = forecast::ComputePlan(spec);
+  bool named = false;
+  for (const forecast::Finding& f : r.findings) {
+    named |= f.message.rfind("phases[2].model.params cannot change between phases", 0) == 0;
+  }
+  EXPECT_TRUE(named);
   EXPECT_EQ(spec.phases[0].name, "ramp-up");
   EXPECT_EQ(spec.phases[0].tokens, 20'000'000'000u);
   ASSERT_TRUE(spec.phases[0].ramp.has_value());

@@ -72,7 +72,7 @@ TEST(PublishedRuns, Gpt3With140TflopsHfuTrainsIn34Days) {
   p.model.hidden = 12288;
   p.model.heads = 96;
   p.model.vocab_size = 51200;
-  p.efficiency.attention = "full";
+  p.efficiency.causal_attention = false;
   r = ComputePlan(p);
   const double hardware = 8 * 175e9 - 2.0 * 51200 * 12288 + 16.0 * 96 * 2048 * 12288;
   EXPECT_NEAR(r.compute.hardware_flops_per_token, hardware, 1);
@@ -115,13 +115,13 @@ TEST(PublishedRuns, MtNlgTokensPerSecondFromItsStepTime) {
   p.layout.grad_accum = 160;  // 1,920 sequences over dp 12
   p.efficiency.hfu = 113e12 / kA100;
   p.efficiency.recompute = "full";
-  p.efficiency.attention = "full";
+  p.efficiency.causal_attention = false;
   p.efficiency.includes_pipeline_bubble = true;
   const PlanReport r = ComputePlan(p);
   const double published = 1920.0 * 2048 / 44.4;
   EXPECT_NEAR(r.compute.tokens_per_second, published, 0.02 * published);
   // pp 35 over 160 micro-batches: 34 / 194 of each step idle, inside the published figure.
-  EXPECT_NEAR(r.compute.pipeline_bubble_fraction, 34.0 / 194, 1e-12);
+  EXPECT_NEAR(r.compute.bubble_fraction, 34.0 / 194, 1e-12);
   EXPECT_TRUE(r.compute.bubble_in_efficiency);
 }
 
@@ -154,7 +154,7 @@ TEST(PublishedRuns, DeepSeekV3GpuHoursWithTheShapeGiven) {
   p.layout.grad_accum = 60;  // 7,680 sequences (DeepSeek's final batch 15,360 at 4K: half)
   const double mfu_6n = 6 * 37e9 * 1e12 / (180e3 * 3600 * kH100);
   p.efficiency.mfu = mfu_6n;
-  p.efficiency.attention = "none";
+  p.efficiency.count_attention = false;
   p.efficiency.includes_pipeline_bubble = true;  // DualPipe; the cost is end to end
   PlanReport r = ComputePlan(p);
   EXPECT_NEAR(r.compute.active_gpu_hours, 2.664e6, 0.01 * 2.664e6);
@@ -162,7 +162,7 @@ TEST(PublishedRuns, DeepSeekV3GpuHoursWithTheShapeGiven) {
   EXPECT_EQ(r.compute.attention_convention, "none");
   // ... and the same MFU read in the causal convention costs exactly the attention share
   // more: 6 x 61 x 4,096 x 16,384 per token over 6 x 37e9.
-  p.efficiency.attention = "causal";
+  p.efficiency.count_attention.reset();
   r = ComputePlan(p);
   const double causal = 6.0 * 61 * 4096 * 128 * 128;
   EXPECT_DOUBLE_EQ(r.compute.attention_flops_per_token, causal);
@@ -201,7 +201,7 @@ TEST(PublishedRuns, Llama2At43PercentMfuSpendsItsPublishedGpuHours) {
   p.layout.tp = 8;
   p.layout.dp = 256;
   p.efficiency.mfu = 6 * 70e9 * 2e12 / (1720320.0 * 3600 * kA100);
-  p.efficiency.attention = "none";
+  p.efficiency.count_attention = false;
   EXPECT_NEAR(p.efficiency.mfu, 0.43, 0.01);
   const PlanReport r = ComputePlan(p);
   EXPECT_NEAR(r.compute.active_gpu_hours, 1720320, 0.01 * 1720320);
@@ -249,19 +249,19 @@ TEST(PlanMemory, Llama3LongContextFitsOnCp16AndNotOnCp1) {
   EXPECT_EQ(m.stage, "first");
   EXPECT_EQ(m.layers_on_stage, 8u);
   EXPECT_DOUBLE_EQ(m.microbatches_in_flight, 16);
-  EXPECT_NEAR(m.weight_bytes, 2 * params, 1);
-  EXPECT_NEAR(m.grad_bytes, 4 * params, 1);
-  EXPECT_NEAR(m.optimizer_bytes, 12 * params / (8 * 16), 1);  // ZeRO-1 over dp x cp = 128
+  EXPECT_NEAR(m.weights, 2 * params, 1);
+  EXPECT_NEAR(m.grads, 4 * params, 1);
+  EXPECT_NEAR(m.optimizer, 12 * params / (8 * 16), 1);  // ZeRO-1 over dp x cp = 128
   // Full recomputation keeps each layer's input, 2·s·b·h / t with s = 131,072 / 16.
   const double per_layer = 2.0 * (131072 / 16) * 16384 / 8;
   EXPECT_DOUBLE_EQ(m.activation_bytes_per_layer, per_layer);
-  EXPECT_DOUBLE_EQ(m.activation_bytes, per_layer * 8 * 16);
+  EXPECT_DOUBLE_EQ(m.activations, per_layer * 8 * 16);
   // The layer being recomputed holds 34·s·b·h / t.
   EXPECT_DOUBLE_EQ(m.recompute_working_bytes, 34.0 * (131072 / 16) * 16384 / 8);
-  EXPECT_DOUBLE_EQ(m.reserved_bytes, 0.1 * 80 * (1 << 30));
+  EXPECT_DOUBLE_EQ(m.reserve, 0.1 * 80 * (1 << 30));
   EXPECT_NEAR(m.total_bytes,
-              m.weight_bytes + m.grad_bytes + m.optimizer_bytes + m.activation_bytes +
-                  m.recompute_working_bytes + m.reserved_bytes,
+              m.weights + m.grads + m.optimizer + m.activations +
+                  m.recompute_working_bytes + m.reserve,
               1);
   EXPECT_TRUE(m.fits) << m.total_bytes / 1e9 << " GB";
   EXPECT_EQ(r16.Find("MEMORY_EXCEEDS_HBM"), nullptr);
@@ -269,7 +269,7 @@ TEST(PlanMemory, Llama3LongContextFitsOnCp16AndNotOnCp1) {
   // cp 1: the same replica holds 16x the activations; its state alone still fits (the
   // ZeRO shards grow 16x too), so the activations are what does not.
   const PlanReport r1 = ComputePlan(Llama405bLongContext(1));
-  EXPECT_DOUBLE_EQ(r1.memory.activation_bytes, 16 * m.activation_bytes);
+  EXPECT_DOUBLE_EQ(r1.memory.activations, 16 * m.activations);
   EXPECT_LT(r1.memory.state_bytes_per_gpu, r1.memory.hbm_bytes);
   EXPECT_FALSE(r1.memory.fits);
   const Finding* f = r1.Find("MEMORY_EXCEEDS_HBM");
@@ -319,11 +319,11 @@ TEST(PlanMemory, Fsdp70bFitsOnlyWithFullRecomputation) {
   // State: every part sharded over 512: 70e9 x (2 + 4 + 12) / 512.
   EXPECT_NEAR(m.state_bytes_per_gpu, 70e9 * 18 / 512, 1);
   // Activations: 2·s·h per layer x 80 layers, one micro-batch in flight without pp.
-  EXPECT_DOUBLE_EQ(m.activation_bytes, 2.0 * 8192 * 8192 * 80);
+  EXPECT_DOUBLE_EQ(m.activations, 2.0 * 8192 * 8192 * 80);
   // Logits: 4 B x 8,192 x 128,256.
-  EXPECT_DOUBLE_EQ(m.logits_bytes, 4.0 * 8192 * 128256);
+  EXPECT_DOUBLE_EQ(m.logits, 4.0 * 8192 * 128256);
   // ZeRO-3 gathers two layers' BF16 weights: 2 x 2 B x (70e9 - 2 V·h) / 80.
-  EXPECT_NEAR(m.gather_buffer_bytes, 2 * 2 * (70e9 - 2 * 128256.0 * 8192) / 80, 1);
+  EXPECT_NEAR(m.buffers, 2 * 2 * (70e9 - 2 * 128256.0 * 8192) / 80, 1);
   // The hardware FLOPs grow by the recomputed forward: 2 x (N - V·h) + attention / 3.
   const double attention = 6.0 * 80 * 8192 * 8192;
   EXPECT_NEAR(r.compute.hardware_flops_per_token,
@@ -333,12 +333,12 @@ TEST(PlanMemory, Fsdp70bFitsOnlyWithFullRecomputation) {
 TEST(PlanMemory, InterleavingGrowsTheFirstStagesActivations) {
   // Korthikanti et al. 2022, sec. 4.2.3: 1 + (pp - 1) / (pp·v) times the 1F1B figure.
   PlanSpec p = Llama405bLongContext(16);
-  const double plain = ComputePlan(p).memory.activation_bytes;
+  const double plain = ComputePlan(p).memory.activations;
   p.layout.virtual_stages = 2;
   const PlanReport r = ComputePlan(p);
-  EXPECT_NEAR(r.memory.activation_bytes, plain * (1 + 15.0 / 32), 1);
+  EXPECT_NEAR(r.memory.activations, plain * (1 + 15.0 / 32), 1);
   // ... and shrinks the bubble: 15 / (2 x 16 + 15) instead of 15 / (16 + 15).
-  EXPECT_NEAR(r.compute.pipeline_bubble_fraction, 15.0 / 47, 1e-12);
+  EXPECT_NEAR(r.compute.bubble_fraction, 15.0 / 47, 1e-12);
 }
 
 TEST(PlanMemory, ExpertTensorParallelismShardsExpertsItsOwnWay) {
@@ -359,12 +359,12 @@ TEST(PlanMemory, ExpertTensorParallelismShardsExpertsItsOwnWay) {
   p.layout.zero_stage = 1;
   p.efficiency.mfu = 0.3;
   PlanReport r = ComputePlan(p);
-  EXPECT_NEAR(r.memory.weight_bytes, 2 * 20e9 / 4 + 2 * 100e9 / 32, 1);
-  EXPECT_NEAR(r.memory.optimizer_bytes, 12 * 20e9 / 4 / 16 + 12 * 100e9 / 32 / 2, 1);
+  EXPECT_NEAR(r.memory.weights, 2 * 20e9 / 4 + 2 * 100e9 / 32, 1);
+  EXPECT_NEAR(r.memory.optimizer, 12 * 20e9 / 4 / 16 + 12 * 100e9 / 32 / 2, 1);
   p.layout.expert_tp = 1;
   r = ComputePlan(p);
-  EXPECT_NEAR(r.memory.weight_bytes, 2 * 20e9 / 4 + 2 * 100e9 / 8, 1);
-  EXPECT_NEAR(r.memory.optimizer_bytes, 12 * 20e9 / 4 / 16 + 12 * 100e9 / 8 / 8, 1);
+  EXPECT_NEAR(r.memory.weights, 2 * 20e9 / 4 + 2 * 100e9 / 8, 1);
+  EXPECT_NEAR(r.memory.optimizer, 12 * 20e9 / 4 / 16 + 12 * 100e9 / 8 / 8, 1);
   // ep x expert_tp must divide tp x dp x cp = 64.
   p.layout.expert_tp = 3;
   r = ComputePlan(p);
@@ -391,8 +391,8 @@ TEST(PlanEfficiency, TheBubbleIsChargedUnlessTheFigureContainsIt) {
   flat.layout.pp = 1;
   flat.layout.dp = 8 * 35;
   const PlanReport d = ComputePlan(deep), f = ComputePlan(flat);
-  EXPECT_NEAR(d.compute.pipeline_bubble_fraction, 34.0 / 35, 1e-12);
-  EXPECT_EQ(f.compute.pipeline_bubble_fraction, 0);
+  EXPECT_NEAR(d.compute.bubble_fraction, 34.0 / 35, 1e-12);
+  EXPECT_EQ(f.compute.bubble_fraction, 0);
   EXPECT_NEAR(d.compute.tokens_per_second, f.compute.tokens_per_second / 35, 1e-6);
   EXPECT_NE(d.Find("PIPELINE_BUBBLE_LARGE"), nullptr);
   // Measured end to end, the same figure already contains it.
@@ -404,7 +404,7 @@ TEST(PlanEfficiency, AttentionAboveSixNIsAFinding) {
   // Llama 3 405B at 128K counted over the full score matrix: 12 x 126 x 131,072 x 16,384
   // = 3.25e12 FLOPs per token against 6N = 2.43e12.
   PlanSpec p = Llama405bLongContext(16);
-  p.efficiency.attention = "full";
+  p.efficiency.causal_attention = false;
   const PlanReport r = ComputePlan(p);
   const Finding* f = r.Find("ATTENTION_EXCEEDS_6N");
   ASSERT_NE(f, nullptr);
@@ -485,7 +485,7 @@ PlanSpec Bloom() {
   // taken out of the bubble so the ramp's smaller batches pay their larger one.
   p.efficiency.hfu = 150e12 / kA100 / (1 - 11.0 / 139);
   p.efficiency.recompute = "full";
-  p.efficiency.attention = "full";
+  p.efficiency.causal_attention = false;
   p.checkpoint.interval_seconds = 3 * 3600;
   p.checkpoint.write_bytes_per_second = 50e9;  // not published: an assumption
   p.failures.node_mtbf_hours.reset();
@@ -512,9 +512,9 @@ TEST(PublishedRuns, BloomRampUpStepsAndSchedule) {
   EXPECT_EQ(r.phases[0].steps, 12657u);
   EXPECT_EQ(r.phases[1].steps, 82493u);
   // The ramp's small batches leave the pipeline idle longer: slower per token.
-  EXPECT_GT(r.phases[0].pipeline_bubble_fraction, 2 * r.phases[1].pipeline_bubble_fraction);
+  EXPECT_GT(r.phases[0].bubble_fraction, 2 * r.phases[1].bubble_fraction);
   EXPECT_LT(r.phases[0].tokens_per_second, r.phases[1].tokens_per_second);
-  EXPECT_NEAR(r.phases[1].pipeline_bubble_fraction, 11.0 / 139, 1e-12);
+  EXPECT_NEAR(r.phases[1].bubble_fraction, 11.0 / 139, 1e-12);
   // 1,082,990 GPU-hours (BigScience; Luccioni et al. 2022) on 384 GPUs: 117.5 days from
   // start to finish. The plan's schedule (with its 5% contingency) within ±10%.
   const double published_days = 1082990.0 / 384 / 24;
