@@ -154,24 +154,21 @@ uint64_t NegativeBinomialQuantile(double mean, double cv, double q) {
   // r = 1/cv², success probability p = r / (r + mean); P(k) = C(k+r-1, k) p^r (1-p)^k.
   const double r = 1.0 / (cv * cv);
   const double log_p = std::log(r / (r + mean)), log_1p = std::log(mean / (r + mean));
-  const double sd = std::sqrt(mean + cv * cv * mean * mean);
-  if (mean > 1e5) {
-    // A Gamma with the count's mean and variance (shape k = mean² / variance), its
-    // quantile by Wilson and Hilferty (1931): mean·(1 - 1/9k + z·sqrt(1/9k))³. Within a
-    // fraction of a percent at such means, where the exact sum would take tens of millions
-    // of terms.
-    const double z = NormalQuantile(q);
-    const double c = sd * sd / (9.0 * mean * mean);  // 1 / 9k
-    return SaturatingCount(std::ceil(mean * std::pow(std::max(0.0, 1 - c + z * std::sqrt(c)), 3)));
-  }
-  // The tail decays geometrically with ratio (1-p): past mean + 60 sd it is negligible
-  // for any cv a plan uses, so the loop is bounded there.
-  const double limit = mean + 60.0 * sd + 60.0;
-  double sum = 0;
+  const double variance = mean + cv * cv * mean * mean;
+  // A Gamma with the count's mean and variance (shape k = mean² / variance), its quantile
+  // by Wilson and Hilferty (1931): mean·(1 - 1/9k + z·sqrt(1/9k))³. Within 0.2% of the
+  // exact count for a rate CV up to 0.5 (7% low at CV 2): used only where the exact sum
+  // would take over 100,000 terms.
+  const double z = NormalQuantile(q);
+  const double c = variance / (9.0 * mean * mean);  // 1 / 9k
+  const double approx = std::ceil(mean * std::pow(std::max(0.0, 1 - c + z * std::sqrt(c)), 3));
+  if (approx > 1e5) return SaturatingCount(approx);
+  // The exact sum, the pmf by its recurrence P(k) = P(k-1) (k + r - 1)/k (1 - p) in logs
+  // (P(0) = p^r underflows for a small CV). It ends near `approx`; the bound is a guard.
+  const double limit = std::max(4.0 * approx, mean + 60.0 * std::sqrt(variance) + 60.0);
+  double log_pmf = r * log_p, sum = 0;
   for (uint64_t k = 0; static_cast<double>(k) <= limit; ++k) {
-    const double kd = static_cast<double>(k);
-    const double log_pmf =
-        std::lgamma(kd + r) - std::lgamma(r) - std::lgamma(kd + 1) + r * log_p + kd * log_1p;
+    if (k > 0) log_pmf += std::log((static_cast<double>(k) + r - 1) / static_cast<double>(k)) + log_1p;
     sum += std::exp(log_pmf);
     if (sum >= q) return k;
   }

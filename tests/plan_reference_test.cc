@@ -422,10 +422,17 @@ TEST(PlanFailures, TheBudgetWidensWithTheRateUncertainty) {
   EXPECT_NEAR(poisson / 221, 1.087, 0.01);
   EXPECT_GT(gamma / 221, 1.55);
   EXPECT_LT(gamma / 221, 1.75);
-  // Large means take the Wilson-Hilferty branch: continuous with the exact sum across it.
-  const double below = static_cast<double>(NegativeBinomialQuantile(99'990, 0.2, 0.9));
-  const double above = static_cast<double>(NegativeBinomialQuantile(100'010, 0.2, 0.9));
-  EXPECT_NEAR(above / below, 100'010.0 / 99'990, 0.002);
+  // A quantile past 100,000 takes the Wilson-Hilferty branch (at CV 0.2 and P90, means
+  // above ~79,100): continuous with the exact sum across it.
+  const double below = static_cast<double>(NegativeBinomialQuantile(79'000, 0.2, 0.9));
+  const double above = static_cast<double>(NegativeBinomialQuantile(79'200, 0.2, 0.9));
+  EXPECT_LE(below, 1e5);
+  EXPECT_GT(above, 1e5);
+  EXPECT_NEAR(above / below, 79'200.0 / 79'000, 0.002);
+  // Exact where it is cheap, however wide: CV 2 at a mean of 4,000 (the approximation would
+  // be 7% low there): P90 is 12,007 (summed by hand in Python from the pmf).
+  EXPECT_EQ(NegativeBinomialQuantile(4000, 2, 0.9), 12007u);
+  EXPECT_EQ(NegativeBinomialQuantile(12500, 0.2, 0.9), 15795u);
 }
 
 TEST(PlanFailures, InterruptionsThatDoNotScaleWithNodesAddTheirRate) {
