@@ -175,6 +175,30 @@ static void ForecasterCost() {
   }
 }
 
+// The planner's cost: one report of each example plan (the BLOOM one in phases, with a
+// 116-size batch ramp), and the deadline search over every dp that divides the batch.
+static void PlannerCost() {
+  namespace fc = flightplan::forecast;
+  using Clock = std::chrono::steady_clock;
+  const std::string examples = std::filesystem::path(FLIGHTPLAN_FLAGSHIP).parent_path().string();
+  for (const char* name : {"dense-70b-10t.yaml", "moe-400b-a50b-15t.yaml", "bloom-176b.yaml"}) {
+    absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(examples + "/" + name);
+    if (!plan.ok()) continue;
+    const fc::PlanSpec spec = flightplan::PlanFromProto(*plan);
+    constexpr int kRepeats = 200;
+    auto t = Clock::now();
+    double sink = 0;
+    for (int i = 0; i < kRepeats; ++i) sink += fc::ComputePlan(spec).schedule.total_seconds;
+    const double report = std::chrono::duration<double>(Clock::now() - t).count() / kRepeats;
+    t = Clock::now();
+    const fc::DeadlineFleet fleet =
+        fc::FindFleetForDeadline(spec, *spec.start_time + absl::Hours(24 * 30));
+    const double search = std::chrono::duration<double>(Clock::now() - t).count();
+    std::printf("  planner (%s): report %.1f us; deadline search %.1f ms (%s)%s\n", name, report * 1e6,
+                search * 1e3, fleet.met ? "met" : "not met", sink < 0 ? " " : "");
+  }
+}
+
 int main(int argc, char** argv) {
   size_t events = 300000, batch = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -315,6 +339,7 @@ int main(int argc, char** argv) {
     std::printf("  GET /metrics with %d runs: %.1f ms median (%zu bytes)\n", runs, times[10] * 1e3, bytes);
   }
   ForecasterCost();
+  PlannerCost();
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -74,7 +74,9 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
   o.Row("efficiency", absl::StrCat(Percent(c.mfu), " MFU, ", Percent(c.hfu), " HFU end to end (",
                                    p.efficiency.hfu ? "from the plan's HFU" : "from the plan's MFU",
                                    c.bubble_in_efficiency ? ", the bubble included in it)" : ", less the bubble)"));
-  if (r.fleet.dp > 0 && p.layout.pp.value_or(1) > 1) {
+  if (!r.phases.empty()) {
+    o.Row("pipeline bubble", absl::StrCat(Percent(c.bubble_fraction), " of the active time over the phases (each below)"));
+  } else if (r.fleet.dp > 0 && p.layout.pp.value_or(1) > 1) {
     o.Row("pipeline bubble",
           absl::StrCat(Percent(c.bubble_fraction), " of each step (pp ", p.layout.pp.value_or(1), ", ",
                        p.layout.grad_accum.value_or(1), " micro-batches",
@@ -200,7 +202,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                            ")"));
       ScheduleRows(o, fleet->schedule);
     } else {
-      o.Line("  NO FLEET MEETS THIS DEADLINE");
+      o.Line(fleet->gpus > 0 ? "  NO FLEET MEETS THIS DEADLINE" : "  NO FLEET FOUND");
     }
     o.Line(absl::StrCat("  ", fleet->explanation));
   }

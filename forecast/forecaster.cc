@@ -724,25 +724,28 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // Throughput: the plan's rate until the run has shown its own; then the lifetime rate,
   // or the recent one when it has shifted away from it.
   // With phases the plan's rate is the one ahead (the tokens left over the plan's time for
-  // them), and the run's own is read against the plan's rate for the tokens it has done:
-  // a run 10% slower than plan in a fast phase is 10% slower in the slow one ahead.
+  // them), and each of the run's own rates is read against the plan's for the tokens it
+  // covers (all done, or the last hour's): a run 10% slower than plan in a fast phase is
+  // 10% slower in the slow one ahead, and entering a slower phase is not a shift.
   const double done = std::max(0.0, static_cast<double>(snap.tokens));
   const double target = static_cast<double>(prior.target_tokens);
-  double plan_rate = prior.plan_tokens_per_second, phase_scale = 1;
+  double plan_rate = prior.plan_tokens_per_second;
+  double lifetime = snap.tokens_per_second;
+  double recent = snap.recent_tokens_per_second;
   if (!prior.phases.empty() && target > done) {
     plan_rate = Div(target - done, PlannedActiveSeconds(prior, done, target));
     const double plan_done = Div(done, PlannedActiveSeconds(prior, 0, done));
-    if (plan_done > 0 && plan_rate > 0) phase_scale = plan_rate / plan_done;
+    const double window = std::min(done, recent * 3600.0);
+    const double plan_recent = Div(window, PlannedActiveSeconds(prior, done - window, done));
+    if (plan_rate > 0 && plan_done > 0) lifetime *= plan_rate / plan_done;
+    if (plan_rate > 0 && plan_recent > 0) recent *= plan_rate / plan_recent;
   }
   const double produced = snap.seconds.productive;
-  const double lifetime = snap.tokens_per_second;
-  const double recent = snap.recent_tokens_per_second;
   double observed = lifetime;
   if (lifetime > 0 && recent > 0) {
     sim.throughput_shifted = std::fabs(recent / lifetime - 1) > kShiftThreshold;
     observed = sim.throughput_shifted ? recent : std::exp(0.5 * std::log(recent) + 0.5 * std::log(lifetime));
   }
-  observed *= phase_scale;
   // A revised plan: the rate before it, scaled to the new plan, until the run shows its
   // own since (weighed like the plan against the first evidence); a trend is read from the
   // evidence since the revision only.

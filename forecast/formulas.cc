@@ -150,29 +150,35 @@ double NormalQuantile(double p) {
 
 uint64_t NegativeBinomialQuantile(double mean, double cv, double q) {
   if (!std::isfinite(mean) || !(q > 0) || !(q < 1) || mean <= 0) return 0;
-  if (!(cv > 0) || !std::isfinite(cv)) return PoissonQuantile(mean, q);
+  // A spread this small is a Poisson count (and r = 1/cv² would swamp the arithmetic).
+  if (!(cv > 0) || !std::isfinite(cv) || cv * cv * mean < 1e-9) return PoissonQuantile(mean, q);
   // r = 1/cv², success probability p = r / (r + mean); P(k) = C(k+r-1, k) p^r (1-p)^k.
   const double r = 1.0 / (cv * cv);
-  const double log_p = std::log(r / (r + mean)), log_1p = std::log(mean / (r + mean));
-  const double variance = mean + cv * cv * mean * mean;
-  // A Gamma with the count's mean and variance (shape k = mean² / variance), its quantile
-  // by Wilson and Hilferty (1931): mean·(1 - 1/9k + z·sqrt(1/9k))³. Within 0.2% of the
-  // exact count for a rate CV up to 0.5 (7% low at CV 2): used only where the exact sum
-  // would take over 100,000 terms.
-  const double z = NormalQuantile(q);
-  const double c = variance / (9.0 * mean * mean);  // 1 / 9k
-  const double approx = std::ceil(mean * std::pow(std::max(0.0, 1 - c + z * std::sqrt(c)), 3));
-  if (approx > 1e5) return SaturatingCount(approx);
-  // The exact sum, the pmf by its recurrence P(k) = P(k-1) (k + r - 1)/k (1 - p) in logs
-  // (P(0) = p^r underflows for a small CV). It ends near `approx`; the bound is a guard.
-  const double limit = std::max(4.0 * approx, mean + 60.0 * std::sqrt(variance) + 60.0);
-  double log_pmf = r * log_p, sum = 0;
-  for (uint64_t k = 0; static_cast<double>(k) <= limit; ++k) {
-    if (k > 0) log_pmf += std::log((static_cast<double>(k) + r - 1) / static_cast<double>(k)) + log_1p;
-    sum += std::exp(log_pmf);
-    if (sum >= q) return k;
+  const double log_p = -std::log1p(mean / r), log_1p = std::log(mean) - std::log(r + mean);
+  const double sd = std::sqrt(mean + cv * cv * mean * mean);
+  if (mean + 6 * sd <= 2e5) {
+    // The exact sum, the pmf by its recurrence P(k) = P(k-1) (k + r - 1)/k (1 - p) in logs
+    // (P(0) = p^r underflows for a small spread). It stops at the quantile, within a few
+    // sd of the mean; the bound (under 2e6 terms) is a guard.
+    const double limit = mean + 60 * sd + 60;
+    double log_pmf = r * log_p, sum = 0;
+    for (uint64_t k = 0; static_cast<double>(k) <= limit; ++k) {
+      if (k > 0) log_pmf += std::log((static_cast<double>(k) + r - 1) / static_cast<double>(k)) + log_1p;
+      sum += std::exp(log_pmf);
+      if (sum >= q) return k;
+    }
+    return SaturatingCount(limit);
   }
-  return SaturatingCount(limit);
+  // Counts in the hundreds of thousands (plans that fail every few minutes): a Gamma with
+  // the count's mean and variance (shape k = mean² / variance), its quantile by Wilson and
+  // Hilferty (1931), mean·(1 - 1/9k + z·sqrt(1/9k))³, within 0.2% of the exact count for a
+  // spread up to 0.5. Where that breaks down (a spread so wide the cube's base is not
+  // positive), the normal approximation mean + z·sd, which errs high.
+  const double z = NormalQuantile(q);
+  const double c = sd * sd / (9.0 * mean * mean);  // 1 / 9k
+  const double base = 1 - c + z * std::sqrt(c);
+  if (base > 0.1) return SaturatingCount(std::ceil(mean * base * base * base));
+  return SaturatingCount(std::ceil(std::max(0.0, mean + z * sd)));
 }
 
 uint64_t PoissonQuantile(double mean, double q) {

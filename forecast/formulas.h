@@ -46,7 +46,8 @@ enum class AttentionConvention { kCausal, kFull, kNone };
 //   none:      s·b·h·(34 + 5·a·s/h) / t  (the a·s² score, softmax and dropout tensors stored)
 //   selective: s·b·h·34 / t              (the attention core recomputed: what FlashAttention's
 //                                          backward does, Dao et al. 2022 sec. 3.1)
-//   full:      2·s·b·h / t               (only each layer's input kept)
+//   full:      2·s·b·h / t               (only each layer's input kept: table 2's 2·s·b·h,
+//                                          sharded over tp by sequence parallelism)
 // Context parallelism splits the sequence: s is seq_len / cp (the scores of the local
 // queries against every key in mode none). The 34 is for a GPT layer (4h MLP, dropout).
 enum class Recompute { kNone, kSelective, kFull };

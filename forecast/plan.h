@@ -56,7 +56,7 @@ struct PlanSpec {
   struct Efficiency {
     double mfu = 0;              // model FLOPs utilisation; or give hfu
     std::optional<double> hfu;   // hardware FLOPs utilisation (counts recomputation)
-    std::string recompute;       // "" = none | selective | full
+    std::string recompute;       // "" = selective | none | full
     // What the figure's attention FLOPs count (see plan.proto): causal (default) or the full
     // score matrix; or no attention at all (count_attention false: 6N only).
     std::optional<bool> causal_attention, count_attention;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "forecast/formulas.h"
 
 namespace flightplan::forecast {
@@ -62,7 +63,7 @@ constexpr double kMaxStorageDutyCycle = 0.25;
 // to 1.67x of its mean from P10 to P90, a ratio of 3.8.
 constexpr double kDefaultRateSpread = 0.5;
 // A failed node out for triage, a part swap and burn-in: days, not hours. A judgment, not
-// a published figure; give failures.repair_hours for the fleet's own.
+// a published figure; give failures.spare_repair_hours for the fleet's own.
 constexpr double kDefaultRepairHours = 48;
 // Spares cover the nodes in repair at once with this probability.
 constexpr double kSpareQuantile = 0.99;
@@ -162,8 +163,21 @@ class Engine {
         if (*from) *to = *from;
       }
       if (l.zero_stage != 0) sub.layout.zero_stage = l.zero_stage;
+      if (!l.pipeline_schedule.empty()) sub.layout.pipeline_schedule = l.pipeline_schedule;
       if (l.global_batch_tokens) sub.layout.global_batch_tokens = l.global_batch_tokens;
-      if (ph.efficiency) sub.efficiency = *ph.efficiency;
+      if (ph.efficiency) {
+        // What the phase's efficiency gives replaces the plan's; a new figure (mfu or hfu)
+        // comes with its own bubble convention.
+        const auto& e = *ph.efficiency;
+        if (e.mfu > 0 || e.hfu) {
+          sub.efficiency.mfu = e.mfu;
+          sub.efficiency.hfu = e.hfu;
+          sub.efficiency.includes_pipeline_bubble = e.includes_pipeline_bubble;
+        }
+        if (!e.recompute.empty()) sub.efficiency.recompute = e.recompute;
+        if (e.causal_attention) sub.efficiency.causal_attention = e.causal_attention;
+        if (e.count_attention) sub.efficiency.count_attention = e.count_attention;
+      }
       parts.push_back(Engine(sub, ph.ramp ? &*ph.ramp : nullptr).Run());
     }
     Combine(parts);
@@ -238,6 +252,13 @@ class Engine {
  private:
   // Checks on the finished figures, then the findings in order: errors first.
   void Finish() {
+    for (PlanReport::Phase& ph : r_.phases) {
+      for (double* v : {&ph.tokens_per_second, &ph.mfu, &ph.bubble_fraction, &ph.active_compute_seconds,
+                        &ph.memory_bytes, &ph.schedule_start_seconds, &ph.schedule_end_seconds,
+                        &ph.expected_interruptions}) {
+        if (!std::isfinite(*v)) *v = 0;
+      }
+    }
     if (!std::isfinite(r_.schedule.total_seconds) || !std::isfinite(r_.compute.total_flops) ||
         !std::isfinite(r_.failures.budget_seconds) ||
         r_.schedule.finish_time == absl::InfiniteFuture()) {
@@ -254,22 +275,37 @@ class Engine {
 
   // The phases' reports summed into this one (all but the schedule, power and data).
   void Combine(const std::vector<PlanReport>& parts) {
-    // Findings: each phase's, named; one that every phase repeats word for word once.
+    // Findings: each distinct one once, naming the phases that raise it (none named when
+    // every phase does, or when the whole plan already said it).
+    std::vector<std::pair<Finding, std::vector<size_t>>> distinct;
     for (size_t i = 0; i < parts.size(); ++i) {
       for (const Finding& f : parts[i].findings) {
-        if (f.code == "LOW_GOODPUT") continue;  // judged on the whole run below
-        const bool seen = std::any_of(r_.findings.begin(), r_.findings.end(), [&](const Finding& g) {
-          return g.code == f.code && (g.message == f.message || g.message.ends_with("): " + f.message));
+        if (f.code == "LOW_GOODPUT" || f.code == "NON_FINITE_RESULT") continue;  // judged on the whole run
+        auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
+          return d.first.code == f.code && d.first.message == f.message;
         });
-        if (seen) continue;
-        const bool everywhere = std::all_of(parts.begin(), parts.end(), [&](const PlanReport& q) {
-          return std::any_of(q.findings.begin(), q.findings.end(),
-                             [&](const Finding& g) { return g.code == f.code && g.message == f.message; });
-        });
-        r_.findings.push_back({f.severity, f.code,
-                               everywhere ? f.message
-                                          : absl::StrCat("phase ", i + 1, " (", p_.phases[i].name, "): ", f.message)});
+        if (same == distinct.end()) {
+          distinct.push_back({f, {i}});
+        } else if (same->second.back() != i) {
+          same->second.push_back(i);
+        }
       }
+    }
+    for (auto& [f, phases] : distinct) {
+      const bool said = std::any_of(r_.findings.begin(), r_.findings.end(), [&](const Finding& g) {
+        return g.code == f.code && g.message == f.message;
+      });
+      if (said) continue;
+      if (phases.size() < parts.size()) {
+        std::vector<std::string> numbers, names;
+        for (size_t i : phases) {
+          numbers.push_back(absl::StrCat(i + 1));
+          names.push_back(p_.phases[i].name);
+        }
+        f.message = absl::StrCat(phases.size() == 1 ? "phase " : "phases ", absl::StrJoin(numbers, ", "), " (",
+                                 absl::StrJoin(names, ", "), "): ", f.message);
+      }
+      r_.findings.push_back(std::move(f));
     }
     double tokens = 0, flops = 0, dense_flops = 0, hardware = 0, gpu_seconds = 0, bubble_seconds = 0;
     double checkpoint = 0, written = 0, writing = 0, running = 0, mu = 0, loss = 0;
@@ -798,6 +834,11 @@ class Engine {
       return;
     }
     const uint64_t sizes = (target - from) / step;
+    if (sizes > 100000) {
+      Error("RAMP_INVALID", absl::StrCat("ramp from ", from, " sequences in steps of ", step, " to the batch of ",
+                                         target, " takes ", sizes, " batch sizes: more than 100,000."));
+      return;
+    }
     const double seq = p_.model.seq_len > 0 ? p_.model.seq_len : Div(r_.batch.tokens_per_step, target);
     const double tokens = static_cast<double>(p_.data.tokens);
     const double share = tokens / static_cast<double>(sizes);
@@ -880,7 +921,8 @@ class Engine {
 
     const bool shape = m.layers > 0 && m.hidden > 0 && m.seq_len > 0;
     if (shape) {
-      const double heads = m.heads ? m.heads : 1;
+      // Without the head count, heads of 128 dims (GPT-3, Llama): only mode none uses it.
+      const double heads = m.heads ? m.heads : std::max(1.0, std::round(m.hidden / 128.0));
       mem.activation_bytes_per_layer =
           ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, recompute_);
       // The layer being recomputed holds its activations again, as in selective mode.
@@ -1199,7 +1241,17 @@ class Engine {
 }  // namespace
 
 PlanReport ComputePlan(const PlanSpec& plan) {
-  return plan.phases.empty() ? Engine(plan).Run() : Engine(plan).RunPhased();
+  if (plan.phases.empty()) return Engine(plan).Run();
+  // Every phase states its own efficiency figure: the plan needs none of its own.
+  const auto figure = [](const PlanSpec::Efficiency& e) { return e.mfu != 0 || e.hfu.has_value(); };
+  if (!figure(plan.efficiency) && std::all_of(plan.phases.begin(), plan.phases.end(), [&](const PlanSpec::Phase& ph) {
+        return ph.efficiency && figure(*ph.efficiency);
+      })) {
+    PlanSpec copy = plan;
+    copy.efficiency = *plan.phases.front().efficiency;
+    return Engine(copy).RunPhased();
+  }
+  return Engine(plan).RunPhased();
 }
 
 namespace {
@@ -1230,6 +1282,15 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
   }
   if (deadline <= *plan.start_time) {
     out.explanation = "the deadline is not after the start_time; no fleet can meet it.";
+    return out;
+  }
+  if (!plan.phases.empty()) {
+    // One fleet scaled and one batch held does not describe phases with their own fleets
+    // and batches; an answer would be wrong without saying so.
+    out.explanation = absl::StrCat("the plan has ", plan.phases.size(),
+                                   " phases, each with its own batch and perhaps its own fleet: the deadline search "
+                                   "scales one fleet holding one batch, so it does not search phased plans. Plan "
+                                   "each phase's fleet (fleet.gpus in the phase) and compare the schedules.");
     return out;
   }
   // The plan's global batch, in sequences per step: what the recipe holds.

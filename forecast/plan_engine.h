@@ -21,7 +21,8 @@ namespace flightplan::forecast {
 // each replica keeps the plan's micro_batch and grad_accum instead and the global batch
 // scales with dp (a different recipe, said so). When no fleet up to `max_gpus` meets it,
 // `met` is false, the fields describe the fastest one found, and the explanation gives
-// the reason that stopped the search.
+// the reason that stopped the search. A plan in phases is not searched (the explanation
+// says so): its phases may each have their own fleet and batch.
 [[nodiscard]] DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline,
                                                  uint32_t max_gpus = 1u << 20,
                                                  bool allow_batch_change = false);

@@ -152,6 +152,18 @@ TEST(Forecaster, ARunInAFastPhaseIsForecastAtTheSlowPhasesRateAhead) {
   const double ahead = 1e8 - 800.0 * 36000;
   EXPECT_NEAR(g.forecast_tokens_per_second, 0.8 * ahead / PlannedActiveSeconds(Phased(), 800.0 * 36000, 1e8),
               0.03 * 0.8 * 561);
+  // A run on plan that has entered the slow phase: the last hour's 500 tokens/s against a
+  // lifetime near 1,000 is the plan's own change, not a shift; the forecast stays the
+  // plan's rate ahead, 500.
+  RunState on_plan = Running(1000, 50000);  // 5e7 tokens: phase 1 done
+  int64_t step = on_plan.step, tokens = on_plan.tokens;
+  for (double t = 50060; t <= 50000 + 7200; t += 60) {
+    tokens += 500 * 60;
+    ASSERT_TRUE(ApplyEvent(on_plan, Steps(t, ++step, tokens)).ok());
+  }
+  const Simulation sim = Simulate(on_plan, Phased(), At(57200));
+  EXPECT_FALSE(sim.throughput_shifted);
+  EXPECT_NEAR(sim.forecast_tokens_per_second, 500, 0.03 * 500);
 }
 
 TEST(Forecaster, AShiftInThroughputIsDetectedAndTheRecentRateWins) {

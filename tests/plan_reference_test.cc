@@ -618,5 +618,75 @@ TEST(PlanPhases, BadPhasesAreFindings) {
   EXPECT_NE(f->message.find("phase 1 (ramp-up): "), std::string::npos) << f->message;
 }
 
+TEST(PlanPhases, APhaseOverlaysWhatItGivesAndNamesItsFindings) {
+  PlanSpec p = Bloom();
+  PlanSpec::Phase third;
+  third.name = "tail";
+  third.tokens = 46'000'000'000;
+  p.phases[1].tokens = 300'000'000'000;
+  p.phases.push_back(third);
+  // A phase's efficiency with only a recompute mode keeps the plan's figure.
+  p.phases[1].efficiency = PlanSpec::Efficiency{};
+  p.phases[1].efficiency->recompute = "selective";
+  // Its pipeline schedule too: interleaved with 2 chunks where the plan says 1F1B.
+  p.layout.pipeline_schedule = "1f1b";
+  p.phases[2].layout.pipeline_schedule = "interleaved";
+  p.phases[2].layout.virtual_stages = 2;
+  // A finding that phases 1 and 3 raise and 2 does not names both.
+  p.model.layers = 70;
+  PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  EXPECT_LT(r.phases[2].bubble_fraction, r.phases[1].bubble_fraction);  // interleaved
+  // Selective recomputation of the same figure (HFU, whose meaning changes): no error, a
+  // different MFU.
+  EXPECT_GT(r.phases[1].mfu, 0);
+  EXPECT_NE(r.phases[1].mfu, r.phases[2].mfu);
+  p.phases[1].layout.pp = 10;  // 70 layers split evenly: no LAYERS_NOT_DIVISIBLE_BY_PP there
+  p.phases[1].layout.grad_accum = 128;
+  p.phases[1].gpus = 320;
+  r = ComputePlan(p);
+  const Finding* f = r.Find("LAYERS_NOT_DIVISIBLE_BY_PP");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->message.rfind("phases 1, 3 (ramp-up, tail): ", 0), 0u) << f->message;
+}
+
+TEST(PlanPhases, PhasesThatEachStateAFigureNeedNoneAtTheTop) {
+  PlanSpec p = Bloom();
+  const PlanSpec::Efficiency figure = p.efficiency;
+  p.efficiency = {};
+  for (PlanSpec::Phase& ph : p.phases) ph.efficiency = figure;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  EXPECT_NEAR(r.schedule.total_seconds, ComputePlan(Bloom()).schedule.total_seconds, 1e-6);
+}
+
+TEST(PlanPhases, TheDeadlineSearchSaysItDoesNotSearchPhasedPlans) {
+  const DeadlineFleet fleet = FindFleetForDeadline(Bloom(), Start() + absl::Hours(24 * 60));
+  EXPECT_FALSE(fleet.met);
+  EXPECT_EQ(fleet.gpus, 0u);
+  EXPECT_NE(fleet.explanation.find("does not search phased plans"), std::string::npos) << fleet.explanation;
+}
+
+TEST(PlanPhases, ARampOfTooManySizesIsRefusedNotLoopedOver) {
+  PlanSpec p = Bloom();
+  p.layout.micro_batch = 1;
+  p.layout.grad_accum = 4'000'000;
+  p.phases[0].ramp = PlanSpec::Phase::Ramp{8, 8};  // 4 million sizes
+  const PlanReport r = ComputePlan(p);
+  const Finding* f = r.Find("RAMP_INVALID");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("more than 100,000"), std::string::npos) << f->message;
+}
+
+TEST(PlanFailures, ExtremeSpreadsStayFiniteAndFast) {
+  // A spread so small it is a Poisson count, and so wide the Gamma approximation breaks:
+  // neither returns 0 nor loops for long.
+  EXPECT_EQ(NegativeBinomialQuantile(5, 1e-9, 0.9), PoissonQuantile(5, 0.9));
+  EXPECT_EQ(NegativeBinomialQuantile(5, 1e-9, 0.9), 8u);
+  const uint64_t wide = NegativeBinomialQuantile(1e8, 10, 0.99);
+  EXPECT_GT(wide, 1e8);
+  EXPECT_LT(static_cast<double>(wide), 1e11);
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
