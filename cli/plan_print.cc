@@ -184,8 +184,30 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                                 Si(w.cluster_other_watts, "W")));
   o.Row("facility", absl::StrCat(Si(w.facility_watts, "W"), " at PUE ",
                                  absl::StrFormat("%.2f", p.fleet.pue.value_or(1.2))));
-  o.Row("energy", absl::StrCat(Count(w.energy_mwh), " MWh over the schedule at ", Si(w.average_facility_watts, "W"),
-                               " average (", Percent(w.average_power_fraction, 0), " of the node ratings)"));
+  o.Row("energy", absl::StrCat(Count(w.energy_mwh), " MWh over the schedule: ", Si(r.cost.training_facility_watts, "W"),
+                               " while training (", Percent(w.average_power_fraction, 0), " of the node ratings), ",
+                               Si(r.cost.idle_facility_watts, "W"), " while down"));
+
+  const auto& k2 = r.cost;
+  o.Section(absl::StrCat("Cost (", Count(k2.reserved_gpus), " GPUs reserved",
+                         p.cost.gpu_hour_dollars > 0 ? absl::StrFormat(" at $%.2f per GPU-hour", p.cost.gpu_hour_dollars)
+                                                     : std::string(", no price given"),
+                         p.cost.energy_dollars_per_mwh > 0
+                             ? absl::StrFormat(" + $%.0f per MWh", p.cost.energy_dollars_per_mwh)
+                             : std::string(),
+                         ")"));
+  auto cost_row = [&](const std::string& label, const forecast::PlanReport::CostLine& l) {
+    o.Line(absl::StrFormat("  %-24s %12s GPU-h %9s MWh %14s", label, Count(l.gpu_hours), Count(l.energy_mwh),
+                           p.cost.gpu_hour_dollars > 0 || p.cost.energy_dollars_per_mwh > 0
+                               ? absl::StrCat("$", Count(l.dollars))
+                               : "-"));
+  };
+  cost_row("active compute", k2.active_compute);
+  cost_row("checkpoint overhead", k2.checkpoint);
+  cost_row("failure budget", k2.failure_budget);
+  cost_row("availability", k2.availability);
+  cost_row("contingency", k2.contingency);
+  cost_row("total", k2.total);
 
   o.Section("Data");
   o.Row("epochs", absl::StrFormat("%.2f over the unique tokens", r.data.epochs));

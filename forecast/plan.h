@@ -86,6 +86,11 @@ struct PlanSpec {
     std::optional<double> maintenance_fraction, maintenance_hours;
   } availability;
   std::optional<double> contingency_fraction;
+  struct Cost {
+    double gpu_hour_dollars = 0;          // one GPU-hour of the reserved fleet, all-in
+    double energy_dollars_per_mwh = 0;    // extra, when the GPU-hour price excludes power
+    std::optional<double> idle_power_fraction;  // of the IT load while the job is down
+  } cost;
 
   // The run in phases (see plan.proto): each replaces what it gives.
   struct Phase {
@@ -188,6 +193,14 @@ struct PlanReport {
   struct Fleet {
     uint32_t gpus = 0, nodes = 0, spare_nodes = 0, dp = 0;
   } fleet;
+  // Money and energy split like the schedule (see plan.proto's CostReport).
+  struct CostLine {
+    double seconds = 0, gpu_hours = 0, energy_mwh = 0, dollars = 0;
+  };
+  struct Cost {
+    CostLine active_compute, checkpoint, failure_budget, availability, contingency, total;
+    double reserved_gpus = 0, training_facility_watts = 0, idle_facility_watts = 0;
+  } cost;
   // One per plan phase (see plan.proto's PhaseReport); empty without phases.
   struct Phase {
     std::string name;

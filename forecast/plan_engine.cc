@@ -72,6 +72,10 @@ constexpr double kSpareQuantile = 0.99;
 // Uncertainty in AI Training Energy Estimation", arXiv 2506.14551); the same share
 // applies to the GPU boards and the node's other parts here.
 constexpr double kDefaultAveragePowerFraction = 0.76;
+// Share of the IT rating drawn while the job is down (restarts, repairs, maintenance):
+// idle GPUs draw 10-15% of their rating, the nodes' CPUs, fans and network much of
+// theirs. A judgment, not a published figure; give cost.idle_power_fraction.
+constexpr double kDefaultIdlePowerFraction = 0.35;
 // HBM the framework holds beyond tensors: the CUDA context (~0.5 GB), NCCL's buffers and
 // the caching allocator's fragmentation. A judgment; give hardware.reserved_bytes.
 constexpr double kDefaultReservedFraction = 0.10;
@@ -191,7 +195,7 @@ class Engine {
                 (mu > 0 ? r_.failures.budget_seconds * parts[i].failures.expected_interruptions / mu : 0);
       busy_all += busy[i];
     }
-    double at = 0;
+    double at = 0, reserved_gpu_seconds = 0;
     uint64_t tokens_before = 0;
     auto& w = r_.power;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -225,9 +229,11 @@ class Engine {
       w.it_watts = std::max(w.it_watts, q.power.it_watts);
       w.facility_watts = std::max(w.facility_watts, q.power.facility_watts);
       w.energy_mwh += q.power.average_facility_watts * span / 3.6e9;
+      reserved_gpu_seconds += q.cost.reserved_gpus * span;
     }
     w.average_power_fraction = average_power_fraction_;
-    w.average_facility_watts = Div(w.energy_mwh * 3.6e9, r_.schedule.total_seconds);
+    CostAndEnergy(Div(reserved_gpu_seconds, r_.schedule.total_seconds), Div(w.energy_mwh * 3.6e9, r_.schedule.total_seconds),
+                  idle_power_fraction_ * w.it_watts * pue_);
     Data();
     Finish();
     return std::move(r_);
@@ -417,8 +423,13 @@ class Engine {
                       &r_.memory.recompute_working_bytes, &r_.memory.logits,
                       &r_.memory.buffers, &r_.memory.reserve, &r_.memory.total_bytes,
                       &r_.checkpoint.restore_read_bytes, &r_.failures.nodes_in_repair,
-                      &r_.power.average_facility_watts}) {
+                      &r_.power.average_facility_watts, &r_.cost.reserved_gpus,
+                      &r_.cost.training_facility_watts, &r_.cost.idle_facility_watts}) {
       fix(*v);
+    }
+    for (PlanReport::CostLine* l : {&r_.cost.active_compute, &r_.cost.checkpoint, &r_.cost.failure_budget,
+                                    &r_.cost.availability, &r_.cost.contingency, &r_.cost.total}) {
+      for (double* v : {&l->seconds, &l->gpu_hours, &l->energy_mwh, &l->dollars}) fix(*v);
     }
     if (broken && r_.memory.state_bytes_per_gpu == 0) r_.memory.fits = false;
     if (!std::isfinite(absl::ToDoubleSeconds(r_.schedule.finish_time - r_.schedule.start_time))) {
@@ -483,6 +494,14 @@ class Engine {
       attention_ = AttentionConvention::kCausal;
       attention_name_ = "causal";
     }
+    const auto& cost = p_.cost;
+    if (!(cost.gpu_hour_dollars >= 0) || !std::isfinite(cost.gpu_hour_dollars))
+      Invalid("cost.gpu_hour_dollars", cost.gpu_hour_dollars, "must be >= 0");
+    if (!(cost.energy_dollars_per_mwh >= 0) || !std::isfinite(cost.energy_dollars_per_mwh))
+      Invalid("cost.energy_dollars_per_mwh", cost.energy_dollars_per_mwh, "must be >= 0");
+    idle_power_fraction_ = cost.idle_power_fraction.value_or(kDefaultIdlePowerFraction);
+    if (!(idle_power_fraction_ >= 0 && idle_power_fraction_ <= 1))
+      Invalid("cost.idle_power_fraction", idle_power_fraction_, "must be in [0, 1]");
     average_power_fraction_ = p_.hardware.average_power_fraction.value_or(kDefaultAveragePowerFraction);
     if (!(average_power_fraction_ > 0 && average_power_fraction_ <= 1))
       Invalid("hardware.average_power_fraction", average_power_fraction_, "must be in (0, 1]");
@@ -1183,7 +1202,8 @@ class Engine {
     w.average_power_fraction = average_power_fraction_;
     w.average_facility_watts =
         (average_power_fraction_ * (w.gpu_watts + w.node_other_watts) + w.cluster_other_watts) * pue_;
-    w.energy_mwh = w.average_facility_watts * r_.schedule.total_seconds / 3.6e9;
+    CostAndEnergy(p_.fleet.gpus + static_cast<double>(p_.fleet.spare_nodes) * gpus_per_node_,
+                  w.average_facility_watts, idle_power_fraction_ * w.it_watts * pue_);
     if (p_.hardware.gpu_watts <= 0) {
       Warn("POWER_UNKNOWN", "hardware.gpu_watts is 0: no power or energy estimate.");
     } else if (w.other_it_watts <= 0) {
@@ -1192,6 +1212,43 @@ class Engine {
                         " MW): hardware.node_other_watts and cluster_other_watts_per_node are 0, "
                         "but CPUs, NICs, fans and switches draw ~45% of a DGX H100's 10.2 kW."));
     }
+  }
+
+  // The schedule's lines in GPU-hours, energy and dollars. The fleet is paid for throughout;
+  // it draws `training` watts while the job runs (compute, saves, redone work, and the
+  // contingency, which is held for running) and `idle` watts while it is down (maintenance,
+  // and the failure budget's detect, restart and restore).
+  void CostAndEnergy(double reserved_gpus, double training, double idle) {
+    auto& c = r_.cost;
+    const auto& s = r_.schedule;
+    const double loss = r_.failures.loss_per_interruption_seconds;
+    const double down_share =
+        loss > 0 ? std::clamp((detect_ + restart_ + r_.checkpoint.read_seconds) / loss, 0.0, 1.0) : 0.0;
+    c.reserved_gpus = reserved_gpus;
+    c.training_facility_watts = training;
+    c.idle_facility_watts = idle;
+    auto line = [&](PlanReport::CostLine& out, double seconds, double joules) {
+      out.seconds = seconds;
+      out.gpu_hours = reserved_gpus * seconds / 3600.0;
+      out.energy_mwh = joules / 3.6e9;
+      out.dollars = out.gpu_hours * p_.cost.gpu_hour_dollars + out.energy_mwh * p_.cost.energy_dollars_per_mwh;
+    };
+    line(c.active_compute, s.active_compute_seconds, training * s.active_compute_seconds);
+    line(c.checkpoint, s.checkpoint_seconds, training * s.checkpoint_seconds);
+    line(c.failure_budget, s.failure_budget_seconds,
+         s.failure_budget_seconds * (down_share * idle + (1 - down_share) * training));
+    line(c.availability, s.availability_seconds, idle * s.availability_seconds);
+    line(c.contingency, s.contingency_seconds, training * s.contingency_seconds);
+    PlanReport::CostLine& t = c.total;
+    t = {};
+    for (const PlanReport::CostLine* l : {&c.active_compute, &c.checkpoint, &c.failure_budget, &c.availability,
+                                          &c.contingency}) {
+      t.seconds += l->seconds;
+      t.gpu_hours += l->gpu_hours;
+      t.energy_mwh += l->energy_mwh;
+      t.dollars += l->dollars;
+    }
+    r_.power.energy_mwh = t.energy_mwh;
   }
 
   void Data() {
@@ -1232,6 +1289,7 @@ class Engine {
   AttentionConvention attention_ = AttentionConvention::kCausal;
   std::string recompute_name_ = "selective", attention_name_ = "causal";
   double average_power_fraction_ = kDefaultAveragePowerFraction, reserved_bytes_ = 0;
+  double idle_power_fraction_ = kDefaultIdlePowerFraction;
   double rate_spread_ = kDefaultRateSpread, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
   double embedding_params_ = 0;
   double expert_params_ = 0, expert_copies_ = 1;  // set by Memory()  // one V x h matrix (the input embedding or the output layer)

@@ -159,6 +159,10 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
       Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
   s.contingency_fraction =
       Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
+  s.cost.gpu_hour_dollars = p.cost().gpu_hour_dollars();
+  s.cost.energy_dollars_per_mwh = p.cost().energy_dollars_per_mwh();
+  s.cost.idle_power_fraction =
+      Opt<double>(p.cost(), &v1::Cost::has_idle_power_fraction, &v1::Cost::idle_power_fraction);
   for (const v1::Phase& ph : p.phases()) {
     forecast::PlanSpec::Phase out;
     out.name = ph.name();
@@ -279,6 +283,22 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   out.mutable_fleet()->set_nodes(r.fleet.nodes);
   out.mutable_fleet()->set_spare_nodes(r.fleet.spare_nodes);
   out.mutable_fleet()->set_dp(r.fleet.dp);
+  v1::CostReport* cost = out.mutable_cost();
+  auto line = [](const forecast::PlanReport::CostLine& in, v1::CostLine* o) {
+    o->set_seconds(in.seconds);
+    o->set_gpu_hours(in.gpu_hours);
+    o->set_energy_mwh(in.energy_mwh);
+    o->set_dollars(in.dollars);
+  };
+  line(r.cost.active_compute, cost->mutable_active_compute());
+  line(r.cost.checkpoint, cost->mutable_checkpoint());
+  line(r.cost.failure_budget, cost->mutable_failure_budget());
+  line(r.cost.availability, cost->mutable_availability());
+  line(r.cost.contingency, cost->mutable_contingency());
+  line(r.cost.total, cost->mutable_total());
+  cost->set_reserved_gpus(r.cost.reserved_gpus);
+  cost->set_training_facility_watts(r.cost.training_facility_watts);
+  cost->set_idle_facility_watts(r.cost.idle_facility_watts);
   for (const forecast::PlanReport::Phase& ph : r.phases) {
     v1::PhaseReport* o = out.add_phases();
     o->set_name(ph.name);

@@ -152,11 +152,48 @@ TEST(PlanEngine, HandWorkedPlan) {
   EXPECT_DOUBLE_EQ(r.power.it_watts, 44000);
   EXPECT_DOUBLE_EQ(r.power.facility_watts, 55000);
   EXPECT_DOUBLE_EQ(r.power.average_facility_watts, 43000);
-  EXPECT_NEAR(r.power.energy_mwh, 43000 * total / 3.6e9, 1e-9);
+  // While down the fleet draws the default 35% of its 44 kW IT rating, x 1.25 = 19.25 kW.
+  // Down is availability and the share of each interruption's 2,450 s that is detect,
+  // restart and restore (650 s); the redone 1,800 s, compute, saves and contingency run.
+  const double idle = 0.35 * 44000 * 1.25;
+  const double budget_joules = 14700 * (650.0 / 2450 * idle + 1800.0 / 2450 * 43000);
+  const double joules = 43000 * (864000 + 2400 + contingency) + budget_joules + idle * maintenance;
+  EXPECT_DOUBLE_EQ(r.cost.idle_facility_watts, idle);
+  EXPECT_NEAR(r.cost.failure_budget.energy_mwh, budget_joules / 3.6e9, 1e-9);
+  EXPECT_NEAR(r.power.energy_mwh, joules / 3.6e9, 1e-9);
+  EXPECT_NEAR(r.cost.total.energy_mwh, r.power.energy_mwh, 1e-12);
+  // GPU-hours: the 64 job GPUs and the 3 spare nodes' 24, reserved for the whole schedule.
+  EXPECT_DOUBLE_EQ(r.cost.reserved_gpus, 88);
+  EXPECT_NEAR(r.cost.total.gpu_hours, 88 * total / 3600, 1e-6);
+  EXPECT_NEAR(r.cost.active_compute.gpu_hours, 88 * 864000 / 3600.0, 1e-9);
+  EXPECT_EQ(r.cost.total.dollars, 0);  // no price given
 
   // Data: half an epoch; 11.0592e12 unique tokens x 2 bytes (uint16).
   EXPECT_DOUBLE_EQ(r.data.epochs, 0.5);
   EXPECT_DOUBLE_EQ(r.data.storage_bytes, 2 * 11.0592e12);
+}
+
+TEST(PlanEngine, CostIsGpuHoursTimesThePricePlusEnergyTimesItsPrice) {
+  PlanSpec p = HandPlan();
+  p.cost.gpu_hour_dollars = 2;
+  p.cost.energy_dollars_per_mwh = 100;
+  p.cost.idle_power_fraction = 0.5;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.cost.idle_facility_watts, 0.5 * 44000 * 1.25);
+  for (const PlanReport::CostLine* l : {&r.cost.active_compute, &r.cost.checkpoint, &r.cost.failure_budget,
+                                        &r.cost.availability, &r.cost.contingency, &r.cost.total}) {
+    EXPECT_NEAR(l->dollars, l->gpu_hours * 2 + l->energy_mwh * 100, 1e-6);
+  }
+  // Active compute by hand: 88 GPUs x 240 h x $2 + 43 kW x 240 h = 10.32 MWh x $100.
+  EXPECT_NEAR(r.cost.active_compute.dollars, 88 * 240 * 2 + 10.32 * 100, 1e-6);
+  EXPECT_NEAR(r.cost.total.dollars,
+              r.cost.active_compute.dollars + r.cost.checkpoint.dollars + r.cost.failure_budget.dollars +
+                  r.cost.availability.dollars + r.cost.contingency.dollars,
+              1e-6);
+  p.cost.gpu_hour_dollars = -1;
+  const PlanReport bad = ComputePlan(p);
+  ASSERT_NE(bad.Find("INVALID_VALUE"), nullptr);
+  EXPECT_EQ(bad.Find("INVALID_VALUE")->message, "cost.gpu_hour_dollars -1 is invalid: must be >= 0.");
 }
 
 TEST(PlanEngine, DalyIntervalIsChosenWhenTheIntervalIsZero) {
