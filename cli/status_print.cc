@@ -137,6 +137,17 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   absl::StrAppend(&out, absl::StrFormat("  %-22s every %s (plan: %s)\n", "checkpoint interval",
                                         Duration(r.recommended_checkpoint_interval_seconds()),
                                         Duration(r.plan_checkpoint_interval_seconds())));
+  const v1::RunCost& c = s.cost();
+  if (c.gpu_hour_dollars() > 0 || c.energy_dollars_per_mwh() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s $%s spent (badput $%s, %s), %s MWh; at finish $%s P50, $%s P90\n",
+                                          "cost", Count(c.spent_dollars()), Count(c.badput_dollars()),
+                                          c.spent_dollars() > 0 ? Percent(c.badput_dollars() / c.spent_dollars()) : "-",
+                                          Count(c.energy_joules() / 3.6e9), Count(c.projected_dollars_p50()),
+                                          Count(c.projected_dollars_p90())));
+  } else if (c.energy_joules() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s MWh drawn (no price in the plan)\n", "energy",
+                                          Count(c.energy_joules() / 3.6e9)));
+  }
   for (const std::string& f : s.flags()) absl::StrAppend(&out, "  FLAG: ", f, "\n");
   return out;
 }

@@ -433,6 +433,8 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
     fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
   }
   if (stale) MarkForForecast(view.name, /*urgent=*/true);
+  CostToProto(forecast::CostOfRun(snap.seconds, view.plan->prior.cost, f.as_of, f.finish_p50, f.finish_p90),
+              view.plan->prior.cost, status);
   for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));
   return status;
 }

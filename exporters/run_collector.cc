@@ -127,6 +127,26 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "throughput, interruptions and their losses).",
             with("percentile", q), Seconds(*ts));
     }
+    const v1::RunCost& cost = s.cost();
+    for (const v1::CategoryCost& c : cost.categories()) {
+      f.Add("flightplan_cost_dollars", kGauge,
+            "What the run has cost so far by time category: the reserved fleet's GPU-hours at the "
+            "plan's price plus energy at its price, dollars (0 without a price in the plan).",
+            with("category", c.category()), c.dollars());
+      f.Add("flightplan_energy_joules", kGauge,
+            "Facility energy the run has drawn so far by time category: the plan's training power "
+            "while the job runs, its idle power while down, joules.",
+            with("category", c.category()), c.energy_joules());
+    }
+    if (cost.categories_size() > 0) {
+      for (const auto& [q, dollars] :
+           {std::pair<const char*, double>{"50", cost.projected_dollars_p50()}, {"90", cost.projected_dollars_p90()}}) {
+        f.Add("flightplan_forecast_cost_dollars", kGauge,
+              "What the run will have cost at the forecast finish percentile: spent, plus the fleet "
+              "and its training draw until then, dollars.",
+              with("percentile", q), dollars);
+      }
+    }
     f.Add("flightplan_forecast_stale", kGauge,
           "1 while the simulated forecast (finish, projected budget, P(exhausted)) is older "
           "than the run's events or plan shown with it; a newer one is being computed.",

@@ -118,11 +118,45 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.loss_per_interruption_seconds = r.failures.loss_per_interruption_seconds;
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
+  p.cost = {plan.cost.gpu_hour_dollars, plan.cost.energy_dollars_per_mwh, r.cost.reserved_gpus,
+            r.cost.training_facility_watts, r.cost.idle_facility_watts};
   for (const PlanReport::Phase& ph : r.phases) {
     p.phases.push_back({static_cast<double>(ph.tokens_before + ph.tokens), ph.schedule_end_seconds,
                         ph.tokens_per_second});
   }
   return p;
+}
+
+RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, absl::Time as_of,
+                  absl::Time finish_p50, absl::Time finish_p90) {
+  RunCost out;
+  const double gpu_dollars_per_second = cost.reserved_gpus * cost.gpu_hour_dollars / 3600.0;
+  const double dollars_per_joule = cost.energy_dollars_per_mwh / 3.6e9;
+  auto add = [&](const char* name, double s, bool running) {
+    RunCost::Category c;
+    c.name = name;
+    c.joules = s * (running ? cost.training_watts : cost.idle_watts);
+    c.dollars = s * gpu_dollars_per_second + c.joules * dollars_per_joule;
+    out.spent_dollars += c.dollars;
+    out.energy_joules += c.joules;
+    if (std::string_view(name) != "productive") out.badput_dollars += c.dollars;
+    out.categories.push_back(std::move(c));
+  };
+  add("productive", seconds.productive, true);
+  add("checkpoint", seconds.checkpoint, true);
+  add("lost", seconds.lost, true);
+  add("startup", seconds.startup, true);
+  add("down_unplanned", seconds.down_unplanned, false);
+  add("down_planned", seconds.down_planned, false);
+  add("stalled", seconds.stalled, true);
+  const double ahead_rate = gpu_dollars_per_second + cost.training_watts * dollars_per_joule;
+  auto ahead = [&](absl::Time finish) {
+    const double s = absl::ToDoubleSeconds(finish - as_of);
+    return std::isfinite(s) && s > 0 ? s * ahead_rate : 0.0;
+  };
+  out.projected_dollars_p50 = out.spent_dollars + ahead(finish_p50);
+  out.projected_dollars_p90 = out.spent_dollars + ahead(finish_p90);
+  return out;
 }
 
 double PlannedTokensAt(const ForecastPrior& prior, absl::Time t) {

@@ -47,8 +47,30 @@ struct ForecastPrior {
     double tokens_end = 0, schedule_end_seconds = 0, tokens_per_second = 0;
   };
   std::vector<Phase> phases;
+  // Prices and power for the run's cost (the plan's cost section and power model).
+  struct Cost {
+    double gpu_hour_dollars = 0, energy_dollars_per_mwh = 0, reserved_gpus = 0, training_watts = 0,
+           idle_watts = 0;
+  } cost;
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
+
+// What a run has cost so far, by time category, and what it will cost at a finish: the
+// reserved fleet is paid for every second since the first event; it draws the training
+// power while the job runs (productive, checkpoint, lost, startup, stalled) and the idle
+// power while it is down. Projections add the fleet and its training draw from `as_of` to
+// each finish.
+struct RunCost {
+  struct Category {
+    std::string name;
+    double dollars = 0, joules = 0;
+  };
+  std::vector<Category> categories;  // in TimeSeconds order
+  double spent_dollars = 0, badput_dollars = 0, energy_joules = 0;
+  double projected_dollars_p50 = 0, projected_dollars_p90 = 0;
+};
+[[nodiscard]] RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, absl::Time as_of,
+                                absl::Time finish_p50, absl::Time finish_p90);
 
 // Where the plan says progress should be at `t`: the target spread over the schedule,
 // phase by phase (each phase's tokens over its span), 0 before the start.

@@ -344,4 +344,22 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
   r->set_posterior_mtbf_seconds(f.posterior_mtbf_seconds);
 }
 
+void CostToProto(const forecast::RunCost& cost, const forecast::ForecastPrior::Cost& prices, v1::RunStatus& status) {
+  v1::RunCost* c = status.mutable_cost();
+  c->set_spent_dollars(cost.spent_dollars);
+  c->set_badput_dollars(cost.badput_dollars);
+  c->set_energy_joules(cost.energy_joules);
+  c->set_projected_dollars_p50(cost.projected_dollars_p50);
+  c->set_projected_dollars_p90(cost.projected_dollars_p90);
+  for (const forecast::RunCost::Category& k : cost.categories) {
+    v1::CategoryCost* out = c->add_categories();
+    out->set_category(k.name);
+    out->set_dollars(k.dollars);
+    out->set_energy_joules(k.joules);
+  }
+  c->set_gpu_hour_dollars(prices.gpu_hour_dollars);
+  c->set_energy_dollars_per_mwh(prices.energy_dollars_per_mwh);
+  c->set_reserved_gpus(prices.reserved_gpus);
+}
+
 }  // namespace flightplan

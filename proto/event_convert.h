@@ -28,6 +28,9 @@ namespace flightplan {
 
 // The forecast, failure budget and reliability sections. Finish quantiles are filled only
 // once a simulation exists (`forecast_events` > 0) or the run has finished.
+// status.cost from a run's cost and the prices it used.
+void CostToProto(const forecast::RunCost& cost, const forecast::ForecastPrior::Cost& prices, v1::RunStatus& status);
+
 void ForecastToProto(const forecast::Forecast& forecast, uint64_t forecast_events,
                      v1::RunStatus& status);
 

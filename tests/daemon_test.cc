@@ -280,6 +280,18 @@ TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
   EXPECT_EQ(s.interruptions(0).cause(), "gpu");
   EXPECT_DOUBLE_EQ(s.failure_budget().consumed_seconds(), 510);
   EXPECT_GT(s.throughput().plan_tokens_per_second(), 3e6);
+  // Cost: the flagship reserves 4,096 + 24 x 8 spare GPUs at $2.50 an hour, power included:
+  // 1,060 s cost 4,288 x 2.5 x 1,060 / 3,600; badput is all but the 240 productive seconds.
+  const v1::RunCost& cost = s.cost();
+  EXPECT_DOUBLE_EQ(cost.reserved_gpus(), 4288);
+  EXPECT_NEAR(cost.spent_dollars(), 4288 * 2.5 * 1060 / 3600, 1e-6);
+  EXPECT_NEAR(cost.badput_dollars(), 4288 * 2.5 * (1060 - 240) / 3600.0, 1e-6);
+  ASSERT_EQ(cost.categories_size(), 7);
+  EXPECT_EQ(cost.categories(4).category(), "down_unplanned");
+  EXPECT_NEAR(cost.categories(4).dollars(), 4288 * 2.5 * 300 / 3600, 1e-6);
+  EXPECT_GT(cost.categories(0).energy_joules() / 240, cost.categories(4).energy_joules() / 300);  // idle draws less
+  EXPECT_GT(cost.projected_dollars_p90(), cost.projected_dollars_p50());
+  EXPECT_GT(cost.projected_dollars_p50(), 1e7);  // ~41 days of 4,288 GPUs at $2.50
 
   Restart();
   EXPECT_EQ(Status().DebugString(), s.DebugString());

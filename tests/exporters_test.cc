@@ -33,6 +33,12 @@ v1::RunStatus Example() {
   s.mutable_failure_budget()->set_consumed_seconds(1250);
   s.mutable_failure_budget()->set_burn_rate_1h(14.4);
   s.mutable_reliability()->set_goodput(0.9);
+  auto* c = s.mutable_cost()->add_categories();
+  c->set_category("productive");
+  c->set_dollars(250);
+  c->set_energy_joules(3.6e9);
+  s.mutable_cost()->set_projected_dollars_p50(9000);
+  s.mutable_cost()->set_projected_dollars_p90(12000);
   return s;
 }
 
@@ -59,6 +65,10 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
            "flightplan_goodput_ratio{run=\"r1\"} 0.9",
            "flightplan_run_state{run=\"r1\",state=\"down\"} 1",
            "flightplan_run_state{run=\"r1\",state=\"running\"} 0",
+           "flightplan_cost_dollars{run=\"r1\",category=\"productive\"} 250",
+           "flightplan_energy_joules{run=\"r1\",category=\"productive\"} 3600000000",
+           "flightplan_forecast_cost_dollars{run=\"r1\",percentile=\"50\"} 9000",
+           "flightplan_forecast_cost_dollars{run=\"r1\",percentile=\"90\"} 12000",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }

@@ -124,6 +124,35 @@ ForecastPrior Phased() {
   return p;
 }
 
+TEST(Forecaster, CostOfARunByCategoryAndAtItsFinish) {
+  // 100 GPUs at $3 an hour and $200 per MWh; 1 MW while running, 0.4 MW while down.
+  ForecastPrior::Cost prices{3, 200, 100, 1e6, 4e5};
+  TimeSeconds t;
+  t.productive = 3600;
+  t.checkpoint = 360;
+  t.down_unplanned = 1800;
+  const RunCost c = CostOfRun(t, prices, At(5760), At(5760 + 7200), At(5760 + 10800));
+  ASSERT_EQ(c.categories.size(), 7u);
+  EXPECT_EQ(c.categories[0].name, "productive");
+  // Productive: 100 GPU-hours x $3 + 1 MWh x $200 = $500; 3.6e9 J.
+  EXPECT_DOUBLE_EQ(c.categories[0].dollars, 500);
+  EXPECT_DOUBLE_EQ(c.categories[0].joules, 3.6e9);
+  // Down half an hour: 50 GPU-hours x $3 + 0.2 MWh x $200 = $190, at the idle draw.
+  EXPECT_EQ(c.categories[4].name, "down_unplanned");
+  EXPECT_DOUBLE_EQ(c.categories[4].dollars, 190);
+  EXPECT_DOUBLE_EQ(c.categories[4].joules, 4e5 * 1800);
+  // Checkpoint: 10 GPU-hours x $3 + 0.1 MWh x $200 = $50. Badput is all but productive.
+  EXPECT_DOUBLE_EQ(c.spent_dollars, 500 + 50 + 190);
+  EXPECT_DOUBLE_EQ(c.badput_dollars, 50 + 190);
+  // Ahead: $300 + $200 per hour of the fleet training; 2 h to the P50, 3 h to the P90.
+  EXPECT_DOUBLE_EQ(c.projected_dollars_p50, 740 + 2 * 500);
+  EXPECT_DOUBLE_EQ(c.projected_dollars_p90, 740 + 3 * 500);
+  // Without prices nothing costs money, and energy is still counted.
+  const RunCost free = CostOfRun(t, {0, 0, 100, 1e6, 4e5}, At(5760), At(5760), At(5760));
+  EXPECT_EQ(free.spent_dollars, 0);
+  EXPECT_DOUBLE_EQ(free.energy_joules, 1e6 * 3960 + 4e5 * 1800);
+}
+
 TEST(Forecaster, ThePlanLineFollowsThePhases) {
   const ForecastPrior p = Phased();
   EXPECT_EQ(PlannedTokensAt(p, At(-10)), 0);
