@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "cli/plan_file.h"
 #include "forecast/calibration.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "proto/plan_convert.h"
 
 int main(int argc, char** argv) {

@@ -18,7 +18,7 @@
 #include "cli/plan_file.h"
 #include "daemon/daemon.h"
 #include "forecast/forecaster.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "forecast/simulator.h"
 #include "proto/plan_convert.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
@@ -147,7 +147,7 @@ static void ForecasterCost() {
   absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
   if (!plan.ok()) return;
   const fc::PlanSpec spec = flightplan::PlanFromProto(*plan);
-  const fc::PlanReport report = fc::ComputePlan(spec);
+  const fc::PlanReport report = flightplan::planner::ComputePlan(spec);
   const fc::ForecastPrior prior = fc::PriorFromPlan(spec, report);
   fc::SimulationOptions so = fc::FindScenario("chaotic-start")->options;
   const std::vector<fc::Event> events = fc::SimulateRun(spec, report, so);
@@ -188,11 +188,11 @@ static void PlannerCost() {
     constexpr int kRepeats = 200;
     auto t = Clock::now();
     double sink = 0;
-    for (int i = 0; i < kRepeats; ++i) sink += fc::ComputePlan(spec).schedule.total_seconds;
+    for (int i = 0; i < kRepeats; ++i) sink += flightplan::planner::ComputePlan(spec).schedule.total_seconds;
     const double report = std::chrono::duration<double>(Clock::now() - t).count() / kRepeats;
     t = Clock::now();
-    const fc::DeadlineFleet fleet =
-        fc::FindFleetForDeadline(spec, *spec.start_time + absl::Hours(24 * 30));
+    const flightplan::planner::DeadlineFleet fleet =
+        flightplan::planner::FindFleetForDeadline(spec, *spec.start_time + absl::Hours(24 * 30));
     const double search = std::chrono::duration<double>(Clock::now() - t).count();
     std::printf("  planner (%s): report %.1f us; deadline search %.1f ms (%s)%s\n", name, report * 1e6,
                 search * 1e3, fleet.met ? "met" : "not met", sink < 0 ? " " : "");

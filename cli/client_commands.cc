@@ -20,7 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/log_events.h"
 #include "cli/plan_file.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "cli/status_print.h"
 #include "cli/units.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
@@ -389,7 +389,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       err << "flightplan tail: " << plan.status().message() << "\n";
       return 2;
     }
-    const forecast::PlanReport report = forecast::ComputePlan(PlanFromProto(*plan));
+    const planner::PlanReport report = planner::ComputePlan(PlanFromProto(*plan));
     if (lo.seq_len == 0) lo.seq_len = plan->model().seq_len();
     if (lo.tokens_per_step == 0) lo.tokens_per_step = static_cast<int64_t>(report.batch.tokens_per_step);
   }

@@ -5,7 +5,7 @@
 
 #include "cli/plan_file.h"
 #include "cli/plan_print.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/plan_convert.h"
 
@@ -17,9 +17,9 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
     err << "flightplan plan: " << plan.status().message() << "\n";
     return 2;
   }
-  forecast::PlanSpec spec = PlanFromProto(*plan);
+  planner::PlanSpec spec = PlanFromProto(*plan);
 
-  std::optional<forecast::DeadlineFleet> fleet;
+  std::optional<planner::DeadlineFleet> fleet;
   if (!options.deadline.empty()) {
     absl::StatusOr<absl::Time> deadline = ParseTimestamp(options.deadline);
     if (!deadline.ok()) {
@@ -27,9 +27,9 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
       return 2;
     }
     spec.deadline = *deadline;
-    fleet = forecast::FindFleetForDeadline(spec, *deadline, 1u << 20, options.allow_batch_change);
+    fleet = planner::FindFleetForDeadline(spec, *deadline, 1u << 20, options.allow_batch_change);
   }
-  const forecast::PlanReport report = forecast::ComputePlan(spec);
+  const planner::PlanReport report = planner::ComputePlan(spec);
 
   if (options.json) {
     v1::PlanReport proto = ReportToProto(report);

@@ -25,7 +25,7 @@ class Out {
   std::string text_;
 };
 
-void ScheduleRows(Out& o, const forecast::PlanReport::Schedule& s) {
+void ScheduleRows(Out& o, const planner::PlanReport::Schedule& s) {
   const double total = s.total_seconds;
   auto row = [&](const std::string& label, double seconds) {
     o.Line(absl::StrFormat("  %-24s %8s days %7s", label, Days(seconds),
@@ -42,8 +42,8 @@ void ScheduleRows(Out& o, const forecast::PlanReport::Schedule& s) {
 
 }  // namespace
 
-std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanReport& r,
-                             const forecast::DeadlineFleet* fleet) {
+std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanReport& r,
+                             const planner::DeadlineFleet* fleet) {
   Out o;
   o.Line(absl::StrCat("plan ", r.name.empty() ? "(unnamed)" : r.name, ": ", Sci(p.model.params),
                       " params, ", Sci(static_cast<double>(p.data.tokens)), " tokens on ",
@@ -51,9 +51,9 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
 
   o.Section("Findings");
   if (r.findings.empty()) o.Line("  none: the plan is consistent");
-  for (const forecast::Finding& f : r.findings) {
+  for (const planner::Finding& f : r.findings) {
     o.Line(absl::StrFormat("  %-7s %s: %s",
-                           f.severity == forecast::Severity::kError ? "ERROR" : "WARNING", f.code,
+                           f.severity == planner::Severity::kError ? "ERROR" : "WARNING", f.code,
                            f.message));
   }
 
@@ -129,7 +129,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
     o.Section("Phases");
     o.Line(absl::StrFormat("  %-16s %9s %7s %6s %9s %9s %6s %7s %9s %s", "phase", "tokens", "seq", "GPUs", "batch",
                            "tokens/s", "MFU", "bubble", "memory", "schedule (days from start)"));
-    for (const forecast::PlanReport::Phase& ph : r.phases) {
+    for (const planner::PlanReport::Phase& ph : r.phases) {
       o.Line(absl::StrFormat("  %-16s %9s %7s %6s %9s %9s %6s %7s %9s %s -> %s", ph.name,
                              Sci(static_cast<double>(ph.tokens)), Count(ph.seq_len), Count(ph.gpus),
                              Si(static_cast<double>(ph.tokens_per_step), ""), Si(ph.tokens_per_second, ""),
@@ -196,7 +196,7 @@ std::string FormatPlanReport(const forecast::PlanSpec& p, const forecast::PlanRe
                              ? absl::StrFormat(" + $%.0f per MWh", p.cost.energy_dollars_per_mwh)
                              : std::string(),
                          ")"));
-  auto cost_row = [&](const std::string& label, const forecast::PlanReport::CostLine& l) {
+  auto cost_row = [&](const std::string& label, const planner::PlanReport::CostLine& l) {
     o.Line(absl::StrFormat("  %-24s %12s GPU-h %9s MWh %14s", label, Count(l.gpu_hours), Count(l.energy_mwh),
                            p.cost.gpu_hour_dollars > 0 || p.cost.energy_dollars_per_mwh > 0
                                ? absl::StrCat("$", Count(l.dollars))

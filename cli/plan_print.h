@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include "forecast/plan.h"
+#include "planner/plan.h"
 
 namespace flightplan {
 
 // `fleet` may be null (no --deadline).
-[[nodiscard]] std::string FormatPlanReport(const forecast::PlanSpec& plan,
-                                           const forecast::PlanReport& report,
-                                           const forecast::DeadlineFleet* fleet);
+[[nodiscard]] std::string FormatPlanReport(const planner::PlanSpec& plan,
+                                           const planner::PlanReport& report,
+                                           const planner::DeadlineFleet* fleet);
 
 }  // namespace flightplan
 

@@ -9,7 +9,7 @@
 #include "cli/plan_file.h"
 #include "cli/units.h"
 #include "forecast/backtest.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/event_convert.h"
 #include "proto/plan_convert.h"
@@ -18,8 +18,8 @@ namespace flightplan {
 namespace {
 
 struct LoadedPlan {
-  forecast::PlanSpec spec;
-  forecast::PlanReport report;
+  planner::PlanSpec spec;
+  planner::PlanReport report;
   std::string name;
 };
 
@@ -31,11 +31,11 @@ int LoadPlan(const std::string& path, const char* command, LoadedPlan& out, std:
   }
   out.name = plan->name();
   out.spec = PlanFromProto(*plan);
-  out.report = forecast::ComputePlan(out.spec);
+  out.report = planner::ComputePlan(out.spec);
   if (out.report.HasError()) {
     err << "flightplan " << command << ": the plan has errors (flightplan plan " << path << "):\n";
     for (const auto& f : out.report.findings) {
-      if (f.severity == forecast::Severity::kError) err << "  " << f.code << ": " << f.message << "\n";
+      if (f.severity == planner::Severity::kError) err << "  " << f.code << ": " << f.message << "\n";
     }
     return 1;
   }

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -86,8 +86,8 @@ std::string Deterministic(const google::protobuf::Message& m) {
 std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
   auto p = std::make_shared<RunPlan>();
   p->revision = revision;
-  const forecast::PlanSpec spec = PlanFromProto(plan);
-  p->report = forecast::ComputePlan(spec);
+  const planner::PlanSpec spec = PlanFromProto(plan);
+  p->report = planner::ComputePlan(spec);
   p->prior = forecast::PriorFromPlan(spec, p->report);
   p->plan = std::move(plan);
   return p;
@@ -335,8 +335,8 @@ absl::Status Tracker::SubmitPlan(bool update, std::string run, v1::Plan plan,
   request->plan = MakePlan(1, std::move(plan));  // an update's revision is set by the writer
   if (request->plan->report.HasError()) {
     std::string findings;
-    for (const forecast::Finding& f : request->plan->report.findings) {
-      if (f.severity == forecast::Severity::kError) absl::StrAppend(&findings, "; ", f.code, ": ", f.message);
+    for (const planner::Finding& f : request->plan->report.findings) {
+      if (f.severity == planner::Severity::kError) absl::StrAppend(&findings, "; ", f.code, ": ", f.message);
     }
     return absl::InvalidArgumentError(absl::StrCat("the plan fails its own checks", findings));
   }

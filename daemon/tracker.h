@@ -56,7 +56,7 @@
 #include "flightplan/v1/status.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 #include "storage/run_store.h"
 
 namespace flightplan::daemon {
@@ -109,7 +109,7 @@ struct TrackerOptions {
 struct RunPlan {
   uint32_t revision = 0;
   v1::Plan plan;
-  forecast::PlanReport report;
+  planner::PlanReport report;
   forecast::ForecastPrior prior;
 };
 

@@ -12,10 +12,14 @@
 #include "absl/status/statusor.h"
 #include "forecast/backtest.h"
 #include "forecast/forecaster.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 #include "forecast/simulator.h"
 
 namespace flightplan::forecast {
+
+// The planner's plan and report, which the forecaster takes as its prior.
+using planner::PlanReport;
+using planner::PlanSpec;
 
 struct ScenarioCalibration {
   std::string scenario;

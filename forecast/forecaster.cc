@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "forecast/formulas.h"
+#include "planner/formulas.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -295,7 +295,7 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   const double blocking = observed_blocking > 0 ? observed_blocking : prior.checkpoint_blocking_seconds;
   if (f.posterior_mtbf_seconds > 0) {
     f.recommended_checkpoint_interval_seconds =
-        DalyIntervalSeconds(blocking, f.posterior_mtbf_seconds);
+        planner::DalyIntervalSeconds(blocking, f.posterior_mtbf_seconds);
   }
   f.plan_checkpoint_interval_seconds = prior.checkpoint_interval_seconds;
 

@@ -14,9 +14,13 @@
 
 #include "absl/time/time.h"
 #include "forecast/accounting.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 
 namespace flightplan::forecast {
+
+// The planner's plan and report, which the forecaster takes as its prior.
+using planner::PlanReport;
+using planner::PlanSpec;
 
 // What the forecaster takes from the plan.
 struct ForecastPrior {

@@ -8,9 +8,13 @@
 #include <vector>
 
 #include "forecast/event.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 
 namespace flightplan::forecast {
+
+// The planner's plan and report, which the forecaster takes as its prior.
+using planner::PlanReport;
+using planner::PlanSpec;
 
 struct SimulationOptions {
   uint64_t seed = 1;

@@ -14,8 +14,8 @@ std::optional<T> Opt(const Msg& m, Has has, Getter get) {
   return static_cast<T>((m.*get)());
 }
 
-forecast::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
-  forecast::PlanSpec::Layout out;
+planner::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
+  planner::PlanSpec::Layout out;
   using L = v1::Layout;
   out.tp = Opt<uint32_t>(l, &L::has_tp, &L::tp);
   out.pp = Opt<uint32_t>(l, &L::has_pp, &L::pp);
@@ -32,8 +32,8 @@ forecast::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
   return out;
 }
 
-forecast::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
-  forecast::PlanSpec::Efficiency out;
+planner::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
+  planner::PlanSpec::Efficiency out;
   out.mfu = e.mfu();
   out.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
   out.recompute = e.recompute();
@@ -46,7 +46,7 @@ forecast::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
 
 }  // namespace
 
-v1::ScheduleReport ScheduleToProto(const forecast::PlanReport::Schedule& in) {
+v1::ScheduleReport ScheduleToProto(const planner::PlanReport::Schedule& in) {
   v1::ScheduleReport s;
   s.set_active_compute_seconds(in.active_compute_seconds);
   s.set_checkpoint_seconds(in.checkpoint_seconds);
@@ -74,8 +74,8 @@ google::protobuf::Timestamp TimeToProto(absl::Time t) {
   return out;
 }
 
-forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
-  forecast::PlanSpec s;
+planner::PlanSpec PlanFromProto(const v1::Plan& p) {
+  planner::PlanSpec s;
   s.name = p.name();
   if (p.has_start_time()) s.start_time = TimeFromProto(p.start_time());
   if (p.has_deadline()) s.deadline = TimeFromProto(p.deadline());
@@ -164,7 +164,7 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.cost.idle_power_fraction =
       Opt<double>(p.cost(), &v1::Cost::has_idle_power_fraction, &v1::Cost::idle_power_fraction);
   for (const v1::Phase& ph : p.phases()) {
-    forecast::PlanSpec::Phase out;
+    planner::PlanSpec::Phase out;
     out.name = ph.name();
     out.tokens = ph.tokens();
     if (ph.model().seq_len() != 0) out.seq_len = ph.model().seq_len();
@@ -186,12 +186,12 @@ forecast::PlanSpec PlanFromProto(const v1::Plan& p) {
   return s;
 }
 
-v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
+v1::PlanReport ReportToProto(const planner::PlanReport& r) {
   v1::PlanReport out;
   out.set_name(r.name);
-  for (const forecast::Finding& f : r.findings) {
+  for (const planner::Finding& f : r.findings) {
     v1::Finding* pf = out.add_findings();
-    pf->set_severity(f.severity == forecast::Severity::kError ? v1::Finding::ERROR
+    pf->set_severity(f.severity == planner::Severity::kError ? v1::Finding::ERROR
                                                               : v1::Finding::WARNING);
     pf->set_code(f.code);
     pf->set_message(f.message);
@@ -284,7 +284,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   out.mutable_fleet()->set_spare_nodes(r.fleet.spare_nodes);
   out.mutable_fleet()->set_dp(r.fleet.dp);
   v1::CostReport* cost = out.mutable_cost();
-  auto line = [](const forecast::PlanReport::CostLine& in, v1::CostLine* o) {
+  auto line = [](const planner::PlanReport::CostLine& in, v1::CostLine* o) {
     o->set_seconds(in.seconds);
     o->set_gpu_hours(in.gpu_hours);
     o->set_energy_mwh(in.energy_mwh);
@@ -299,7 +299,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   cost->set_reserved_gpus(r.cost.reserved_gpus);
   cost->set_training_facility_watts(r.cost.training_facility_watts);
   cost->set_idle_facility_watts(r.cost.idle_facility_watts);
-  for (const forecast::PlanReport::Phase& ph : r.phases) {
+  for (const planner::PlanReport::Phase& ph : r.phases) {
     v1::PhaseReport* o = out.add_phases();
     o->set_name(ph.name);
     o->set_tokens(ph.tokens);
@@ -321,7 +321,7 @@ v1::PlanReport ReportToProto(const forecast::PlanReport& r) {
   return out;
 }
 
-v1::DeadlineFleet DeadlineFleetToProto(const forecast::DeadlineFleet& d) {
+v1::DeadlineFleet DeadlineFleetToProto(const planner::DeadlineFleet& d) {
   v1::DeadlineFleet out;
   *out.mutable_deadline() = TimeToProto(d.deadline);
   out.set_met(d.met);

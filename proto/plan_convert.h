@@ -7,15 +7,15 @@
 
 #include "absl/time/time.h"
 #include "flightplan/v1/plan.pb.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 #include "google/protobuf/timestamp.pb.h"
 
 namespace flightplan {
 
-[[nodiscard]] forecast::PlanSpec PlanFromProto(const v1::Plan& plan);
-[[nodiscard]] v1::PlanReport ReportToProto(const forecast::PlanReport& report);
-[[nodiscard]] v1::ScheduleReport ScheduleToProto(const forecast::PlanReport::Schedule& schedule);
-[[nodiscard]] v1::DeadlineFleet DeadlineFleetToProto(const forecast::DeadlineFleet& fleet);
+[[nodiscard]] planner::PlanSpec PlanFromProto(const v1::Plan& plan);
+[[nodiscard]] v1::PlanReport ReportToProto(const planner::PlanReport& report);
+[[nodiscard]] v1::ScheduleReport ScheduleToProto(const planner::PlanReport::Schedule& schedule);
+[[nodiscard]] v1::DeadlineFleet DeadlineFleetToProto(const planner::DeadlineFleet& fleet);
 
 [[nodiscard]] absl::Time TimeFromProto(const google::protobuf::Timestamp& t);
 [[nodiscard]] google::protobuf::Timestamp TimeToProto(absl::Time t);

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "forecast/simulator.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"

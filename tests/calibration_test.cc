@@ -13,7 +13,7 @@
 
 #include "cli/plan_file.h"
 #include "forecast/calibration.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "gtest/gtest.h"
 #include "proto/plan_convert.h"
 

@@ -24,7 +24,7 @@
 #include "cli/client_commands.h"
 #include "cli/plan_file.h"
 #include "cli/status_print.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "proto/plan_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/event_log.h"
@@ -310,7 +310,7 @@ TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
   second->mutable_model()->set_seq_len(16384);
   second->mutable_layout()->set_cp(2);
   ASSERT_TRUE(Create(plan).ok());
-  const forecast::PlanReport report = forecast::ComputePlan(PlanFromProto(plan));
+  const planner::PlanReport report = planner::ComputePlan(PlanFromProto(plan));
   ASSERT_EQ(report.phases.size(), 2u);
   const double end1 = report.phases[0].schedule_end_seconds, end2 = report.phases[1].schedule_end_seconds;
   ASSERT_LT(end1, 0.49 * end2);  // not the straight line's half

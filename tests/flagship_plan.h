@@ -7,15 +7,15 @@
 
 #include "cli/plan_file.h"
 #include "forecast/forecaster.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "gtest/gtest.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan::testing {
 
 struct Flagship {
-  forecast::PlanSpec plan;
-  forecast::PlanReport report;
+  planner::PlanSpec plan;
+  planner::PlanReport report;
   forecast::ForecastPrior prior;
 };
 
@@ -29,7 +29,7 @@ inline const Flagship& FlagshipPlan() {
       return out;
     }
     out->plan = PlanFromProto(*proto);
-    out->report = forecast::ComputePlan(out->plan);
+    out->report = planner::ComputePlan(out->plan);
     out->prior = forecast::PriorFromPlan(out->plan, out->report);
     return out;
   }();

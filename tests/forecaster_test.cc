@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/plan_file.h"
-#include "forecast/formulas.h"
-#include "forecast/plan_engine.h"
+#include "planner/formulas.h"
+#include "planner/plan_engine.h"
 #include "forecast/simulator.h"
 #include "proto/event_convert.h"
 #include "proto/plan_convert.h"
@@ -234,7 +234,7 @@ TEST(Forecaster, FailureRateFollowsTheEvidenceOverThePrior) {
   EXPECT_LT(f.posterior_mtbf_seconds, 0.5 * Prior().job_mtbf_seconds);
   // Daly for the posterior MTBF and the plan's checkpoint cost (no checkpoint seen).
   EXPECT_NEAR(f.recommended_checkpoint_interval_seconds,
-              DalyIntervalSeconds(10, f.posterior_mtbf_seconds), 1e-6);
+              planner::DalyIntervalSeconds(10, f.posterior_mtbf_seconds), 1e-6);
 }
 
 TEST(Forecaster, BurnRateIsBudgetShareOverScheduleShare) {

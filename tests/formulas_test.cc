@@ -1,11 +1,11 @@
 // The plan engine's scalar formulas against published figures and hand-worked cases.
-#include "forecast/formulas.h"
+#include "planner/formulas.h"
 
 #include <cmath>
 
 #include "gtest/gtest.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 namespace {
 
 // Relative closeness: |a - b| <= tol * |b|.
@@ -129,4 +129,4 @@ TEST(Formulas, PoissonQuantiles) {
 }
 
 }  // namespace
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner

@@ -1,6 +1,6 @@
 // The plan engine on a hand-worked plan, on each finding, on published runs written as
 // plans, on the deadline search, and on the shipped examples.
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,11 +10,11 @@
 #include <string>
 
 #include "cli/plan_file.h"
-#include "forecast/formulas.h"
+#include "planner/formulas.h"
 #include "gtest/gtest.h"
 #include "proto/plan_convert.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 namespace {
 
 absl::Time Start() { return absl::FromUnixSeconds(1799020800); }  // 2027-01-04T00:00:00Z
@@ -819,4 +819,4 @@ TEST(Examples, FlagshipFigures) {
 }
 
 }  // namespace
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner

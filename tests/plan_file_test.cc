@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -133,14 +133,14 @@ phases:
     model: {params: 8e9, seq_len: 4096}
 )", "plan.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const forecast::PlanSpec spec = PlanFromProto(*plan);
+  const planner::PlanSpec spec = PlanFromProto(*plan);
   ASSERT_EQ(spec.phases.size(), 3u);
   // A field that cannot change between phases is carried to the engine, which refuses it.
   EXPECT_TRUE(spec.phases[1].unchangeable.empty());
   EXPECT_EQ(spec.phases[2].unchangeable, std::vector<std::string>{"model.params"});
-  const forecast::PlanReport r = forecast::ComputePlan(spec);
+  const planner::PlanReport r = planner::ComputePlan(spec);
   bool named = false;
-  for (const forecast::Finding& f : r.findings) {
+  for (const planner::Finding& f : r.findings) {
     named |= f.message.rfind("phases[2].model.params cannot change between phases", 0) == 0;
   }
   EXPECT_TRUE(named);

@@ -8,11 +8,11 @@
 // the engine converts.
 #include <cmath>
 
-#include "forecast/formulas.h"
-#include "forecast/plan_engine.h"
+#include "planner/formulas.h"
+#include "planner/plan_engine.h"
 #include "gtest/gtest.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 namespace {
 
 absl::Time Start() { return absl::FromUnixSeconds(1799020800); }  // 2027-01-04T00:00:00Z
@@ -689,4 +689,4 @@ TEST(PlanFailures, ExtremeSpreadsStayFiniteAndFast) {
 }
 
 }  // namespace
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner

@@ -11,7 +11,7 @@
 
 #include "cli/plan_file.h"
 #include "forecast/accounting.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"
 #include "proto/plan_convert.h"

@@ -5,15 +5,15 @@
 #include <string>
 
 #include "cli/plan_file.h"
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 #include "proto/plan_convert.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<flightplan::v1::Plan> plan = flightplan::ParsePlan(text, "fuzz");
   if (!plan.ok()) return 0;
-  const flightplan::forecast::PlanReport report =
-      flightplan::forecast::ComputePlan(flightplan::PlanFromProto(*plan));
+  const flightplan::planner::PlanReport report =
+      flightplan::planner::ComputePlan(flightplan::PlanFromProto(*plan));
   (void)flightplan::ReportToProto(report);
   return 0;
 }

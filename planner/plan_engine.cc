@@ -1,4 +1,4 @@
-#include "forecast/plan_engine.h"
+#include "planner/plan_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "forecast/formulas.h"
+#include "planner/formulas.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 
 bool PlanReport::HasError() const {
   return std::any_of(findings.begin(), findings.end(),
@@ -1472,4 +1472,4 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
   return out;
 }
 
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner

@@ -3,8 +3,8 @@
 // Plain value types mirroring proto/flightplan/v1/plan.proto, so that forecast/ needs no
 // protobuf; proto/plan_convert.h maps between the two. Optional inputs are std::optional:
 // the engine, not the parser, owns the defaults. Fields and units: see plan.proto.
-#ifndef FLIGHTPLAN_FORECAST_PLAN_H_
-#define FLIGHTPLAN_FORECAST_PLAN_H_
+#ifndef FLIGHTPLAN_PLANNER_PLAN_H_
+#define FLIGHTPLAN_PLANNER_PLAN_H_
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 
 #include "absl/time/time.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 
 struct PlanSpec {
   std::string name;
@@ -229,6 +229,6 @@ struct DeadlineFleet {
   std::string explanation;
 };
 
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner
 
-#endif  // FLIGHTPLAN_FORECAST_PLAN_H_
+#endif  // FLIGHTPLAN_PLANNER_PLAN_H_

@@ -1,9 +1,9 @@
-#include "forecast/formulas.h"
+#include "planner/formulas.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 
 double DenseFlopsPerToken(double active_params) { return 6.0 * active_params; }
 
@@ -204,4 +204,4 @@ uint64_t PoissonQuantile(double mean, double q) {
   return limit;
 }
 
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner

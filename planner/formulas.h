@@ -1,12 +1,12 @@
 // Scalar formulas of the plan engine, each a pure function with its source.
 //
 // Thread-safe: no state. No I/O, no clock. Units are in the parameter names.
-#ifndef FLIGHTPLAN_FORECAST_FORMULAS_H_
-#define FLIGHTPLAN_FORECAST_FORMULAS_H_
+#ifndef FLIGHTPLAN_PLANNER_FORMULAS_H_
+#define FLIGHTPLAN_PLANNER_FORMULAS_H_
 
 #include <cstdint>
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 
 // Training FLOPs per token of the dense matrix multiplies: 6 x active parameters
 // (2 forward + 4 backward per parameter). Kaplan et al. 2020, "Scaling Laws for Neural
@@ -113,6 +113,6 @@ struct StateBytesPerParam {
 // P(X <= k) for X ~ Poisson(mean).
 [[nodiscard]] double PoissonCdf(double mean, uint64_t k);
 
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner
 
-#endif  // FLIGHTPLAN_FORECAST_FORMULAS_H_
+#endif  // FLIGHTPLAN_PLANNER_FORMULAS_H_

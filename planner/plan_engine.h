@@ -2,13 +2,13 @@
 // that meets a deadline.
 //
 // Pure functions: no I/O, no clock (times come from the plan). Thread-safe.
-#ifndef FLIGHTPLAN_FORECAST_PLAN_ENGINE_H_
-#define FLIGHTPLAN_FORECAST_PLAN_ENGINE_H_
+#ifndef FLIGHTPLAN_PLANNER_PLAN_ENGINE_H_
+#define FLIGHTPLAN_PLANNER_PLAN_ENGINE_H_
 
 #include "absl/time/time.h"
-#include "forecast/plan.h"
+#include "planner/plan.h"
 
-namespace flightplan::forecast {
+namespace flightplan::planner {
 
 // Computes the report of `plan`, with every inconsistency as a finding. Never fails: a
 // figure that cannot be computed from broken inputs is 0 and a finding says why.
@@ -27,6 +27,6 @@ namespace flightplan::forecast {
                                                  uint32_t max_gpus = 1u << 20,
                                                  bool allow_batch_change = false);
 
-}  // namespace flightplan::forecast
+}  // namespace flightplan::planner
 
-#endif  // FLIGHTPLAN_FORECAST_PLAN_ENGINE_H_
+#endif  // FLIGHTPLAN_PLANNER_PLAN_ENGINE_H_
