@@ -799,8 +799,9 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                            : scaled;
   }
   const double w_obs = observed > 0 ? produced / (produced + kRateEvidenceSeconds) : 0;
-  const double center = w_obs > 0 ? std::exp(w_obs * std::log(observed) + (1 - w_obs) * std::log(plan_rate))
-                                  : plan_rate;
+  const double center_before_change =
+      w_obs > 0 ? std::exp(w_obs * std::log(observed) + (1 - w_obs) * std::log(plan_rate)) : plan_rate;
+  const double center = center_before_change * prior.change.rate_scale;
   sim.forecast_tokens_per_second = center;
   const EvidenceSample evidence_now = EvidenceNow(s, snap);
   ThroughputTrend trend;
@@ -835,7 +836,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // until an hour of evidence).
   const double plan_ckpt_ratio = Div(prior.plan_checkpoint_seconds, prior.plan_active_seconds);
   const double obs_ckpt_ratio = Div(snap.seconds.checkpoint, snap.seconds.productive);
-  const double ckpt_ratio = w_obs * obs_ckpt_ratio + (1 - w_obs) * plan_ckpt_ratio;
+  const double ckpt_ratio = (w_obs * obs_ckpt_ratio + (1 - w_obs) * plan_ckpt_ratio) * prior.change.checkpoint_scale;
 
   // Failures, losses and planned overhead: a regime per process (see EvidenceModel).
   const Processes proc = EstimateProcesses(s, snap, evidence_now, prior, options, sim.as_of);
@@ -897,7 +898,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     const LossPool& pool = proc.losses[uniform(regime_rng) < proc.p_losses ? 1 : 0];
     const RatioRegime& over = proc.overhead;
     std::gamma_distribution<double> gamma(fr.alpha, 1.0 / std::max(fr.beta, 1.0));
-    const double lambda = gamma(rate_rng);
+    const double lambda = gamma(rate_rng) * prior.change.failure_scale;
     double expected = std::max(0.0, lambda * running);
     if (proc.failure_dispersion > 1 && expected > 0) {
       // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
@@ -907,11 +908,13 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     std::poisson_distribution<long> count(expected);
     const long n = count(count_rng);
     double loss = 0;
+    // A change shifts each loss (never below a tenth of what it was).
+    auto shifted = [&](double l) { return std::max(0.1 * l, l + prior.change.loss_shift_seconds); };
     if (n <= kExactLossDraws) {
-      for (long k = 0; k < n; ++k) loss += draw_loss(pool, loss_rng);
+      for (long k = 0; k < n; ++k) loss += shifted(draw_loss(pool, loss_rng));
     } else {
       const double nd = static_cast<double>(n);
-      loss = std::max(0.0, nd * pool.mean + std::sqrt(nd * pool.var) * normal(loss_rng));
+      loss = std::max(0.0, nd * shifted(pool.mean) + std::sqrt(nd * pool.var) * normal(loss_rng));
     }
     if (in_incident) {
       const double whole = draw_loss(pool, regime_rng);

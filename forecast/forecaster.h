@@ -51,6 +51,14 @@ struct ForecastPrior {
     double tokens_end = 0, schedule_end_seconds = 0, tokens_per_second = 0;
   };
   std::vector<Phase> phases;
+  // A change to the run from now on (flightplan whatif): what the forecaster believes of the
+  // run (its evidence where it has shown some, the plan where not) moved by the change as the
+  // planner computes it: throughput and the failure rate scaled by the changed plan's over
+  // the plan's, each loss shifted by the difference in loss per interruption, checkpoint
+  // overhead scaled by the ratio of overhead per compute second. Identity by default.
+  struct Change {
+    double rate_scale = 1, failure_scale = 1, loss_shift_seconds = 0, checkpoint_scale = 1;
+  } change;
   // Prices and power for the run's cost (the plan's cost section and power model).
   struct Cost {
     double gpu_hour_dollars = 0, energy_dollars_per_mwh = 0, reserved_gpus = 0, training_watts = 0,

@@ -1323,6 +1323,22 @@ bool OnlyDeadlineErrors(const PlanReport& r) {
 
 }  // namespace
 
+bool SetFleetHoldingBatch(PlanSpec& plan, uint64_t gpus, uint64_t batch_sequences) {
+  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) *
+                           plan.layout.cp.value_or(1);
+  if (replica == 0 || gpus == 0 || gpus % replica != 0 || gpus > UINT32_MAX) return false;
+  const uint64_t dp = gpus / replica;
+  if (batch_sequences == 0 || batch_sequences % dp != 0) return false;
+  const uint64_t share = batch_sequences / dp;
+  uint64_t mb = std::min<uint64_t>(std::max(1u, plan.layout.micro_batch.value_or(1)), share);
+  while (share % mb != 0) --mb;
+  plan.fleet.gpus = static_cast<uint32_t>(gpus);
+  plan.layout.dp = static_cast<uint32_t>(dp);
+  plan.layout.micro_batch = static_cast<uint32_t>(mb);
+  plan.layout.grad_accum = static_cast<uint32_t>(share / mb);
+  return true;
+}
+
 DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, uint32_t max_gpus,
                                    bool allow_batch_change) {
   DeadlineFleet out;
@@ -1373,20 +1389,15 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
     }
     const uint64_t gpus = dp * replica;
     if (gpus % per_node != 0) continue;
-    trial.fleet.gpus = static_cast<uint32_t>(gpus);
-    trial.layout.dp = static_cast<uint32_t>(dp);
     if (!allow_batch_change) {
-      if (batch % dp != 0) {
+      trial.layout.micro_batch = plan_mb;
+      if (!SetFleetHoldingBatch(trial, gpus, batch)) {
         ++not_dividing;
         continue;
       }
-      // Each replica's share of the batch: the plan's micro-batch when it divides the share
-      // (else the largest that does: never more memory than planned), the rest accumulated.
-      const uint64_t share = batch / dp;
-      uint64_t mb = std::min<uint64_t>(plan_mb, share);
-      while (share % mb != 0) --mb;
-      trial.layout.micro_batch = static_cast<uint32_t>(mb);
-      trial.layout.grad_accum = static_cast<uint32_t>(share / mb);
+    } else {
+      trial.fleet.gpus = static_cast<uint32_t>(gpus);
+      trial.layout.dp = static_cast<uint32_t>(dp);
     }
     const PlanReport r = ComputePlan(trial);
     const double total = r.schedule.total_seconds;

@@ -14,6 +14,13 @@ namespace flightplan::planner {
 // figure that cannot be computed from broken inputs is 0 and a finding says why.
 [[nodiscard]] PlanReport ComputePlan(const PlanSpec& plan);
 
+// Sets `plan` to `gpus` GPUs, dp following from tp x pp x cp, and holds the global batch
+// of `batch_sequences`: each replica's share, in the plan's micro-batch when it divides the
+// share (else the largest that does: never more memory than planned), the rest
+// accumulated. False, `plan` unchanged, when gpus is not whole replicas or dp does not
+// divide the batch.
+[[nodiscard]] bool SetFleetHoldingBatch(PlanSpec& plan, uint64_t gpus, uint64_t batch_sequences);
+
 // The smallest fleet, in whole data-parallel replicas of tp x pp x cp GPUs that are also
 // whole nodes, whose total schedule finishes by `deadline`. The recipe holds: the global
 // batch stays the plan's, so dp must divide its sequences per step, and each replica's

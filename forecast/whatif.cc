@@ -1,0 +1,126 @@
+#include "forecast/whatif.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "planner/plan_engine.h"
+
+namespace flightplan::forecast {
+namespace {
+
+double Ratio(double a, double b) { return a > 0 && b > 0 && std::isfinite(a / b) ? a / b : 1.0; }
+
+std::string Minutes(double seconds) {
+  return seconds >= 60 && std::fmod(seconds, 60) == 0 ? absl::StrCat(seconds / 60, " min") : absl::StrCat(seconds, " s");
+}
+
+}  // namespace
+
+std::string Describe(const Variant& v) {
+  if (!v.name.empty()) return v.name;
+  std::vector<std::string> parts;
+  if (v.gpus) parts.push_back(absl::StrCat(*v.gpus, " GPUs"));
+  if (v.add_gpus) parts.push_back(absl::StrCat(*v.add_gpus >= 0 ? "+" : "", *v.add_gpus, " GPUs"));
+  if (v.checkpoint_interval_seconds) parts.push_back(absl::StrCat("checkpoint every ", Minutes(*v.checkpoint_interval_seconds)));
+  if (v.async_checkpoint) parts.push_back(*v.async_checkpoint ? "async checkpoints" : "sync checkpoints");
+  if (v.node_mtbf_hours) parts.push_back(absl::StrCat("node MTBF ", *v.node_mtbf_hours, " h"));
+  if (v.restart_seconds) parts.push_back(absl::StrCat("restart ", Minutes(*v.restart_seconds)));
+  if (v.mfu) parts.push_back(absl::StrCat("MFU ", *v.mfu));
+  return parts.empty() ? "no change" : absl::StrJoin(parts, ", ");
+}
+
+std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::Time now,
+                            const std::vector<Variant>& variants, std::optional<absl::Time> deadline,
+                            const ForecastOptions& options) {
+  const PlanReport base = planner::ComputePlan(plan);
+  ForecastPrior prior = PriorFromPlan(plan, base);
+  if (deadline) prior.deadline = *deadline;
+  const RunSnapshot snap = Snapshot(state, now);
+  auto ckpt_per_compute = [](const PlanReport& r) {
+    return r.schedule.active_compute_seconds > 0 ? r.checkpoint.overhead_seconds / r.schedule.active_compute_seconds : 0.0;
+  };
+  const double base_ckpt = ckpt_per_compute(base);
+
+  auto forecast = [&](Outcome& out, const PlanReport& r) {
+    ForecastPrior p = prior;
+    p.change.rate_scale = Ratio(r.compute.tokens_per_second, base.compute.tokens_per_second);
+    p.change.failure_scale = Ratio(base.failures.job_mtbf_seconds, r.failures.job_mtbf_seconds);
+    p.change.loss_shift_seconds =
+        r.failures.loss_per_interruption_seconds - base.failures.loss_per_interruption_seconds;
+    p.change.checkpoint_scale = base_ckpt > 0 ? ckpt_per_compute(r) / base_ckpt : 1.0;
+    const Simulation sim = Simulate(state, p, now, options);
+    const Forecast f = Combine(ForecastNow(state, p, now), sim);
+    out.gpus = r.fleet.gpus;
+    out.tokens_per_second = sim.forecast_tokens_per_second;
+    out.mtbf_seconds = sim.mtbf_seconds / p.change.failure_scale;
+    out.finish_p10 = f.finish_p10;
+    out.finish_p50 = f.finish_p50;
+    out.finish_p90 = f.finish_p90;
+    out.budget_projected_seconds = snap.failure_budget_consumed_seconds + sim.future_loss_p50_seconds;
+    out.exhaustion_probability = sim.exhaustion_probability;
+    out.deadline_probability = sim.deadline_probability;
+    // What is spent is spent (at the plan's prices); ahead, the changed fleet and its draw.
+    const RunCost spent = CostOfRun(snap.seconds, prior.cost, f.as_of, f.as_of, f.as_of);
+    ForecastPrior::Cost ahead = prior.cost;
+    ahead.reserved_gpus = r.cost.reserved_gpus;
+    ahead.training_watts = r.cost.training_facility_watts;
+    const double to_p50 = std::max(0.0, absl::ToDoubleSeconds(f.finish_p50 - f.as_of));
+    out.cost_p50_dollars = spent.spent_dollars + to_p50 * (ahead.reserved_gpus * ahead.gpu_hour_dollars / 3600.0 +
+                                                           ahead.training_watts * ahead.energy_dollars_per_mwh / 3.6e9);
+    out.energy_p50_mwh = (spent.energy_joules + to_p50 * ahead.training_watts) / 3.6e9;
+  };
+
+  std::vector<Outcome> out;
+  Outcome baseline;
+  baseline.name = "baseline";
+  forecast(baseline, base);
+  out.push_back(std::move(baseline));
+
+  for (const Variant& v : variants) {
+    Outcome o;
+    o.name = Describe(v);
+    PlanSpec changed = plan;
+    if (v.gpus || v.add_gpus) {
+      const int64_t gpus = v.gpus ? static_cast<int64_t>(*v.gpus) : static_cast<int64_t>(plan.fleet.gpus) + *v.add_gpus;
+      const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
+      if (!plan.phases.empty()) {
+        o.errors.push_back("the plan is in phases, each with its own fleet: change the fleet in the phases' plan");
+      } else if (gpus <= 0) {
+        o.errors.push_back(absl::StrCat("fleet.gpus ", gpus, ": a fleet needs GPUs"));
+      } else if (!planner::SetFleetHoldingBatch(changed, static_cast<uint64_t>(gpus), base.batch.sequences_per_step)) {
+        o.errors.push_back(
+            static_cast<uint64_t>(gpus) % std::max<uint64_t>(replica, 1) != 0
+                ? absl::StrCat("fleet.gpus ", gpus, " is not whole replicas of tp x pp x cp = ", replica, " GPUs")
+                : absl::StrCat("fleet.gpus ", gpus, " gives dp ", static_cast<uint64_t>(gpus) / replica,
+                               ", which does not divide the global batch of ", base.batch.sequences_per_step,
+                               " sequences (the recipe holds it)"));
+      }
+    }
+    if (v.checkpoint_interval_seconds) changed.checkpoint.interval_seconds = *v.checkpoint_interval_seconds;
+    if (v.async_checkpoint) changed.checkpoint.async = *v.async_checkpoint;
+    if (v.node_mtbf_hours) {
+      changed.failures.node_mtbf_hours = *v.node_mtbf_hours;
+      changed.failures.failures_per_1000_node_days.reset();
+    }
+    if (v.restart_seconds) changed.failures.restart_seconds = *v.restart_seconds;
+    if (v.mfu) {
+      changed.efficiency.mfu = *v.mfu;
+      changed.efficiency.hfu.reset();
+    }
+    const PlanReport r = planner::ComputePlan(changed);
+    for (const planner::Finding& f : r.findings) {
+      // The plan's own deadline is the forecast's question, not a rule the change breaks.
+      if (f.severity == planner::Severity::kError && f.code != "DEADLINE_MISSED") {
+        o.errors.push_back(absl::StrCat(f.code, ": ", f.message));
+      }
+    }
+    o.broken = !o.errors.empty();
+    if (!o.broken) forecast(o, r);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace flightplan::forecast
