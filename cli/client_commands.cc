@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "cli/log_events.h"
 #include "cli/plan_file.h"
@@ -668,6 +669,105 @@ int RunPlans(const ClientOptions& client, const std::string& run, bool json, std
   }
   out << units::Counted(info.plans_size(), "revision") << "; the forecast uses the latest for the work ahead\n";
   return 0;
+}
+
+int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream& out, std::ostream& err) {
+  v1::WhatIfRequest request;
+  request.set_run(o.run);
+  std::vector<v1::WhatIfVariant> variants;
+  v1::WhatIfVariant all;
+  for (const std::string& g : o.gpus) {
+    v1::WhatIfVariant v;
+    const bool relative = !g.empty() && (g[0] == '+' || g[0] == '-');
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(relative && g[0] == '+' ? g.substr(1) : g, &n) || (!relative && n <= 0)) {
+      err << "flightplan whatif: --gpus '" << g << "' is not a GPU count (8192) or a change (+512, -256)\n";
+      return 2;
+    }
+    if (relative) {
+      v.set_add_gpus(n);
+      all.set_add_gpus(n);
+    } else {
+      v.set_gpus(static_cast<uint32_t>(n));
+      all.set_gpus(static_cast<uint32_t>(n));
+    }
+    variants.push_back(v);
+  }
+  for (const std::string& d : o.checkpoint_intervals) {
+    absl::Duration duration;
+    double seconds = 0;
+    if (absl::SimpleAtod(d, &seconds)) {
+    } else if (absl::ParseDuration(d, &duration)) {
+      seconds = absl::ToDoubleSeconds(duration);
+    } else {
+      err << "flightplan whatif: --checkpoint-interval '" << d << "' is not a duration (300, 300s, 5m)\n";
+      return 2;
+    }
+    if (!(seconds > 0)) {
+      err << "flightplan whatif: --checkpoint-interval " << d << " must be above 0\n";
+      return 2;
+    }
+    v1::WhatIfVariant v;
+    v.set_checkpoint_interval_seconds(seconds);
+    all.set_checkpoint_interval_seconds(seconds);
+    variants.push_back(v);
+  }
+  if (o.async_checkpoint) {
+    v1::WhatIfVariant v;
+    v.set_async_checkpoint(true);
+    all.set_async_checkpoint(true);
+    variants.push_back(v);
+  }
+  for (double h : o.node_mtbf_hours) {
+    v1::WhatIfVariant v;
+    v.set_node_mtbf_hours(h);
+    all.set_node_mtbf_hours(h);
+    variants.push_back(v);
+  }
+  for (double s : o.restart_seconds) {
+    v1::WhatIfVariant v;
+    v.set_restart_seconds(s);
+    all.set_restart_seconds(s);
+    variants.push_back(v);
+  }
+  for (double m : o.mfu) {
+    v1::WhatIfVariant v;
+    v.set_mfu(m);
+    all.set_mfu(m);
+    variants.push_back(v);
+  }
+  if (variants.empty() && o.deadline.empty()) {
+    err << "flightplan whatif: give at least one change (--gpus, --checkpoint-interval, --async-checkpoint, "
+           "--node-mtbf-hours, --restart-seconds, --mfu) or a --deadline\n";
+    return 2;
+  }
+  if (o.combined && variants.size() > 1) {
+    all.set_name("all of them");
+    variants.push_back(all);
+  }
+  for (v1::WhatIfVariant& v : variants) *request.add_variants() = std::move(v);
+  if (!o.deadline.empty()) {
+    absl::StatusOr<absl::Time> t = ParseTimestamp(o.deadline);
+    if (!t.ok()) {
+      err << "flightplan whatif: --deadline: " << t.status().message() << "\n";
+      return 2;
+    }
+    *request.mutable_deadline() = TimeToProto(*t);
+  }
+  auto stub = Connect(client);
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::WhatIfResponse response;
+  grpc::Status st = stub->WhatIf(&ctx, request, &response);
+  if (!st.ok()) return Fail(err, "whatif", st, client);
+  bool broken = false;
+  for (const v1::WhatIfOutcome& w : response.outcomes()) broken |= w.broken();
+  if (o.json) {
+    out << Json(response);
+    return broken ? 1 : 0;
+  }
+  out << FormatWhatIf(response);
+  return broken ? 1 : 0;
 }
 
 int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostream& out, std::ostream& err) {

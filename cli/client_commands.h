@@ -92,6 +92,22 @@ int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);
 int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
              std::ostream& err);
 
+struct WhatIfOptions {
+  std::string run;
+  // Each value given is a variant of its own; `combined` adds one with all of them.
+  std::vector<std::string> gpus;                  // "8192", "+512", "-256"
+  std::vector<std::string> checkpoint_intervals;  // "5m", "300s", "300"
+  bool async_checkpoint = false;
+  std::vector<double> node_mtbf_hours, restart_seconds, mfu;
+  bool combined = false;
+  std::string deadline;  // RFC 3339 or a date; "" = the plan's
+  bool json = false;
+};
+// The run's forecast under each proposed change beside the baseline (see
+// flightplan.v1.Tracker.WhatIf). Exit 2 on bad usage (no change, an unreadable value), 1 when
+// the daemon refuses or a variant breaks the plan (its findings printed), else 0.
+int RunWhatIf(const ClientOptions& client, const WhatIfOptions& options, std::ostream& out, std::ostream& err);
+
 struct RetractOptions {
   std::string run;
   std::vector<std::string> ids;

@@ -147,6 +147,34 @@ int main(int argc, char** argv) {
   history->add_flag("--json", history_json,
                     "print the ForecastHistory as proto JSON (proto field names)");
 
+  flightplan::WhatIfOptions whatif_options;
+  CLI::App* whatif = app.add_subcommand(
+      "whatif", "A run's forecast under proposed changes, from its evidence so far, beside the "
+                "baseline: P10/P50/P90 finish, failure budget at finish, P(exhausted), deadline "
+                "probability, cost and energy at the P50. Each change given is a variant of its "
+                "own (repeat a flag for several); the planner checks each (a fleet that breaks "
+                "the layout is BROKEN, exit 1). Nothing is stored.");
+  whatif->add_option("RUN", whatif_options.run, "run name")->required();
+  whatif->add_option("--gpus", whatif_options.gpus,
+                     "the fleet, or a change to it (8192, +512, -256): whole replicas, the global "
+                     "batch held; repeatable");
+  whatif->add_option("--checkpoint-interval", whatif_options.checkpoint_intervals,
+                     "compute time between saves (300, 300s, 5m); repeatable");
+  whatif->add_flag("--async-checkpoint", whatif_options.async_checkpoint,
+                   "asynchronous saves (only the copy to host memory blocks)");
+  whatif->add_option("--node-mtbf-hours", whatif_options.node_mtbf_hours,
+                     "the node MTBF from now on (quarantining bad nodes faster); repeatable")
+      ->check(CLI::PositiveNumber);
+  whatif->add_option("--restart-seconds", whatif_options.restart_seconds,
+                     "seconds to reschedule and relaunch; repeatable")
+      ->check(CLI::NonNegativeNumber);
+  whatif->add_option("--mfu", whatif_options.mfu, "the model FLOPs utilisation from now on; repeatable")
+      ->check(CLI::Range(1e-6, 1.0));
+  whatif->add_flag("--combined", whatif_options.combined, "also one variant with every change given");
+  whatif->add_option("--deadline", whatif_options.deadline,
+                     "the deadline the probability is of (RFC 3339 or a date; default: the plan's)");
+  whatif->add_flag("--json", whatif_options.json, "print the WhatIfResponse as proto JSON");
+
   CLI::App* runs = app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
   std::string plans_run;
@@ -313,6 +341,7 @@ int main(int argc, char** argv) {
     return flightplan::RunHistory(client, history_run, history_json, std::cout, std::cerr);
   }
   if (app.got_subcommand(runs)) return flightplan::RunList(client, std::cout, std::cerr);
+  if (app.got_subcommand(whatif)) return flightplan::RunWhatIf(client, whatif_options, std::cout, std::cerr);
   if (app.got_subcommand(plans)) return flightplan::RunPlans(client, plans_run, plans_json, std::cout, std::cerr);
   if (app.got_subcommand(retract)) return flightplan::RunRetract(client, retract_options, std::cout, std::cerr);
   if (app.got_subcommand(backup)) {

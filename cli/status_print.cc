@@ -152,6 +152,32 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   return out;
 }
 
+std::string FormatWhatIf(const v1::WhatIfResponse& r) {
+  std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(TimeFromProto(r.as_of())),
+                                 ", failure budget ", Duration(r.budget_seconds()), "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
+                                        "VARIANT", "GPUS", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90",
+                                        "BUDGET AT FINISH", "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
+  for (const v1::WhatIfOutcome& o : r.outcomes()) {
+    if (o.broken()) {
+      absl::StrAppend(&out, absl::StrFormat("%-28s BROKEN: %s\n", o.name(), o.errors_size() ? o.errors(0) : ""));
+      for (int i = 1; i < o.errors_size(); ++i) absl::StrAppend(&out, absl::StrFormat("%-28s         %s\n", "", o.errors(i)));
+      continue;
+    }
+    const double share = r.budget_seconds() > 0 ? o.projected_budget_seconds() / r.budget_seconds() : 0;
+    absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
+                                          o.name(), Count(o.gpus()), Si(o.tokens_per_second(), ""),
+                                          Duration(o.mtbf_seconds()), DateOnly(TimeFromProto(o.finish_p10())),
+                                          Date(TimeFromProto(o.finish_p50())).substr(0, 16),
+                                          DateOnly(TimeFromProto(o.finish_p90())),
+                                          absl::StrCat(Duration(o.projected_budget_seconds()), " (", Percent(share, 0), ")"),
+                                          Percent(o.exhaustion_probability(), 0), Percent(o.deadline_probability(), 0),
+                                          o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
+                                          Count(o.energy_p50_mwh())));
+  }
+  return out;
+}
+
 std::string FormatHistory(const v1::ForecastHistory& h) {
   if (h.points().empty()) {
     return absl::StrCat("run ", h.run(),

@@ -16,6 +16,10 @@ namespace flightplan {
 [[nodiscard]] std::string FormatForecastFreshness(const v1::RunStatus& status);
 // `flightplan history`: one row per stored forecast point, oldest first.
 [[nodiscard]] std::string FormatHistory(const v1::ForecastHistory& history);
+
+// The what-if table: the baseline and each variant side by side; a broken variant with the
+// planner's findings.
+[[nodiscard]] std::string FormatWhatIf(const v1::WhatIfResponse& response);
 [[nodiscard]] std::string FormatRunList(const v1::ListRunsResponse& runs);
 
 }  // namespace flightplan

@@ -409,6 +409,19 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* context,
+                                                 const v1::WhatIfRequest* request, v1::WhatIfResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
+  absl::StatusOr<v1::WhatIfResponse> out = tracker_->WhatIf(*request);
+  if (out.ok()) *response = std::move(*out);
+  reactor->Finish(ToGrpc(out.status()));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context,
                                                  const v1::GetRunRequest* request, v1::RunInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

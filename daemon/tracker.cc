@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "planner/plan_engine.h"
+#include "forecast/whatif.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -549,6 +550,66 @@ absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
   std::shared_ptr<const RunView> view = Find(run);
   if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
   return StatusOf(*view);
+}
+
+absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& request) const {
+  std::shared_ptr<const RunView> view = Find(request.run());
+  if (!view) return absl::NotFoundError(absl::StrCat("run '", request.run(), "' does not exist"));
+  absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
+  if (now == absl::InfinitePast()) now = clock_->Now();
+  std::optional<absl::Time> deadline;
+  if (request.has_deadline()) {
+    deadline = TimeFromProto(request.deadline());
+    if (*deadline <= now) {
+      return absl::InvalidArgumentError(absl::StrCat("deadline ", forecast::FormatUtc(*deadline),
+                                                     " is not after the run's now, ", forecast::FormatUtc(now)));
+    }
+  }
+  std::vector<forecast::Variant> variants;
+  for (int i = 0; i < request.variants_size(); ++i) {
+    const v1::WhatIfVariant& in = request.variants(i);
+    forecast::Variant v;
+    v.name = in.name();
+    if (in.has_gpus()) v.gpus = in.gpus();
+    if (in.has_add_gpus()) v.add_gpus = in.add_gpus();
+    if (in.has_checkpoint_interval_seconds()) v.checkpoint_interval_seconds = in.checkpoint_interval_seconds();
+    if (in.has_async_checkpoint()) v.async_checkpoint = in.async_checkpoint();
+    if (in.has_node_mtbf_hours()) v.node_mtbf_hours = in.node_mtbf_hours();
+    if (in.has_restart_seconds()) v.restart_seconds = in.restart_seconds();
+    if (in.has_mfu()) v.mfu = in.mfu();
+    if (!(v.gpus || v.add_gpus || v.checkpoint_interval_seconds || v.async_checkpoint || v.node_mtbf_hours ||
+          v.restart_seconds || v.mfu)) {
+      return absl::InvalidArgumentError(absl::StrCat("variants[", i, "] changes nothing"));
+    }
+    variants.push_back(std::move(v));
+  }
+  forecast::ForecastOptions options;
+  options.draws = options_.forecast_draws;
+  const std::vector<forecast::Outcome> outcomes =
+      forecast::WhatIf(PlanFromProto(view->plan->plan), view->state, now, variants, deadline, options);
+  v1::WhatIfResponse out;
+  out.set_run(view->name);
+  *out.mutable_as_of() = TimeToProto(now);
+  out.set_budget_seconds(view->plan->report.failures.budget_seconds);
+  for (const forecast::Outcome& o : outcomes) {
+    v1::WhatIfOutcome* p = out.add_outcomes();
+    p->set_name(o.name);
+    p->set_broken(o.broken);
+    for (const std::string& e : o.errors) p->add_errors(e);
+    if (o.broken) continue;
+    p->set_gpus(o.gpus);
+    p->set_tokens_per_second(o.tokens_per_second);
+    p->set_mtbf_seconds(o.mtbf_seconds);
+    *p->mutable_finish_p10() = TimeToProto(o.finish_p10);
+    *p->mutable_finish_p50() = TimeToProto(o.finish_p50);
+    *p->mutable_finish_p90() = TimeToProto(o.finish_p90);
+    p->set_projected_budget_seconds(o.budget_projected_seconds);
+    p->set_exhaustion_probability(o.exhaustion_probability);
+    p->set_deadline_probability(o.deadline_probability);
+    p->set_cost_p50_dollars(o.cost_p50_dollars);
+    p->set_energy_p50_mwh(o.energy_p50_mwh);
+  }
+  return out;
 }
 
 uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {

@@ -54,6 +54,7 @@
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/plan.pb.h"
 #include "flightplan/v1/status.pb.h"
+#include "flightplan/v1/tracker.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
 #include "planner/plan.h"
@@ -229,6 +230,9 @@ class Tracker {
   // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...); a stale one
   // asks the forecaster to hurry this run.
   [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
+  // The run's forecast under proposed changes (forecast::WhatIf), from its current view, on
+  // the calling thread; nothing is stored.
+  [[nodiscard]] absl::StatusOr<v1::WhatIfResponse> WhatIf(const v1::WhatIfRequest& request) const;
   [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
 
   // Calls `fn` (on the writer thread; it must not block) after `run` changes. Returns an

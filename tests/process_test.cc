@@ -189,6 +189,49 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
 // Forecast history of a run drawn from the plan (flightplan simulate), replayed into a
 // daemon on the event clock: served by `flightplan history`, in time order, thinned, ending
 // at the final status, and the same after a restart.
+TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
+  TempDir dir;
+  auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "3", "--failure-rate-factor", "2"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  size_t at = 0;
+  for (int lines = 0; lines < 3000 && at != std::string::npos; ++lines) at = sim.out.find('\n', at) + 1;
+  const std::string part = dir.Write("part.jsonl", sim.out.substr(0, at));
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  ASSERT_EQ(Cli(d.address(), {"replay", part}).exit_code, 0);
+  // Three remedies and one fleet the layout refuses, in one table: exit 1 for the broken one.
+  auto r = Cli(d.address(), {"whatif", "dense-70b-10t", "--gpus", "+4096", "--gpus", "+512", "--async-checkpoint",
+                             "--node-mtbf-hours", "4000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* row : {"baseline ", "+4096 GPUs ", "async checkpoints ", "node MTBF 4000 h ",
+                          "+512 GPUs                    BROKEN: fleet.gpus 4608 gives dp 144, which does not divide"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  // JSON: the baseline first; more GPUs finish sooner.
+  r = Cli(d.address(), {"whatif", "dense-70b-10t", "--gpus", "+4096", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::WhatIfResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &response).ok()) << r.out;
+  ASSERT_EQ(response.outcomes_size(), 2);
+  EXPECT_EQ(response.outcomes(0).name(), "baseline");
+  EXPECT_LT(response.outcomes(1).finish_p50().seconds(), response.outcomes(0).finish_p50().seconds());
+  // Bad input: each named, exit 1 from the daemon or 2 from the command line, nothing stored.
+  r = Cli(d.address(), {"whatif", "no-such-run", "--gpus", "+8"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND: run 'no-such-run' does not exist"), std::string::npos) << r.err;
+  r = Cli(d.address(), {"whatif", "dense-70b-10t", "--async-checkpoint", "--deadline", "2020-01-01"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("INVALID_ARGUMENT: deadline 2020-01-01T00:00:00Z is not after the run's now"), std::string::npos)
+      << r.err;
+  r = Cli(d.address(), {"whatif", "dense-70b-10t", "--gpus", "lots"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpus 'lots' is not a GPU count"), std::string::npos) << r.err;
+  r = Cli(d.address(), {"whatif", "dense-70b-10t"});
+  EXPECT_EQ(r.exit_code, 2);
+  const auto status = Cli(d.address(), {"status", "dense-70b-10t", "--json"});
+  EXPECT_NE(status.out.find("\"events\": \"3000\""), std::string::npos) << status.out.substr(0, 400);
+}
+
 TEST(Process, HistoryOfASimulatedReplayIsMonotoneThinnedAndSurvivesARestart) {
   TempDir dir;
   auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "7"});
