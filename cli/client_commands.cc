@@ -760,7 +760,7 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
   v1::WhatIfResponse response;
   grpc::Status st = stub->WhatIf(&ctx, request, &response);
   if (!st.ok()) return Fail(err, "whatif", st, client);
-  bool broken = false;
+  bool broken = response.has_deadline_fleet() && !response.deadline_fleet().met();  // none can: exit 1
   for (const v1::WhatIfOutcome& w : response.outcomes()) broken |= w.broken();
   if (o.json) {
     out << Json(response);

@@ -104,8 +104,9 @@ struct WhatIfOptions {
   bool json = false;
 };
 // The run's forecast under each proposed change beside the baseline (see
-// flightplan.v1.Tracker.WhatIf). Exit 2 on bad usage (no change, an unreadable value), 1 when
-// the daemon refuses or a variant breaks the plan (its findings printed), else 0.
+// flightplan.v1.Tracker.WhatIf); with a deadline, also the smallest fleet that meets it at
+// P90. Exit 2 on bad usage (no change, an unreadable value), 1 when the daemon refuses, a
+// variant breaks the plan (its findings printed) or no fleet meets the deadline, else 0.
 int RunWhatIf(const ClientOptions& client, const WhatIfOptions& options, std::ostream& out, std::ostream& err);
 
 struct RetractOptions {

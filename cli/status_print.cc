@@ -175,6 +175,13 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
                                           o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
                                           Count(o.energy_p50_mwh())));
   }
+  if (r.has_deadline_fleet()) {
+    const v1::WhatIfDeadlineFleet& d = r.deadline_fleet();
+    absl::StrAppend(&out, d.met() ? absl::StrCat("fleet for the deadline: ", Count(d.fleet().gpus()), " GPUs, P90 ",
+                                                 Date(TimeFromProto(d.fleet().finish_p90())), "\n")
+                                  : std::string("fleet for the deadline: NONE FOUND\n"));
+    absl::StrAppend(&out, "  ", d.explanation(), "\n");
+  }
   return out;
 }
 

@@ -591,12 +591,11 @@ absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& requ
   out.set_run(view->name);
   *out.mutable_as_of() = TimeToProto(now);
   out.set_budget_seconds(view->plan->report.failures.budget_seconds);
-  for (const forecast::Outcome& o : outcomes) {
-    v1::WhatIfOutcome* p = out.add_outcomes();
+  auto fill = [](const forecast::Outcome& o, v1::WhatIfOutcome* p) {
     p->set_name(o.name);
     p->set_broken(o.broken);
     for (const std::string& e : o.errors) p->add_errors(e);
-    if (o.broken) continue;
+    if (o.broken) return;
     p->set_gpus(o.gpus);
     p->set_tokens_per_second(o.tokens_per_second);
     p->set_mtbf_seconds(o.mtbf_seconds);
@@ -608,6 +607,17 @@ absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& requ
     p->set_deadline_probability(o.deadline_probability);
     p->set_cost_p50_dollars(o.cost_p50_dollars);
     p->set_energy_p50_mwh(o.energy_p50_mwh);
+  };
+  for (const forecast::Outcome& o : outcomes) fill(o, out.add_outcomes());
+  if (deadline) {
+    const forecast::LiveDeadlineFleet d =
+        forecast::FleetForDeadline(PlanFromProto(view->plan->plan), view->state, now, *deadline, 1u << 20, options);
+    v1::WhatIfDeadlineFleet* p = out.mutable_deadline_fleet();
+    p->set_met(d.met);
+    if (d.fleet.gpus > 0 || d.fleet.broken) fill(d.fleet, p->mutable_fleet());
+    p->set_smaller_gpus(d.smaller_gpus);
+    if (d.smaller_gpus > 0) *p->mutable_smaller_finish_p90() = TimeToProto(d.smaller_p90);
+    p->set_explanation(d.explanation);
   }
   return out;
 }

@@ -12,6 +12,8 @@ namespace {
 
 double Ratio(double a, double b) { return a > 0 && b > 0 && std::isfinite(a / b) ? a / b : 1.0; }
 
+std::string When(absl::Time t) { return absl::FormatTime("%Y-%m-%d %H:%M UTC", t, absl::UTCTimeZone()); }
+
 std::string Minutes(double seconds) {
   return seconds >= 60 && std::fmod(seconds, 60) == 0 ? absl::StrCat(seconds / 60, " min") : absl::StrCat(seconds, " s");
 }
@@ -120,6 +122,66 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     if (!o.broken) forecast(o, r);
     out.push_back(std::move(o));
   }
+  return out;
+}
+
+LiveDeadlineFleet FleetForDeadline(const PlanSpec& plan, const RunState& state, absl::Time now, absl::Time deadline,
+                                   uint32_t max_gpus, const ForecastOptions& options) {
+  LiveDeadlineFleet out;
+  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
+  const uint32_t per_node = plan.hardware.gpus_per_node.value_or(8);
+  const uint64_t batch = planner::ComputePlan(plan).batch.sequences_per_step;
+  if (!plan.phases.empty() || replica == 0 || per_node == 0 || batch == 0) {
+    out.explanation = "the plan is in phases or has no valid layout or batch: no fleet is searched.";
+    return out;
+  }
+  std::vector<Variant> candidates;
+  for (uint64_t dp = 1; dp <= batch && dp * replica <= max_gpus; ++dp) {
+    if (batch % dp != 0 || (dp * replica) % per_node != 0) continue;
+    Variant v;
+    v.gpus = static_cast<uint32_t>(dp * replica);
+    candidates.push_back(v);
+  }
+  if (candidates.empty()) {
+    out.explanation = absl::StrCat("no fleet of whole ", replica, "-GPU replicas on whole ", per_node,
+                                   "-GPU nodes holds the batch of ", batch, " sequences up to ", max_gpus, " GPUs.");
+    return out;
+  }
+  // Each candidate alone (the baseline comes with each; only the variant is kept).
+  const Outcome* best = nullptr;
+  std::vector<Outcome> tried;
+  tried.reserve(candidates.size());
+  for (const Variant& v : candidates) {
+    std::vector<Outcome> o = WhatIf(plan, state, now, {v}, deadline, options);
+    tried.push_back(std::move(o[1]));
+    const Outcome& t = tried.back();
+    if (t.broken) continue;
+    if (t.finish_p90 <= deadline) {
+      out.met = true;
+      out.fleet = t;
+      for (auto it = tried.rbegin() + 1; it != tried.rend(); ++it) {
+        if (!it->broken) {
+          out.smaller_gpus = it->gpus;
+          out.smaller_p90 = it->finish_p90;
+          break;
+        }
+      }
+      out.explanation =
+          out.smaller_gpus > 0
+              ? absl::StrCat(t.gpus, " GPUs finish by the deadline at P90 (", When(t.finish_p90), "); the next smaller "
+                             "valid fleet, ", out.smaller_gpus, " GPUs, finishes at P90 ", When(out.smaller_p90), ".")
+              : absl::StrCat(t.gpus, " GPUs, the smallest valid fleet, finish by the deadline at P90 (",
+                             When(t.finish_p90), ").");
+      return out;
+    }
+    if (best == nullptr || t.finish_p90 < best->finish_p90) best = &t;
+  }
+  if (best != nullptr) out.fleet = *best;
+  out.explanation = absl::StrCat("no fleet up to ", max_gpus, " GPUs that holds the batch of ", batch,
+                                 " sequences finishes by the deadline at P90",
+                                 best ? absl::StrCat(": the fastest, ", best->gpus, " GPUs, at P90 ", When(best->finish_p90))
+                                      : std::string(),
+                                 ".");
   return out;
 }
 

@@ -52,6 +52,20 @@ struct Outcome {
                                           std::optional<absl::Time> deadline = std::nullopt,
                                           const ForecastOptions& options = {});
 
+// The smallest fleet, in whole data-parallel replicas on whole nodes holding the global
+// batch, whose forecast from the run's evidence finishes by `deadline` at P90. Fleets are
+// tried from the smallest that holds the batch upward, to `max_gpus`.
+struct LiveDeadlineFleet {
+  bool met = false;
+  Outcome fleet;            // the smallest that meets it (or the fastest tried)
+  uint32_t smaller_gpus = 0;  // the next smaller valid fleet, which does not (0: none)
+  absl::Time smaller_p90 = absl::InfinitePast();
+  std::string explanation;
+};
+[[nodiscard]] LiveDeadlineFleet FleetForDeadline(const PlanSpec& plan, const RunState& state, absl::Time now,
+                                                 absl::Time deadline, uint32_t max_gpus = 1u << 20,
+                                                 const ForecastOptions& options = {});
+
 // A short description of a variant's changes ("+512 GPUs, checkpoint every 5 min").
 [[nodiscard]] std::string Describe(const Variant& v);
 

@@ -148,5 +148,26 @@ TEST(WhatIf, CostAtTheFinishIsTheSpentPlusTheFleetUntilThen) {
   EXPECT_NEAR(out[1].cost_p50_dollars, spent.spent_dollars + 8384 * 2.5 * Hours(out[1].finish_p50, s.last_time), 1);
 }
 
+TEST(WhatIf, TheFleetForALateRunsDeadlineMeetsItAtP90AndTheNextSmallerDoesNot) {
+  const RunState s = FailingRun(0.3);
+  const Outcome base = WhatIf(FlagshipPlan().plan, s, s.last_time, {})[0];
+  // Ten days before the baseline's P90: late.
+  const absl::Time deadline = base.finish_p90 - absl::Hours(240);
+  const LiveDeadlineFleet d = FleetForDeadline(FlagshipPlan().plan, s, s.last_time, deadline);
+  ASSERT_TRUE(d.met) << d.explanation;
+  EXPECT_GT(d.fleet.gpus, 4096u);
+  EXPECT_LE(d.fleet.finish_p90, deadline);
+  ASSERT_GT(d.smaller_gpus, 0u);
+  EXPECT_LT(d.smaller_gpus, d.fleet.gpus);
+  EXPECT_GT(d.smaller_p90, deadline);
+  // Every fleet tried holds the batch of 2,048 sequences: dp divides it.
+  EXPECT_EQ(2048 % (d.fleet.gpus / 32), 0u);
+  EXPECT_EQ(2048 % (d.smaller_gpus / 32), 0u);
+  // A deadline no fleet can meet (an hour from now) says so, with the fastest.
+  const LiveDeadlineFleet none = FleetForDeadline(FlagshipPlan().plan, s, s.last_time, s.last_time + absl::Hours(1));
+  EXPECT_FALSE(none.met);
+  EXPECT_NE(none.explanation.find("finishes by the deadline at P90: the fastest"), std::string::npos) << none.explanation;
+}
+
 }  // namespace
 }  // namespace flightplan::forecast
