@@ -816,6 +816,20 @@ TEST(Examples, FlagshipFigures) {
                   s.availability_seconds + s.contingency_seconds,
               s.total_seconds, 1e-6);
   EXPECT_GT(s.deadline_slack_seconds, 0);
+  // Cost by hand: 4,096 GPUs and 24 spare nodes' 192 reserved for the whole schedule at
+  // $2.50, power included; energy at the training draw (76% of 2.87 MW of GPUs and 2.05 MW
+  // of nodes, plus 768 kW of cluster, x 1.2) while running, 35% of the 5.68 MW rating x 1.2
+  // while down.
+  const auto& c = r.cost;
+  EXPECT_DOUBLE_EQ(c.reserved_gpus, 4288);
+  EXPECT_NEAR(c.total.gpu_hours, 4288 * s.total_seconds / 3600, 1e-6);
+  EXPECT_NEAR(c.total.dollars, 2.5 * c.total.gpu_hours, 1e-6);
+  const double training = (0.76 * (4096 * 700.0 + 512 * 4000.0) + 512 * 1500.0) * 1.2;
+  const double idle = 0.35 * (4096 * 700.0 + 512 * 5500.0) * 1.2;
+  EXPECT_NEAR(c.training_facility_watts, training, 1e-6);
+  EXPECT_NEAR(c.idle_facility_watts, idle, 1e-6);
+  EXPECT_NEAR(c.active_compute.energy_mwh, training * s.active_compute_seconds / 3.6e9, 1e-9);
+  EXPECT_NEAR(c.availability.energy_mwh, idle * s.availability_seconds / 3.6e9, 1e-9);
 }
 
 }  // namespace
