@@ -1,4 +1,5 @@
 // flightplan: plan a pre-training run from explicit assumptions, and talk to flightpland.
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +44,12 @@ int main(int argc, char** argv) {
   plan->add_flag("--allow-batch-change", plan_options.allow_batch_change,
                  "let --deadline grow the global batch with dp (each replica keeps its "
                  "micro-batch and grad_accum): a different training recipe, printed as such");
+  std::string plan_run;
+  plan->add_option("--run", plan_run,
+                   "with --deadline, also the fleet that meets it at P90 from this run's evidence so "
+                   "far (asks flightpland, as flightplan whatif RUN --deadline does)")
+      ->needs("--deadline")
+      ->excludes("--json");
 
   flightplan::ClientOptions client;
   app.add_option("--server", client.server,
@@ -325,7 +332,13 @@ int main(int argc, char** argv) {
     }
   }
   if (app.got_subcommand(plan)) {
-    return flightplan::RunPlanCommand(plan_options, std::cout, std::cerr);
+    const int planned = flightplan::RunPlanCommand(plan_options, std::cout, std::cerr);
+    if (plan_run.empty() || planned == 2) return planned;
+    std::cout << "\nFrom run " << plan_run << "'s evidence so far\n";
+    flightplan::WhatIfOptions live;
+    live.run = plan_run;
+    live.deadline = plan_options.deadline;
+    return std::max(planned, flightplan::RunWhatIf(client, live, std::cout, std::cerr));
   }
   if (app.got_subcommand(create)) return flightplan::RunCreate(client, create_options, std::cout, std::cerr);
   if (app.got_subcommand(replay)) {

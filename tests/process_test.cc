@@ -215,6 +215,12 @@ TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
   ASSERT_EQ(response.outcomes_size(), 2);
   EXPECT_EQ(response.outcomes(0).name(), "baseline");
   EXPECT_LT(response.outcomes(1).finish_p50().seconds(), response.outcomes(0).finish_p50().seconds());
+  // The planner's deadline search beside the live one: the plan's assumptions, then the
+  // run's evidence (twice the plan's failures: a larger fleet, or the same).
+  r = Cli(d.address(), {"plan", kFlagship, "--deadline", "2027-02-01", "--run", "dense-70b-10t"});
+  EXPECT_NE(r.out.find("Fleet for the deadline 2027-02-01"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("From run dense-70b-10t's evidence so far"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fleet for the deadline: "), std::string::npos) << r.out;
   // Bad input: each named, exit 1 from the daemon or 2 from the command line, nothing stored.
   r = Cli(d.address(), {"whatif", "no-such-run", "--gpus", "+8"});
   EXPECT_EQ(r.exit_code, 1);
