@@ -91,6 +91,19 @@ TEST(WhatIf, CheckpointRemediesMoveTheFinishByTheYoungDalyArithmetic) {
   const Outcome a = WhatIf(FlagshipPlan().plan, s, s.last_time, {async})[1];
   ASSERT_FALSE(a.broken) << a.errors.front();
   EXPECT_LT(a.finish_p50, base.finish_p50);
+  // By how much, from the planner's two plans (the interval is Daly's for each blocking
+  // cost: shorter when saves block less): the overhead per compute second, and each
+  // failure's loss, change by the plans' differences.
+  PlanSpec async_plan = FlagshipPlan().plan;
+  async_plan.checkpoint.async = true;
+  const planner::PlanReport ra = planner::ComputePlan(async_plan);
+  const planner::PlanReport& rs = FlagshipPlan().report;
+  const double predicted =
+      compute * (ra.checkpoint.overhead_seconds / ra.schedule.active_compute_seconds -
+                 rs.checkpoint.overhead_seconds / rs.schedule.active_compute_seconds) +
+      failures * (ra.failures.loss_per_interruption_seconds - rs.failures.loss_per_interruption_seconds);
+  EXPECT_LT(predicted, 0);
+  EXPECT_NEAR(absl::ToDoubleSeconds(a.finish_p50 - base.finish_p50), predicted, 0.25 * std::fabs(predicted) + 3600);
 }
 
 TEST(WhatIf, EvidenceStandsWhereTheChangeLeavesThePlanAsItWas) {
