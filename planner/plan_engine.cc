@@ -297,7 +297,9 @@ class Engine {
         }
       }
     }
-    for (auto& [f, phases] : distinct) {
+    for (auto& entry : distinct) {
+      Finding& f = entry.first;
+      const std::vector<size_t>& phases = entry.second;
       const bool said = std::any_of(r_.findings.begin(), r_.findings.end(), [&](const Finding& g) {
         return g.code == f.code && g.message == f.message;
       });
@@ -858,7 +860,9 @@ class Engine {
                                          target, " takes ", sizes, " batch sizes: more than 100,000."));
       return;
     }
-    const double seq = p_.model.seq_len > 0 ? p_.model.seq_len : Div(r_.batch.tokens_per_step, target);
+    const double seq = p_.model.seq_len > 0
+                           ? p_.model.seq_len
+                           : Div(static_cast<double>(r_.batch.tokens_per_step), static_cast<double>(target));
     const double tokens = static_cast<double>(p_.data.tokens);
     const double share = tokens / static_cast<double>(sizes);
     const auto& c = r_.compute;
