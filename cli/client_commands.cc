@@ -718,24 +718,18 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
     all.set_async_checkpoint(true);
     variants.push_back(v);
   }
-  for (double h : o.node_mtbf_hours) {
-    v1::WhatIfVariant v;
-    v.set_node_mtbf_hours(h);
-    all.set_node_mtbf_hours(h);
-    variants.push_back(v);
-  }
-  for (double s : o.restart_seconds) {
-    v1::WhatIfVariant v;
-    v.set_restart_seconds(s);
-    all.set_restart_seconds(s);
-    variants.push_back(v);
-  }
-  for (double m : o.mfu) {
-    v1::WhatIfVariant v;
-    v.set_mfu(m);
-    all.set_mfu(m);
-    variants.push_back(v);
-  }
+  // One variant per value given, and the same change in the combined one.
+  auto each = [&](const std::vector<double>& values, void (v1::WhatIfVariant::*set)(double)) {
+    for (double x : values) {
+      v1::WhatIfVariant v;
+      (v.*set)(x);
+      (all.*set)(x);
+      variants.push_back(v);
+    }
+  };
+  each(o.node_mtbf_hours, &v1::WhatIfVariant::set_node_mtbf_hours);
+  each(o.restart_seconds, &v1::WhatIfVariant::set_restart_seconds);
+  each(o.mfu, &v1::WhatIfVariant::set_mfu);
   if (variants.empty() && o.deadline.empty()) {
     err << "flightplan whatif: give at least one change (--gpus, --checkpoint-interval, --async-checkpoint, "
            "--node-mtbf-hours, --restart-seconds, --mfu) or a --deadline\n";

@@ -147,22 +147,20 @@ LiveDeadlineFleet FleetForDeadline(const PlanSpec& plan, const RunState& state, 
                                    "-GPU nodes holds the batch of ", batch, " sequences up to ", max_gpus, " GPUs.");
     return out;
   }
-  // Each candidate alone (the baseline comes with each; only the variant is kept).
+  // Every candidate in one call (the baseline simulated once), then the smallest that meets it.
+  const std::vector<Outcome> all = WhatIf(plan, state, now, candidates, deadline, options);
+  const std::vector<Outcome> tried(all.begin() + 1, all.end());
   const Outcome* best = nullptr;
-  std::vector<Outcome> tried;
-  tried.reserve(candidates.size());
-  for (const Variant& v : candidates) {
-    std::vector<Outcome> o = WhatIf(plan, state, now, {v}, deadline, options);
-    tried.push_back(std::move(o[1]));
-    const Outcome& t = tried.back();
+  for (size_t i = 0; i < tried.size(); ++i) {
+    const Outcome& t = tried[i];
     if (t.broken) continue;
     if (t.finish_p90 <= deadline) {
       out.met = true;
       out.fleet = t;
-      for (auto it = tried.rbegin() + 1; it != tried.rend(); ++it) {
-        if (!it->broken) {
-          out.smaller_gpus = it->gpus;
-          out.smaller_p90 = it->finish_p90;
+      for (size_t j = i; j-- > 0;) {
+        if (!tried[j].broken) {
+          out.smaller_gpus = tried[j].gpus;
+          out.smaller_p90 = tried[j].finish_p90;
           break;
         }
       }
