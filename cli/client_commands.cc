@@ -28,6 +28,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/event_convert.h"
+#include "proto/event_json.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -257,8 +258,6 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   auto stub = Connect(client);
   ReplayCounts counts;
   Progress progress(options.progress && isatty(STDERR_FILENO), total_bytes);
-  google::protobuf::util::JsonParseOptions parse;
-  parse.ignore_unknown_fields = false;
   size_t line_no = 0;
   uint64_t bytes = 0, sent = 0;
   // Events per batch: --batch, cut to the daemon's limit once a refusal names it.
@@ -272,9 +271,8 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
       bytes += line.size() + 1;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       v1::Event event;
-      const auto st = google::protobuf::util::JsonStringToMessage(line, &event, parse);
-      if (!st.ok()) {
-        counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message().as_string()));
+      if (const absl::Status st = ParseEventJson(line, event); !st.ok()) {
+        counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message()));
         continue;
       }
       batch.events.push_back(std::move(event));

@@ -10,8 +10,8 @@
 #include "cli/units.h"
 #include "forecast/backtest.h"
 #include "planner/plan_engine.h"
-#include "google/protobuf/util/json_util.h"
 #include "proto/event_convert.h"
+#include "proto/event_json.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -54,13 +54,16 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   if (int rc = LoadPlan(options.plan_path, "simulate", plan, err); rc != 0) return rc;
   const std::string run = options.run.empty() ? plan.name : options.run;
   const std::vector<forecast::Event> events = forecast::SimulateRun(plan.spec, plan.report, options.simulation);
-  google::protobuf::util::JsonPrintOptions print;
-  print.preserve_proto_field_names = true;
+  std::string lines;
   for (const forecast::Event& e : events) {
-    std::string line;
-    (void)google::protobuf::util::MessageToJsonString(EventToProto(e, run), &line, print);
-    out << line << "\n";
+    AppendEventJson(EventToProto(e, run), lines);
+    lines += '\n';
+    if (lines.size() > (1 << 20)) {
+      out << lines;
+      lines.clear();
+    }
   }
+  out << lines;
   return 0;
 }
 
@@ -85,7 +88,11 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     v1::Event proto;
     absl::StatusOr<forecast::Event> e = absl::InvalidArgumentError("unparsed");
-    if (google::protobuf::util::JsonStringToMessage(line, &proto).ok()) e = EventFromProto(proto);
+    if (const absl::Status st = ParseEventJson(line, proto); st.ok()) {
+      e = EventFromProto(proto);
+    } else {
+      e = absl::InvalidArgumentError(absl::StrCat("not a flightplan.v1.Event: ", st.message()));
+    }
     if (!e.ok()) {
       if (++bad <= 5) err << "flightplan backtest: line " << line_no << " skipped: " << e.status().message() << "\n";
       continue;

@@ -1,17 +1,32 @@
-// Fuzz target: one JSON Lines event through the decoder and the validation.
+// Fuzz target: one JSON Lines event through the decoder and the validation, and the fast
+// JSON path held to protobuf's parser: whatever the fast path accepts, protobuf accepts with
+// the same message; whatever protobuf accepts prints and parses back to itself.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "flightplan/v1/event.pb.h"
 #include "forecast/accounting.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/event_convert.h"
+#include "proto/event_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line(reinterpret_cast<const char*>(data), size);
   flightplan::v1::Event proto;
-  if (!google::protobuf::util::JsonStringToMessage(line, &proto).ok()) return 0;
+  const bool general = google::protobuf::util::JsonStringToMessage(line, &proto).ok();
+  flightplan::v1::Event fast;
+  if (flightplan::ParseEventJsonFast(line, fast)) {
+    if (!general || fast.SerializeAsString() != proto.SerializeAsString()) std::abort();
+  }
+  if (!general) return 0;
+  std::string printed;
+  flightplan::AppendEventJson(proto, printed);
+  flightplan::v1::Event back;
+  if (!flightplan::ParseEventJson(printed, back).ok() || back.SerializeAsString() != proto.SerializeAsString()) {
+    std::abort();
+  }
   absl::StatusOr<flightplan::forecast::Event> e = flightplan::EventFromProto(proto);
   if (!e.ok()) return 0;
   (void)flightplan::forecast::ValidateEvent(*e);
