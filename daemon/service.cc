@@ -422,6 +422,38 @@ grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* co
   return reactor;
 }
 
+grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* context,
+                                                  const v1::GetPlanRequest* request, v1::PlanRevision* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
+  const uint32_t wanted = request->revision();
+  const std::string run = request->run();
+  absl::Status st = tracker_->SubmitRunRead(run, [=](absl::StatusOr<RunInfo> info) {
+    if (!info.ok()) {
+      reactor->Finish(ToGrpc(info.status()));
+      return;
+    }
+    for (size_t i = info->plans.size(); i-- > 0;) {
+      if (wanted != 0 && info->plans[i]->revision != wanted) continue;
+      response->set_revision(info->plans[i]->revision);
+      *response->mutable_created() = TimeToProto(info->plan_created[i]);
+      if (info->plan_effective[i]) *response->mutable_effective() = TimeToProto(*info->plan_effective[i]);
+      *response->mutable_plan() = info->plans[i]->plan;
+      *response->mutable_report() = ReportToProto(info->plans[i]->report);
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                 absl::StrCat("run ", run, " has no plan revision ", wanted, " (it has ",
+                                              info->plans.size(), ")")));
+  });
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context,
                                                  const v1::GetRunRequest* request, v1::RunInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

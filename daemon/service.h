@@ -46,6 +46,8 @@ class TrackerService final : public v1::Tracker::CallbackService {
                                        v1::ForecastHistory* response) override;
   grpc::ServerUnaryReactor* WhatIf(grpc::CallbackServerContext* context, const v1::WhatIfRequest* request,
                                    v1::WhatIfResponse* response) override;
+  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context, const v1::GetPlanRequest* request,
+                                    v1::PlanRevision* response) override;
   grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context, const v1::GetRunRequest* request,
                                    v1::RunInfo* response) override;
   grpc::ServerUnaryReactor* RetractEvents(grpc::CallbackServerContext* context,
