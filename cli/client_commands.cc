@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <regex>
 #include <mutex>
 #include <sstream>
@@ -360,6 +361,30 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
 
 namespace {
 std::atomic<bool> g_tail_stop{false};
+
+// The sequence length and tokens per step of the run's plan, where the user gave none. A
+// plan whose phases change them gives none (say which).
+void TailBasisFromPlan(const v1::PlanRevision& plan, LogOptions& lo, std::ostream& err) {
+  std::set<int64_t> seq_lens, per_step;
+  if (plan.report().phases().empty()) {
+    seq_lens.insert(plan.plan().model().seq_len());
+    per_step.insert(static_cast<int64_t>(plan.report().batch().tokens_per_step()));
+  }
+  bool ramp = false;
+  for (const v1::PhaseReport& p : plan.report().phases()) {
+    seq_lens.insert(p.seq_len());
+    per_step.insert(static_cast<int64_t>(p.tokens_per_step()));
+  }
+  for (const v1::Phase& p : plan.plan().phases()) ramp = ramp || p.has_ramp();
+  if (lo.seq_len == 0 && seq_lens.size() == 1 && *seq_lens.begin() > 0) lo.plan_seq_len = *seq_lens.begin();
+  if (lo.tokens_per_step == 0 && per_step.size() == 1 && !ramp && *per_step.begin() > 0) {
+    lo.plan_tokens_per_step = *per_step.begin();
+  }
+  if (seq_lens.size() > 1 && lo.seq_len == 0) {
+    err << "flightplan tail: note: the run's plan (revision " << plan.revision()
+        << ") changes the sequence length across its phases; the log or --seq-len must give it\n";
+  }
+}
 extern "C" void TailStop(int) { g_tail_stop = true; }
 }  // namespace
 
@@ -404,6 +429,20 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     return stub->GetRun(&ctx, request, &info);
   };
   if (grpc::Status st = read_run(); !st.ok()) return Fail(err, "tail", st, client);
+  if (lo.seq_len == 0 || lo.tokens_per_step == 0) {
+    // The run's own plan, for what neither the user nor the log says.
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    v1::GetPlanRequest request;
+    request.set_run(options.run);
+    v1::PlanRevision plan;
+    if (grpc::Status st = stub->GetPlan(&ctx, request, &plan); !st.ok()) {
+      err << "flightplan tail: cannot read the run's plan (" << CodeName(st.error_code()) << ": "
+          << st.error_message() << "); the log or --seq-len/--tokens-per-step must give the batch\n";
+    } else {
+      TailBasisFromPlan(plan, lo, err);
+    }
+  }
   uint32_t launches = 0;
   lo.number_launch = [&](absl::Time at, uint32_t local) -> uint32_t {
     ++launches;
@@ -463,24 +502,36 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   }
   std::string partial;
   auto last_send = std::chrono::steady_clock::now();
-  bool warned = false;
-  // One whole line: its events join the pending batch.
-  auto feed = [&](const std::string& whole) {
-    std::vector<v1::Event> events;
-    const absl::Status st = converter.Feed(whole, absl::Now(), events);
-    if (!st.ok() && !warned) {
-      err << "flightplan tail: " << st.message() << "\n";
-      warned = true;
-    }
+  std::optional<absl::Status> fatal;  // tokens cannot be counted: stop, nothing was sent
+  size_t unused_said = 0;
+  auto take = [&](std::vector<v1::Event>& events) {
     for (v1::Event& e : events) {
       pending.push_back(std::move(e));
       pending_lines.push_back(converter.lines());
     }
   };
+  // One whole line: its events join the pending batch; what the converter could not use
+  // is said on stderr (the first few verbatim).
+  auto feed = [&](const std::string& whole) {
+    if (fatal) return;
+    std::vector<v1::Event> events;
+    const absl::Status st = converter.Feed(whole, absl::Now(), events);
+    if (!st.ok()) {
+      fatal = st;
+      g_tail_stop = true;
+      return;
+    }
+    for (const std::string& n : converter.TakeNotices()) err << "flightplan tail: note: " << n << "\n";
+    for (; unused_said < converter.unused_lines().size(); ++unused_said) {
+      const UnusedLine& u = converter.unused_lines()[unused_said];
+      err << "flightplan tail: line " << u.line << " not used (" << u.why << "): " << u.text << "\n";
+    }
+    take(events);
+  };
   while (!g_tail_stop) {
     std::string line;
     bool got = false;
-    while (std::getline(in, line)) {
+    while (!fatal && std::getline(in, line)) {
       if (in.eof()) {  // no newline yet: keep it for later
         partial += line;
         break;
@@ -516,6 +567,13 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
   }
   if (!partial.empty()) feed(partial);
+  if (fatal) {
+    err << "flightplan tail: " << fatal->message() << "\nflightplan tail: nothing was sent\n";
+    return 2;
+  }
+  std::vector<v1::Event> rest;
+  converter.Finish(rest);
+  take(rest);
   send();
   out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path
       << ", " << (launches == 1 ? std::string("1 launch") : units::Count(launches) + " launches")
@@ -523,8 +581,12 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       << units::Counted(static_cast<double>(counts.accepted), "event") << " accepted, "
       << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
+  if (converter.unused() > 0) {
+    out << "  " << units::Counted(static_cast<double>(converter.unused()), "line")
+        << " recognised but not used (the first " << converter.unused_lines().size() << " above on stderr)\n";
+  }
   for (const std::string& r : counts.rejections) out << "  rejected event from " << r << "\n";
-  return counts.rejected > 0 ? 1 : 0;
+  return counts.rejected > 0 || converter.unused() > 0 ? 1 : 0;
 }
 
 int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream& out,

@@ -1,28 +1,48 @@
 #include "cli/log_events.h"
 
+#include <algorithm>
 #include <regex>
+#include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
 namespace {
 
-// Megatron prints "[2024-05-01 12:00:01]" (training_log) and "datetime: 2024-05-01 12:00:01";
-// torchtitan "[rank0]:2024-05-01 12:00:01,123 - root - INFO - ".
-const std::regex kStamp(R"((\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:[,.](\d{3}))?)");
-const std::regex kMegatronIteration(R"(iteration\s+(\d+)\s*/\s*\d+)");
-const std::regex kConsumedTokens(R"(consumed tokens:\s*(\d+))");
+// Megatron prints " [2026-08-22 15:22:22.123456] iteration ..." (microseconds since
+// core_v0.16.0), "[...] datetime: 2026-08-22 15:22:22.123456 "; torchtitan's logger
+// "[titan] 2026-08-22 15:22:22,123 - root - INFO - ".
+const std::regex kStamp(R"((\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?)");
+const std::regex kAnsi("\x1b\\[[0-9;]*m");
+
+// Megatron-LM (megatron/training/training.py training_log; checkpointing.py; arguments.py
+// _print_args; core/timers.py).
+const std::regex kMegatronIteration(R"(\biteration\s+(\d+)\s*/\s*\d+\s*\|)");
+const std::regex kConsumedTokens(R"(consumed tokens:\s*(\d+))");  // Megatron-DeepSpeed
 const std::regex kConsumedSamples(R"(consumed samples:\s*(\d+))");
 const std::regex kElapsedMs(R"(elapsed time per iteration \(ms\):\s*([\d.]+))");
-const std::regex kMegatronSaving(R"(^\s*(?:\[[^\]]*\])?\s*saving checkpoint at iteration\s+(\d+))");
-const std::regex kMegatronSaved(R"(successfully saved checkpoint at iteration\s+(\d+))");
-const std::regex kMegatronLoaded(R"(successfully loaded checkpoint from .* at iteration:?\s*(\d+))");
-const std::regex kMegatronSeqLen(R"(^\s*seq_length\s*\.+\s*(\d+)\s*$)");
-const std::regex kTitanStep(R"(\bstep:\s*(\d+)\s+loss:)");
-const std::regex kTitanBatch(R"(global batch size (\d+), sequence length (\d+))");
-const std::regex kTitanSaved(R"(Finished saving the checkpoint.*in\s+([\d.]+)\s+seconds)");
-const std::regex kTitanLoading(R"(Loading the checkpoint at step\s+(\d+))");
+const std::regex kMegatronSaving(R"(\bsaving checkpoint at iteration\s+(\d+))");
+const std::regex kMegatronScheduled(R"(\bscheduled an async checkpoint save at iteration\s+(\d+))");
+const std::regex kMegatronSaved(R"(\bsuccessfully saved (?:local )?checkpoint (?:at|from) iteration\s+(\d+))");
+const std::regex kMegatronLoaded(R"(\bsuccessfully loaded checkpoint from .* at iteration\s+(\d+))");
+const std::regex kMegatronSaveTimer(R"(^\s*save-checkpoint(?:-non-persistent)?\s+\.*:\s*\(([\d.]+),\s*([\d.]+)\))");
+const std::regex kMegatronExit(R"(^\[(exiting program [^\]]*)\] datetime:)");
+const std::regex kMegatronArg(R"(^\s{2}(seq_length|global_batch_size|rampup_batch_size) \.+ (.*?)\s*$)");
+
+// torchtitan (torchtitan/components/metrics.py MetricsProcessor.log; train.py / trainer.py
+// Trainer; components/checkpoint.py and components/checkpointer/dcp.py).
+const std::regex kTitanStep(R"((?:^|[^a-z])step:\s*(\d+)\s+loss:)");
+const std::regex kTitanBatch(R"(global batch size (\d+), .*\bsequence length (\d+))");
+const std::regex kTitanTokensPerStep(R"(\b(\d+) tokens per train step)");
+const std::regex kTitanStarts(R"(Training starts at step (\d+))");
+const std::regex kTitanLoading(R"(Loading the checkpoint from \S*?step-(\d+))");
+const std::regex kTitanSaving(R"(- (?:Saving|Staging) the checkpoint[ .])");
+const std::regex kTitanSaved(R"(Finished (?:saving|staging) the checkpoint.*?in\s*([\d.]+) seconds)");
+const std::regex kTitanLastSave(R"(Saving a full checkpoint at last step, step (\d+))");
+const std::regex kTitanLastSaved(R"(Last step checkpoint completed in ([\d.]+)s)");
 
 std::optional<absl::Time> Stamp(const std::string& line, absl::TimeZone tz) {
   std::smatch m;
@@ -32,13 +52,37 @@ std::optional<absl::Time> Stamp(const std::string& line, absl::TimeZone tz) {
   if (!absl::ParseTime("%Y-%m-%d %H:%M:%S", m[1].str() + " " + m[2].str(), tz, &t, &err)) {
     return std::nullopt;
   }
-  if (m[3].matched) t += absl::Milliseconds(std::stoi(m[3].str()));
+  if (m[3].matched) {
+    std::string micros = m[3].str();
+    micros.resize(6, '0');
+    t += absl::Microseconds(std::stoi(micros));
+  }
   return t;
 }
 
-int64_t Int(const std::smatch& m, int i) { return std::stoll(m[i].str()); }
+std::optional<int64_t> Int(const std::smatch& m, int i) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(m[i].str(), &v)) return std::nullopt;
+  return v;
+}
+
+double Double(const std::smatch& m, int i) {
+  double v = 0;
+  return absl::SimpleAtod(m[i].str(), &v) ? v : 0;
+}
 
 }  // namespace
+
+LogEvents::LogEvents(LogOptions options) : o_(std::move(options)) {
+  if (o_.continue_attempt > 0) {
+    attempt_ = o_.continue_attempt;
+    active_ = true;
+    last_step_ = o_.continue_step;
+  }
+  // Tokens countable from the start: nothing to hold back.
+  releasing_ = o_.format == LogFormat::kMegatron ? (o_.seq_len > 0 || o_.plan_seq_len > 0)
+                                                 : (o_.tokens_per_step > 0 || o_.plan_tokens_per_step > 0);
+}
 
 absl::Time LogEvents::When(const std::optional<absl::Time>& line_time, absl::Time read_time) const {
   if (line_time) return *line_time;
@@ -53,137 +97,391 @@ v1::Event LogEvents::Base(absl::Time at) const {
   return e;
 }
 
-void LogEvents::Start(absl::Time at, int64_t restored, std::vector<v1::Event>& out) {
+void LogEvents::Emit(v1::Event e) {
+  if (releasing_) {
+    out_->push_back(std::move(e));
+  } else {
+    held_.push_back(std::move(e));
+  }
+}
+
+void LogEvents::Release() {
+  if (releasing_) return;
+  releasing_ = true;
+  for (v1::Event& e : held_) out_->push_back(std::move(e));
+  held_.clear();
+}
+
+void LogEvents::Unused(const std::string& line, std::string why) {
+  ++unused_count_;
+  if (unused_.size() < kMaxUnusedKept) {
+    unused_.push_back(UnusedLine{lines_, line.size() > 240 ? line.substr(0, 240) + "..." : line, std::move(why)});
+  }
+}
+
+void LogEvents::Start(absl::Time at, int64_t restored) {
+  if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
+  launch_time_.reset();
   attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);
-  out.push_back(e);
+  Emit(std::move(e));
   active_ = true;
   last_step_ = restored;
   last_step_time_ = at;
   pending_save_.reset();
   save_started_.reset();
+  async_scheduled_.clear();
+  titan_save_started_.reset();
+  titan_last_save_.reset();
 }
 
-absl::Status LogEvents::Feed(const std::string& line, absl::Time read_time, std::vector<v1::Event>& out) {
+void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
+  saved_.insert(step);
+  v1::Event e = Base(at);
+  e.set_attempt(attempt_);
+  e.mutable_checkpoint_saved()->set_step(step);
+  e.mutable_checkpoint_saved()->set_blocking_seconds(std::max(0.0, blocking));
+  Emit(std::move(e));
+}
+
+absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::vector<v1::Event>& out) {
   ++lines_;
+  out_ = &out;
+  // torchtitan colours its step lines whether or not they go to a terminal; torchrun --tee
+  // prefixes each line with the rank ("[rank0]:").
+  std::string line = raw.find('\x1b') == std::string::npos ? raw : std::regex_replace(raw, kAnsi, "");
+  if (absl::StartsWith(line, "[rank")) {
+    if (const size_t end = line.find("]:"); end != std::string::npos && end < 16) line.erase(0, end + 2);
+  }
   const std::optional<absl::Time> stamp = Stamp(line, o_.timezone);
   const absl::Time at = When(stamp, read_time);
   if (stamp) last_stamp_ = stamp;
-  std::smatch m;
-  const bool megatron = o_.format == LogFormat::kMegatron;
-
-  // Configuration lines.
-  if (megatron && o_.seq_len == 0 && std::regex_search(line, m, kMegatronSeqLen)) {
-    o_.seq_len = Int(m, 1);
-    return absl::OkStatus();
-  }
-  if (!megatron && o_.tokens_per_step == 0 && std::regex_search(line, m, kTitanBatch)) {
-    o_.tokens_per_step = Int(m, 1) * Int(m, 2);
-    return absl::OkStatus();
-  }
-
-  // A restore: a new attempt, from the checkpoint it loaded.
-  if ((megatron && std::regex_search(line, m, kMegatronLoaded)) ||
-      (!megatron && std::regex_search(line, m, kTitanLoading))) {
-    Start(at, Int(m, 1), out);
-    return absl::OkStatus();
-  }
-
-  // Checkpoint saves.
-  if (megatron && std::regex_search(line, m, kMegatronSaving)) {
-    save_started_ = stamp;
-    return absl::OkStatus();
-  }
-  if (megatron && std::regex_search(line, m, kMegatronSaved)) {
-    const int64_t step = Int(m, 1);
-    saved_.insert(step);
-    if (!active_) return absl::OkStatus();
-    if (save_started_ && stamp) {
-      v1::Event e = Base(*stamp);
-      e.set_attempt(attempt_);
-      e.mutable_checkpoint_saved()->set_step(step);
-      e.mutable_checkpoint_saved()->set_blocking_seconds(absl::ToDoubleSeconds(*stamp - *save_started_));
-      out.push_back(e);
-    } else {
-      pending_save_ = step;  // dated by the gap around it, at the next iteration
-    }
-    save_started_.reset();
-    return absl::OkStatus();
-  }
-  if (!megatron && std::regex_search(line, m, kTitanSaved)) {
-    if (!active_ || last_step_ < 0) return absl::OkStatus();
-    saved_.insert(last_step_);
-    v1::Event e = Base(at);
-    e.set_attempt(attempt_);
-    e.mutable_checkpoint_saved()->set_step(last_step_);
-    e.mutable_checkpoint_saved()->set_blocking_seconds(std::stod(m[1].str()));
-    out.push_back(e);
-    return absl::OkStatus();
-  }
-
-  // Iterations.
-  int64_t step = -1;
-  std::optional<int64_t> tokens;
-  double elapsed_ms = 0;
-  if (megatron && std::regex_search(line, m, kMegatronIteration)) {
-    step = Int(m, 1);
-    if (std::regex_search(line, m, kConsumedTokens)) {
-      tokens = Int(m, 1);
-    } else if (std::regex_search(line, m, kConsumedSamples) && o_.seq_len > 0) {
-      tokens = Int(m, 1) * o_.seq_len;
-    }
-    if (std::regex_search(line, m, kElapsedMs)) elapsed_ms = std::stod(m[1].str());
-    if (!tokens && o_.tokens_per_step > 0) tokens = step * o_.tokens_per_step;
-    if (!tokens) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "line ", lines_, ": iteration ", step, " counts samples, not tokens: pass --seq-len "
-          "(or --plan), or log consumed tokens"));
-    }
-  } else if (!megatron && std::regex_search(line, m, kTitanStep)) {
-    step = Int(m, 1);
-    if (o_.tokens_per_step <= 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "line ", lines_, ": step ", step, ": tokens per step unknown: pass --tokens-per-step "
-          "(or --plan); torchtitan prints it only at the start of a job"));
-    }
-    tokens = step * o_.tokens_per_step;
+  absl::Status status;
+  if (o_.format == LogFormat::kMegatron) {
+    FeedMegatron(line, stamp, at, status);
   } else {
-    return absl::OkStatus();
+    FeedTorchtitan(line, stamp, at, status);
   }
+  return status;
+}
 
-  if (!active_) {
-    Start(at, 0, out);
-  } else if (step <= last_step_) {
-    // Iterations started over without a load line: a restart from the newest checkpoint
-    // before this step (or from scratch).
+void LogEvents::Finish(std::vector<v1::Event>& out) {
+  out_ = &out;
+  const absl::Time end = last_stamp_ ? *last_stamp_ : last_step_time_ ? *last_step_time_ : absl::Now();
+  if (titan_last_save_) {
+    Save(end, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(end - *titan_save_started_) : 0);
+    titan_last_save_.reset();
+  }
+  if (pending_save_) {
+    // Saved as the log ends: no later line tells how long it blocked.
+    Save(std::max(end, last_step_time_.value_or(end)), *pending_save_, 0);
+    pending_save_.reset();
+  }
+  Release();
+}
+
+absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms) {
+  Release();
+  if (!active_ || step <= last_step_) {
+    // A launch without a load line, or iterations started over: a restart from the newest
+    // checkpoint before this step (or from scratch).
     int64_t restored = 0;
     for (int64_t s : saved_) {
       if (s < step) restored = s;
     }
-    Start(at, restored, out);
+    Start(at, restored);
   }
   if (pending_save_ && last_step_time_) {
     // Gap between the iteration lines around the save, less the iterations' own time.
     const double gap = absl::ToDoubleSeconds(at - *last_step_time_);
     const double work = elapsed_ms / 1000.0 * static_cast<double>(std::max<int64_t>(1, step - last_step_));
-    const double blocking = std::clamp(gap - work, 0.0, gap);
-    v1::Event e = Base(*last_step_time_ + absl::Seconds(blocking));
-    e.set_attempt(attempt_);
-    e.mutable_checkpoint_saved()->set_step(*pending_save_);
-    e.mutable_checkpoint_saved()->set_blocking_seconds(blocking);
-    out.push_back(e);
+    const double blocking = std::clamp(gap - work, 0.0, std::max(0.0, gap));
+    Save(*last_step_time_ + absl::Seconds(blocking), *pending_save_, blocking);
     pending_save_.reset();
   }
   v1::Event e = Base(at);
   e.set_attempt(attempt_);
   e.mutable_steps()->set_step(step);
-  e.mutable_steps()->set_tokens(*tokens);
-  out.push_back(e);
+  e.mutable_steps()->set_tokens(tokens);
+  Emit(std::move(e));
   last_step_ = step;
   last_step_time_ = at;
   return absl::OkStatus();
+}
+
+bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
+                             absl::Status& status) {
+  std::smatch m;
+  // The line's own time, when it is known: its timestamp, or when a live log was read.
+  const std::optional<absl::Time> line_time = stamp ? stamp : o_.backfill ? std::nullopt : std::optional(at);
+
+  // The arguments dump (_print_args): "  seq_length ...................................... 4096".
+  if (absl::StrContains(line, " ....") && std::regex_search(line, m, kMegatronArg)) {
+    const std::string name = m[1].str(), value = m[2].str();
+    if (name == "rampup_batch_size") {
+      ramp_up_ = value != "None";
+      return true;
+    }
+    int64_t v = 0;
+    if (value == "None") return true;
+    if (!absl::SimpleAtoi(value, &v) || v <= 0) {
+      Unused(line, absl::StrCat(name, " is not a positive integer"));
+      return true;
+    }
+    if (name == "seq_length") {
+      log_seq_len_ = v;
+      if (o_.seq_len > 0 && o_.seq_len != v) {
+        notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", --seq-len says ",
+                                        o_.seq_len, "; counting with --seq-len"));
+      } else if (o_.seq_len == 0 && o_.plan_seq_len > 0 && o_.plan_seq_len != v) {
+        notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", the run's plan says ",
+                                        o_.plan_seq_len, "; counting with the log's"));
+      }
+      Release();
+    }
+    return true;
+  }
+
+  // A launch's first times (print_datetime before the checkpoint loads): when it began.
+  if (stamp && (absl::StartsWith(line, "[after megatron is initialized]") ||
+                absl::StartsWith(line, "[after in-process setup") || absl::StartsWith(line, "[after in-job setup"))) {
+    if (!launch_time_) launch_time_ = stamp;
+    return true;
+  }
+
+  // An orderly exit (--exit-interval, --exit-duration-in-mins, the SIGTERM handler): the
+  // job checkpointed and stopped on purpose.
+  if (absl::StartsWith(line, "[exiting program") && std::regex_search(line, m, kMegatronExit)) {
+    if (!active_) {
+      Unused(line, "an exit before the log showed a launch");
+      return true;
+    }
+    v1::Event e = Base(at);
+    e.set_attempt(attempt_);
+    e.mutable_interruption()->set_cause("exit");
+    e.mutable_interruption()->set_planned(true);
+    e.mutable_interruption()->set_detail(m[1].str());
+    Emit(std::move(e));
+    active_ = false;
+    return true;
+  }
+
+  if (absl::StrContains(line, "checkpoint")) {
+    // A restore: a new attempt, from the checkpoint it loaded.
+    if (std::regex_search(line, m, kMegatronLoaded)) {
+      const std::optional<int64_t> step = Int(m, 1);
+      if (!step) {
+        Unused(line, "the iteration is out of range");
+      } else {
+        Start(at, *step);
+      }
+      return true;
+    }
+    if (std::regex_search(line, m, kMegatronSaving)) {
+      save_started_ = line_time;
+      return true;
+    }
+    // A save done; an asynchronous one is counted when scheduled (training waits only for
+    // that, and the state it saves is fixed then), its "successfully saved" line comes later.
+    const bool scheduled = std::regex_search(line, m, kMegatronScheduled);
+    if (scheduled || std::regex_search(line, m, kMegatronSaved)) {
+      const std::optional<int64_t> step = Int(m, 1);
+      if (!step) {
+        Unused(line, "the iteration is out of range");
+        return true;
+      }
+      if (!scheduled && async_scheduled_.erase(*step) > 0) return true;  // finalized
+      if (!active_) {
+        Unused(line, "a save before the log showed a launch (or after its exit)");
+        return true;
+      }
+      if (scheduled) async_scheduled_.insert(*step);
+      if (save_started_ && line_time) {
+        Save(*line_time, *step, absl::ToDoubleSeconds(*line_time - *save_started_));
+      } else {
+        pending_save_ = *step;  // dated by the save timer or the gap around it
+        saved_.insert(*step);
+      }
+      save_started_.reset();
+      return true;
+    }
+  }
+
+  // The save timer, "    save-checkpoint ....: (min, max)" in ms across ranks: the slowest
+  // rank's time is what training waited.
+  if (absl::StrContains(line, "save-checkpoint") && std::regex_search(line, m, kMegatronSaveTimer)) {
+    const double blocking = Double(m, 2) / 1000.0;
+    if (pending_save_) {
+      const absl::Time end = !o_.backfill ? at : last_step_time_ ? *last_step_time_ + absl::Seconds(blocking) : at;
+      Save(end, *pending_save_, blocking);
+      pending_save_.reset();
+    }
+    return true;
+  }
+
+  // Iterations.
+  if (!absl::StrContains(line, "iteration") || !std::regex_search(line, m, kMegatronIteration)) return false;
+  const std::optional<int64_t> step = Int(m, 1);
+  if (!step) {
+    Unused(line, "the iteration is out of range");
+    return true;
+  }
+  std::optional<int64_t> tokens;
+  std::string missing;
+  const int64_t seq_len = o_.seq_len > 0 ? o_.seq_len : log_seq_len_ > 0 ? log_seq_len_ : o_.plan_seq_len;
+  if (std::regex_search(line, m, kConsumedTokens)) {
+    tokens = Int(m, 1);
+  } else if (std::regex_search(line, m, kConsumedSamples)) {
+    const std::optional<int64_t> samples = Int(m, 1);
+    if (samples && seq_len > 0) {
+      tokens = *samples * seq_len;
+    } else if (o_.tokens_per_step > 0 && !ramp_up_) {
+      tokens = *step * o_.tokens_per_step;
+    } else if (o_.tokens_per_step > 0) {
+      missing = "the log ramps its batch up (rampup_batch_size), so steps x --tokens-per-step would overcount: "
+                "pass --seq-len";
+    } else {
+      missing = "it counts samples, not tokens, and neither the log (no seq_length in its arguments dump), "
+                "--seq-len, --plan nor the run's plan gives the sequence length: pass --seq-len";
+    }
+  } else if (o_.tokens_per_step > 0 && !ramp_up_) {
+    tokens = *step * o_.tokens_per_step;
+  } else {
+    missing = "it shows neither consumed samples nor consumed tokens: pass --tokens-per-step";
+  }
+  double elapsed_ms = 0;
+  if (std::regex_search(line, m, kElapsedMs)) elapsed_ms = Double(m, 1);
+  if (!tokens) {
+    const std::string why = absl::StrCat("iteration ", *step, ": ", missing);
+    if (!releasing_) {
+      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
+    } else {
+      Unused(line, why);
+    }
+    return true;
+  }
+  status = Iteration(at, *step, *tokens, elapsed_ms);
+  return true;
+}
+
+bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
+                               absl::Status& status) {
+  std::smatch m;
+  // The last-step save (v0.2.2) prints no end: the next line with a time ends it.
+  if (titan_last_save_ && stamp && !absl::StrContains(line, "Last step checkpoint completed")) {
+    Save(*stamp, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(*stamp - *titan_save_started_) : 0);
+    titan_last_save_.reset();
+    titan_save_started_.reset();
+  }
+  if (absl::StrContains(line, "validate step:")) return true;  // evaluation, not training
+  // A launch's first lines (v0.2.2 "Starting job: ...", then the trainer's batch line):
+  // when it began, before the checkpoint loads.
+  if (absl::StrContains(line, "- Starting job: ") || absl::StrContains(line, "Trainer is initialized with ")) {
+    if (!launch_time_) launch_time_ = at;
+    if (absl::StrContains(line, "- Starting job: ")) return true;
+  }
+
+  bool known = false;
+  // The batch: "... global batch size 64, gradient accumulation steps 1, sequence length 8192"
+  // (v0.2.2; earlier on the "Training starts" line) or "524288 tokens per train step" (main).
+  int64_t per_step = 0;
+  if (std::regex_search(line, m, kTitanBatch)) {
+    const std::optional<int64_t> batch = Int(m, 1), seq = Int(m, 2);
+    if (batch && seq) per_step = *batch * *seq;
+  } else if (std::regex_search(line, m, kTitanTokensPerStep)) {
+    per_step = Int(m, 1).value_or(0);
+  }
+  if (per_step > 0) {
+    known = true;
+    log_tokens_per_step_ = per_step;
+    if (o_.tokens_per_step > 0 && o_.tokens_per_step != per_step) {
+      notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
+                                      " tokens per step, --tokens-per-step says ", o_.tokens_per_step,
+                                      "; counting with --tokens-per-step"));
+    } else if (o_.tokens_per_step == 0 && o_.plan_tokens_per_step > 0 && o_.plan_tokens_per_step != per_step) {
+      notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
+                                      " tokens per step, the run's plan says ", o_.plan_tokens_per_step,
+                                      "; counting with the log's"));
+    }
+    Release();
+  }
+
+  // A launch: "Training starts at step N" follows the load of step N-1 (or a fresh start).
+  if (std::regex_search(line, m, kTitanStarts)) {
+    const std::optional<int64_t> first = Int(m, 1);
+    if (!first || *first < 1) {
+      Unused(line, "the step is out of range");
+      return true;
+    }
+    if (titan_loaded_ && *titan_loaded_ != *first - 1) {
+      notices_.push_back(absl::StrCat("line ", lines_, ": loaded the checkpoint of step ", *titan_loaded_,
+                                      " but starts at step ", *first));
+    }
+    titan_loaded_.reset();
+    Start(at, *first - 1);
+    return true;
+  }
+  if (known) return true;
+  if (std::regex_search(line, m, kTitanLoading)) {
+    titan_loaded_ = Int(m, 1);
+    return true;
+  }
+
+  // Checkpoint saves. The step saved is the latest step logged (the save follows it).
+  if (std::regex_search(line, m, kTitanSaving)) {
+    titan_save_started_ = at;
+    return true;
+  }
+  if (std::regex_search(line, m, kTitanLastSave)) {
+    const std::optional<int64_t> step = Int(m, 1);
+    if (!step || !active_) {
+      Unused(line, !step ? "the step is out of range" : "a save before the log showed a launch");
+      return true;
+    }
+    titan_last_save_ = *step;
+    return true;
+  }
+  if (std::regex_search(line, m, kTitanLastSaved) && titan_last_save_) {
+    Save(at, *titan_last_save_, Double(m, 1));
+    titan_last_save_.reset();
+    titan_save_started_.reset();
+    return true;
+  }
+  if (std::regex_search(line, m, kTitanSaved)) {
+    titan_save_started_.reset();
+    if (!active_ || last_step_ < 0) {
+      Unused(line, "a save before the log showed a step");
+      return true;
+    }
+    Save(at, last_step_, Double(m, 1));
+    return true;
+  }
+
+  // Steps.
+  if (!std::regex_search(line, m, kTitanStep)) return false;
+  const std::optional<int64_t> step = Int(m, 1);
+  if (!step) {
+    Unused(line, "the step is out of range");
+    return true;
+  }
+  const int64_t per = o_.tokens_per_step > 0 ? o_.tokens_per_step
+                      : log_tokens_per_step_ > 0 ? log_tokens_per_step_ : o_.plan_tokens_per_step;
+  if (per <= 0) {
+    const std::string why = absl::StrCat(
+        "step ", *step, ": tokens per step unknown: the log did not print its batch (torchtitan prints it "
+        "once, when a job starts) and neither --tokens-per-step, --plan nor the run's plan gives it: pass "
+        "--tokens-per-step");
+    if (!releasing_) {
+      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
+    } else {
+      Unused(line, why);
+    }
+    return true;
+  }
+  status = Iteration(at, *step, *step * per, 0);
+  return true;
 }
 
 }  // namespace flightplan

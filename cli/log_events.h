@@ -1,6 +1,20 @@
-// Training logs to events: Megatron-LM / Megatron-DeepSpeed and torchtitan log lines turned
-// into the events of DESIGN.md §4 (the `flightplan tail` converter). No I/O: lines in,
-// events out; the caller reads the file and sends. Not thread-safe (one per log).
+// Training logs to events: Megatron-LM (and Megatron-DeepSpeed) and torchtitan log lines
+// turned into the events of DESIGN.md §4 (the `flightplan tail` converter). No I/O: lines
+// in, events out; the caller reads the file and sends. Not thread-safe (one per log).
+//
+// The lines it reads are those the projects print, from their own source (the fixtures in
+// tests/logs name file and version):
+//   Megatron-LM, megatron/training/{training,checkpointing,arguments}.py, core_v0.5.0 to
+//   core_v0.19.0 and main (0.20.0): the iteration line (consumed samples, global batch
+//   size), print_datetime lines, `[saving|successfully saved] checkpoint at|from iteration`
+//   (with or without their timestamp and `[ t i/T, p j/P ]`), async saves (counted when
+//   scheduled: training waits only for that, and the state saved is fixed then), `successfully loaded checkpoint ... at iteration N`, the save-checkpoint timer,
+//   the arguments dump (seq_length, global_batch_size, rampup_batch_size) and the orderly
+//   exits (`[exiting program ...]`).
+//   torchtitan, torchtitan/{train.py,trainer.py,components/metrics.py,components/checkpoint.py,
+//   components/checkpointer/dcp.py}, v0.2.2 and main: the step line (colours stripped),
+//   `Trainer is initialized with ...`, `Training starts at step N`, the save/staging lines
+//   and the last-step save.
 #ifndef FLIGHTPLAN_CLI_LOG_EVENTS_H_
 #define FLIGHTPLAN_CLI_LOG_EVENTS_H_
 
@@ -22,12 +36,14 @@ enum class LogFormat { kMegatron, kTorchtitan };
 struct LogOptions {
   LogFormat format = LogFormat::kMegatron;
   std::string run;
-  // Tokens per sequence, for logs that count samples (Megatron). 0: from the log's own
-  // argument dump (`seq_length ....... 8192`) if it has one.
+  // Given by the user (--seq-len, --tokens-per-step, or --plan): they win over the log.
+  // seq_len: tokens per sequence, for logs that count samples (Megatron). tokens_per_step:
+  // tokens per optimizer step, for logs that count neither (torchtitan).
   int64_t seq_len = 0;
-  // Tokens per optimizer step, for logs that count neither tokens nor samples
-  // (torchtitan). 0: from the log (`global batch size 16, sequence length 8192`).
   int64_t tokens_per_step = 0;
+  // From the run's plan in the daemon: used when neither the user nor the log gives them.
+  int64_t plan_seq_len = 0;
+  int64_t plan_tokens_per_step = 0;
   // Zone of timestamps printed without one.
   absl::TimeZone timezone = absl::UTCTimeZone();
   // Reading a finished log from its start: lines without a timestamp take the nearest
@@ -44,28 +60,52 @@ struct LogOptions {
   int64_t continue_step = -1;
 };
 
+// A line recognised but not turned into events, and why.
+struct UnusedLine {
+  uint64_t line = 0;
+  std::string text;
+  std::string why;
+};
+
 class LogEvents {
  public:
-  explicit LogEvents(LogOptions options) : o_(std::move(options)) {
-    if (o_.continue_attempt > 0) {
-      attempt_ = o_.continue_attempt;
-      active_ = true;
-      last_step_ = o_.continue_step;
-    }
-  }
+  explicit LogEvents(LogOptions options);
 
   // One line (without its newline), read at `read_time`; appends the events it implies.
-  // FAILED_PRECONDITION when an iteration line cannot be turned into tokens (say which
-  // flag is missing); the line is then skipped.
+  //
+  // Until the log has shown how to count tokens (known from the options, the log's
+  // arguments dump, or a first iteration line that converts), events are held back rather
+  // than appended, so that a log whose tokens cannot be counted sends nothing: its first
+  // iteration line returns FAILED_PRECONDITION naming what to pass, and the caller stops.
   absl::Status Feed(const std::string& line, absl::Time read_time, std::vector<v1::Event>& out);
+
+  // The end of a finished log: appends what is still held (a log without iterations).
+  void Finish(std::vector<v1::Event>& out);
 
   uint32_t attempt() const { return attempt_; }
   uint64_t lines() const { return lines_; }
+  // Lines recognised but not used: the count, and the first kMaxUnusedKept of them.
+  static constexpr size_t kMaxUnusedKept = 5;
+  uint64_t unused() const { return unused_count_; }
+  const std::vector<UnusedLine>& unused_lines() const { return unused_; }
+  // Things worth saying that are not errors (the log and the plan disagree on seq_length);
+  // taken by the caller.
+  std::vector<std::string> TakeNotices() { return std::exchange(notices_, {}); }
 
  private:
   absl::Time When(const std::optional<absl::Time>& line_time, absl::Time read_time) const;
-  void Start(absl::Time at, int64_t restored, std::vector<v1::Event>& out);
+  void Start(absl::Time at, int64_t restored);
   v1::Event Base(absl::Time at) const;
+  void Emit(v1::Event e);
+  void Save(absl::Time at, int64_t step, double blocking);
+  void Unused(const std::string& line, std::string why);
+  // Appends what was held back: the tokens can be counted.
+  void Release();
+  absl::Status Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms);
+  bool FeedMegatron(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
+                    absl::Status& status);
+  bool FeedTorchtitan(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
+                      absl::Status& status);
 
   LogOptions o_;
   uint64_t lines_ = 0;
@@ -74,9 +114,29 @@ class LogEvents {
   int64_t last_step_ = -1;
   std::optional<absl::Time> last_step_time_;
   std::optional<absl::Time> last_stamp_;    // the latest timestamp seen on any line
+  std::optional<absl::Time> launch_time_;   // a launch began (print_datetime, "Starting job")
   std::set<int64_t> saved_;                 // checkpoint steps
-  std::optional<absl::Time> save_started_;  // Megatron "saving checkpoint" with a timestamp
-  std::optional<int64_t> pending_save_;     // saved without timestamps: dated at the next step
+  // The events of this Feed, and those held until the token basis is known.
+  std::vector<v1::Event>* out_ = nullptr;
+  std::vector<v1::Event> held_;
+  bool releasing_ = false;
+  // From the log: Megatron's arguments dump, torchtitan's batch line.
+  int64_t log_seq_len_ = 0;
+  int64_t log_tokens_per_step_ = 0;
+  bool ramp_up_ = false;  // Megatron's rampup_batch_size is set
+  // Megatron saves: started (with the line's time when it had one), done but not yet dated
+  // (no timestamps: dated by the save timer or the gap to the next iteration), and
+  // asynchronous ones scheduled (counted then) whose "successfully saved" is still to come.
+  std::optional<absl::Time> save_started_;
+  std::optional<int64_t> pending_save_;
+  std::set<int64_t> async_scheduled_;
+  // torchtitan: a save begun (its time), and the last-step save awaiting its end.
+  std::optional<absl::Time> titan_save_started_;
+  std::optional<int64_t> titan_last_save_;
+  std::optional<int64_t> titan_loaded_;  // the step of the checkpoint loaded, until "Training starts"
+  uint64_t unused_count_ = 0;
+  std::vector<UnusedLine> unused_;
+  std::vector<std::string> notices_;
 };
 
 }  // namespace flightplan

@@ -106,32 +106,38 @@ TEST(Disorder, PerJobLogFilesAndRestartedTailersContinueOneRun) {
   TempDir dir;
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
   CreateRun(d.address());
-  // The shipped Megatron-LM log, cut where the second job starts: two per-job files.
-  std::ifstream in(std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron.log");
+  // The Megatron-LM core_v0.19.0 fixture, cut where the second job starts (its second
+  // "using world size" line): two per-job files, each with its arguments dump.
+  std::ifstream in(std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron-core_v0.19.0.log");
   std::string line, job1, job2;
-  for (int n = 1; std::getline(in, line); ++n) (n <= 11 ? job1 : job2) += line + "\n";
+  int launches = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("using world size", 0) == 0) ++launches;
+    (launches <= 1 ? job1 : job2) += line + "\n";
+  }
   const std::string first = dir.Write("slurm-1001.out", job1);
   const std::string second = dir.Write("slurm-1002.out", job2);
   auto tail = [&](const std::string& file) {
-    return Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", "--seq-len", "4096", file});
+    return Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", file});
   };
   testing::ProcessResult r = tail(first);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   r = tail(second);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // The second job's launch is the run's attempt 2, not "attempt 1 again, duplicate".
-  EXPECT_NE(r.out.find("1 launch (the run's attempt 2): 6 events accepted, 0 duplicates"), std::string::npos) << r.out;
+  // Start, 4 iterations, 2 saves, the exit.
+  EXPECT_NE(r.out.find("1 launch (the run's attempt 2): 8 events accepted, 0 duplicates"), std::string::npos) << r.out;
   auto stub = Stub(d.address());
   const v1::RunStatus s = StatusOf(*stub, kRun);
   EXPECT_EQ(s.attempt(), 2u);
-  EXPECT_EQ(s.state(), "running");
-  EXPECT_EQ(s.progress().step(), 70);
-  ASSERT_EQ(s.interruptions_size(), 1);
-  EXPECT_EQ(s.interruptions(0).cause(), "unknown");  // the NCCL timeout nobody reported
-  // The 28 minutes between the jobs are downtime of an incident, not a stall.
-  EXPECT_GT(s.time_seconds().down_unplanned(), 1500);
+  EXPECT_EQ(s.progress().step(), 100);
+  EXPECT_EQ(s.progress().tokens(), 6400 * 4096);  // the logs' own seq_length, not the plan's
+  ASSERT_EQ(s.interruptions_size(), 2);  // the first job's silent death, the second's exit
+  // The 24 minutes between the jobs (00:16:03 to 00:40:00) are downtime of an incident,
+  // not a stall.
+  EXPECT_DOUBLE_EQ(s.time_seconds().down_unplanned(), 1437);
   EXPECT_LT(s.time_seconds().stalled(), 1);
-  EXPECT_GT(s.time_seconds().lost(), 0);  // iterations 30..50 rolled back
+  EXPECT_NEAR(s.time_seconds().lost(), 201, 1e-6);  // worked out in log_events_test.cc
   // Restarted tailers, on either file: the same launches, every event a duplicate.
   for (const std::string& file : {first, second}) {
     r = tail(file);

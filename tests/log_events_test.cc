@@ -1,97 +1,323 @@
-// Training logs to events: the shipped Megatron and torchtitan samples, and the edge cases.
+// Training logs to events: the Megatron-LM and torchtitan fixtures (tests/logs, built from the
+// projects' own format strings), folded as the daemon folds them, and the edge cases.
 #include "cli/log_events.h"
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "forecast/accounting.h"
 #include "gtest/gtest.h"
+#include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
 namespace {
 
-std::vector<v1::Event> FeedFile(const std::string& name, LogOptions options) {
+std::vector<std::string> ReadLines(const std::string& name) {
   std::ifstream in(std::string(FLIGHTPLAN_LOGS_DIR) + "/" + name);
   EXPECT_TRUE(in) << name;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The fixture's lines through one converter, as `tail --from-start --exit-at-eof` feeds them.
+struct Tailed {
+  std::vector<v1::Event> events;
+  uint64_t unused = 0;
+  absl::Status status;  // the first error (the caller stops there)
+};
+
+Tailed Feed(const std::vector<std::string>& lines, LogOptions options,
+            const std::function<absl::Time(const std::string&)>& read = nullptr) {
+  options.run = "r";
   LogEvents converter(options);
-  std::vector<v1::Event> out;
-  std::string line;
-  const absl::Time read = absl::FromUnixSeconds(1900000000);
-  while (std::getline(in, line)) EXPECT_TRUE(converter.Feed(line, read, out).ok()) << line;
-  return out;
+  Tailed t;
+  const absl::Time fixed = absl::FromUnixSeconds(1900000000);
+  for (const std::string& line : lines) {
+    t.status = converter.Feed(line, read ? read(line) : fixed, t.events);
+    if (!t.status.ok()) return t;
+  }
+  converter.Finish(t.events);
+  t.unused = converter.unused();
+  return t;
 }
 
 absl::Time T(const char* text) {
   absl::Time t;
   std::string err;
-  EXPECT_TRUE(absl::ParseTime("%Y-%m-%d %H:%M:%S", text, &t, &err)) << err;
+  EXPECT_TRUE(absl::ParseTime("%Y-%m-%d %H:%M:%E*S", text, &t, &err)) << err;
   return t;
 }
 
-TEST(LogEvents, MegatronIterationsSavesAndARestart) {
-  LogOptions o;
-  o.run = "r";
-  o.seq_len = 4096;
-  o.backfill = true;
-  const std::vector<v1::Event> e = FeedFile("megatron.log", o);
-  std::vector<v1::Event> starts, steps, saves;
-  for (const v1::Event& x : e) {
-    if (x.has_job_started()) starts.push_back(x);
-    if (x.has_steps()) steps.push_back(x);
-    if (x.has_checkpoint_saved()) saves.push_back(x);
+// The fixtures' scenarios start at 2027-01-04 00:00:00 (tests/logs/make_fixtures.py).
+absl::Time At(double seconds) { return T("2027-01-04 00:00:00") + absl::Seconds(seconds); }
+
+struct Kinds {
+  std::vector<v1::Event> starts, steps, saves, stops;
+};
+Kinds Split(const std::vector<v1::Event>& events) {
+  Kinds k;
+  for (const v1::Event& e : events) {
+    if (e.has_job_started()) k.starts.push_back(e);
+    if (e.has_steps()) k.steps.push_back(e);
+    if (e.has_checkpoint_saved()) k.saves.push_back(e);
+    if (e.has_interruption()) k.stops.push_back(e);
   }
-  ASSERT_EQ(starts.size(), 2u);
-  EXPECT_EQ(starts[0].job_started().attempt(), 1u);
-  EXPECT_EQ(starts[0].job_started().restored_step(), 0);
-  // The NCCL timeout is not reported; the load line starts attempt 2 from iteration 30.
-  EXPECT_EQ(starts[1].job_started().attempt(), 2u);
-  EXPECT_EQ(starts[1].job_started().restored_step(), 30);
-  EXPECT_EQ(TimeFromProto(starts[1].time()), T("2027-01-04 00:40:30"));
-  ASSERT_EQ(steps.size(), 9u);  // 10..50, then 40..70 after the restore
-  // consumed samples x seq_len; times from the lines' own timestamps.
-  EXPECT_EQ(steps[0].steps().step(), 10);
-  EXPECT_EQ(steps[0].steps().tokens(), 640 * 4096);
-  EXPECT_EQ(TimeFromProto(steps[0].time()), T("2027-01-04 00:05:00"));
-  EXPECT_EQ(steps.back().steps().step(), 70);
-  EXPECT_EQ(steps.back().attempt(), 2u);
-  ASSERT_EQ(saves.size(), 2u);
-  // Saving 00:08:21 -> saved 00:08:41: 20 s blocking, dated when the save finished.
-  EXPECT_EQ(saves[0].checkpoint_saved().step(), 30);
-  EXPECT_DOUBLE_EQ(saves[0].checkpoint_saved().blocking_seconds(), 20);
-  EXPECT_EQ(TimeFromProto(saves[0].time()), T("2027-01-04 00:08:41"));
-  EXPECT_DOUBLE_EQ(saves[1].checkpoint_saved().blocking_seconds(), 15);
+  return k;
 }
 
-TEST(LogEvents, TorchtitanStepsFromTheLogsOwnBatchAndARestore) {
+// The run's accounting of the events, as the daemon folds them.
+forecast::RunState Fold(const std::vector<v1::Event>& events) {
+  forecast::RunState state;
+  for (const v1::Event& e : events) {
+    absl::StatusOr<forecast::Event> fe = EventFromProto(e);
+    EXPECT_TRUE(fe.ok()) << fe.status();
+    if (!fe.ok()) continue;
+    const absl::Status st = forecast::ApplyEvent(state, *fe);
+    EXPECT_TRUE(st.ok()) << st << " at " << e.DebugString();
+  }
+  return state;
+}
+
+int64_t StepTokens(const Kinds& k, int64_t step, uint32_t attempt) {
+  for (const v1::Event& e : k.steps) {
+    if (e.steps().step() == step && e.attempt() == attempt) return e.steps().tokens();
+  }
+  return -1;
+}
+
+// Megatron-LM core_v0.19.0 (tests/logs/make_fixtures.py megatron_current): two launches,
+// a synchronous save, an asynchronous one finalized later, the orderly exit.
+void ExpectMegatronCurrent(const Tailed& t) {
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  // Launch 1 at its first print_datetime (00:00:30), from scratch; launch 2 at 00:40:00,
+  // from the checkpoint it loaded.
+  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(30));
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
+  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(2400));
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 60);
+  // Tokens: consumed samples (64 per iteration) x seq_length 4,096.
+  ASSERT_EQ(k.steps.size(), 12u);  // 10..80, then 70..100
+  EXPECT_EQ(StepTokens(k, 10, 1), 640 * 4096);
+  EXPECT_EQ(StepTokens(k, 100, 2), 6400 * 4096);
+  EXPECT_EQ(TimeFromProto(k.steps[0].time()), At(240));
+  // Saves: 30 from 00:07:20.5 to 00:07:40.5; 60 asynchronous, scheduled from 00:12:41 to
+  // 00:12:43 (finalized at 00:14:30, after iteration 70); 90 and 100 of 20 s each.
+  ASSERT_EQ(k.saves.size(), 4u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 30);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 20);
+  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(460.5));
+  EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 2);
+  EXPECT_EQ(TimeFromProto(k.saves[1].time()), At(763));
+  EXPECT_EQ(k.saves[3].checkpoint_saved().step(), 100);
+  // The exit at iteration 100 is a planned stop.
+  ASSERT_EQ(k.stops.size(), 1u);
+  EXPECT_TRUE(k.stops[0].interruption().planned());
+  EXPECT_EQ(k.stops[0].interruption().cause(), "exit");
+  EXPECT_EQ(TimeFromProto(k.stops[0].time()), At(2942));
+
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 20 + 2 + 20 + 20);
+  // Lost, by hand: launch 1 trained from the save of 60 (00:12:43) to iteration 80
+  // (00:16:03), 200 s, all redone after the restore to 60. The exit line comes 1 s after
+  // the last save: work with nothing to show, 1 s more.
+  EXPECT_NEAR(s.seconds.lost, 200 + 1, 1e-6);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);  // the silent death of launch 1
+  EXPECT_EQ(s.planned_interruptions, 1u);    // the exit
+  EXPECT_EQ(s.tokens, 6400 * 4096);
+}
+
+TEST(LogEvents, MegatronCurrentWithItsArgumentsDump) {
   LogOptions o;
-  o.run = "r";
+  o.backfill = true;
+  ExpectMegatronCurrent(Feed(ReadLines("megatron-core_v0.19.0.log"), o));
+}
+
+TEST(LogEvents, MegatronCurrentWithoutTheDumpTakesTheRunsPlanOrSendsNothing) {
+  std::vector<std::string> lines;
+  bool dump = false;
+  for (const std::string& l : ReadLines("megatron-core_v0.19.0.log")) {
+    if (absl::StrContains(l, "------ arguments ------")) dump = true;
+    if (!dump) lines.push_back(l);
+    if (absl::StrContains(l, "end of arguments")) dump = false;
+  }
+  LogOptions o;
+  o.backfill = true;
+  // No sequence length from anywhere: the first iteration stops it, and nothing came out
+  // (not even launch 1's job_started, which came before).
+  const Tailed none = Feed(lines, o);
+  EXPECT_EQ(none.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(none.status.message()).find("pass --seq-len"), std::string::npos) << none.status;
+  EXPECT_TRUE(none.events.empty());
+  // The run's plan gives it: the same events as with the dump.
+  o.plan_seq_len = 4096;
+  ExpectMegatronCurrent(Feed(lines, o));
+}
+
+TEST(LogEvents, MegatronRampUpCountsTheSamplesEachBatchConsumed) {
+  LogOptions o;
+  o.backfill = true;
+  const std::vector<std::string> lines = ReadLines("megatron-core_v0.15.0-rampup.log");
+  const Tailed t = Feed(lines, o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  const Kinds k = Split(t.events);
+  // The batch grows 16 -> 32 -> 48 -> 64 at 512, 1024 and 1536 samples (iterations 33, 49,
+  // 60): 10 x 16 = 160 at 10; 32 x 16 + 8 x 32 = 768 at 40; 1024 + 2 x 48 = 1120 at 50;
+  // 1024 + 11 x 48 + 64 = 1616 at 60. Each sample is 2,048 tokens.
+  const std::vector<std::pair<int64_t, int64_t>> consumed = {{10, 160}, {20, 320}, {30, 480},
+                                                             {40, 768}, {50, 1120}, {60, 1616}};
+  for (const auto& [step, samples] : consumed) EXPECT_EQ(StepTokens(k, step, 1), samples * 2048) << step;
+  // No timestamp on the save lines: the save timer's slowest rank (15,000 ms) is the save,
+  // right after iteration 40 (00:07:00).
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);
+  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(435));
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 15);
+  EXPECT_DOUBLE_EQ(s.seconds.lost, 0);
+  // Steps x a fixed batch would overcount a ramp: refused before anything is sent.
+  LogOptions per_step;
+  per_step.backfill = true;
+  per_step.tokens_per_step = 64 * 2048;
+  std::vector<std::string> no_seq;
+  for (const std::string& l : lines) {
+    if (!absl::StrContains(l, "seq_length")) no_seq.push_back(l);
+  }
+  const Tailed refused = Feed(no_seq, per_step);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(refused.status.message()).find("rampup_batch_size"), std::string::npos) << refused.status;
+  EXPECT_TRUE(refused.events.empty());
+}
+
+TEST(LogEvents, MegatronOlderFormatTailedLive) {
+  // core_v0.5.0 prints no timestamps on iterations or saves: a live tail dates them as it
+  // reads them. Read times: 50 s per iteration line (10 iterations of 5 s), the save line
+  // 12 s after the one before it, the timestamps of print_datetime where there are any.
+  absl::Time clock = At(0);
+  auto read = [&clock](const std::string& line) {
+    if (absl::StrContains(line, "] datetime: 2027-01-04 00:16:40")) clock = At(1000);
+    if (absl::StrContains(line, " iteration ") && absl::StrContains(line, "consumed samples")) clock += absl::Seconds(50);
+    if (absl::StrContains(line, "successfully saved checkpoint")) clock += absl::Seconds(12);
+    return clock;
+  };
+  const Tailed t = Feed(ReadLines("megatron-core_v0.5.0.log"), LogOptions{}, read);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(0));
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);
+  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(1000));
+  EXPECT_EQ(StepTokens(k, 40, 2), 1280 * 1024);
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 12);
+  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(112));
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 12);
+  // Launch 1 reached iteration 40 at 212 s; the save of 20 ended at 112 s: 100 s lost.
+  EXPECT_NEAR(s.seconds.lost, 100, 1e-6);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+}
+
+// torchtitan v0.2.2 and main (tests/logs/make_fixtures.py titan): a save, a crash, a
+// resume from step-20, the last-step save.
+void ExpectTorchtitan(const std::string& name, double launch1, double launch2) {
+  LogOptions o;
   o.format = LogFormat::kTorchtitan;
   o.backfill = true;
-  const std::vector<v1::Event> e = FeedFile("torchtitan.log", o);
-  int starts = 0;
-  for (const v1::Event& x : e) {
-    if (x.has_job_started()) {
-      ++starts;
-      if (starts == 2) {
-        EXPECT_EQ(x.job_started().restored_step(), 20);
-      }
-    }
-    if (x.has_steps() && x.steps().step() == 50) {
-      EXPECT_EQ(x.steps().tokens(), 50 * 16 * 8192);  // global batch 16 x sequence 8192
-    }
-    if (x.has_checkpoint_saved()) {
-      EXPECT_EQ(x.checkpoint_saved().step(), 20);
-      EXPECT_DOUBLE_EQ(x.checkpoint_saved().blocking_seconds(), 8.25);
-    }
+  const Tailed t = Feed(ReadLines(name), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(launch1));
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
+  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(launch2));
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);
+  // 16 sequences of 8,192 tokens (v0.2.2), or 131,072 tokens per train step (main).
+  EXPECT_EQ(StepTokens(k, 50, 2), 50 * 131072);
+  EXPECT_EQ(StepTokens(k, 1, 1), 131072);
+  ASSERT_EQ(k.saves.size(), 2u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 8.25);
+  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(308.75));
+  EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 50);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 6.5);
+  EXPECT_EQ(TimeFromProto(k.saves[1].time()), At(2247));
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 8.25 + 6.5);
+  // Launch 1 trained from the save's end (308.75 s) to step 40 (548.75 s): 240 s lost.
+  EXPECT_NEAR(s.seconds.lost, 240, 1e-6);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+}
+
+TEST(LogEvents, TorchtitanV022) { ExpectTorchtitan("torchtitan-v0.2.2.log", 5, 1800); }
+TEST(LogEvents, TorchtitanMain) { ExpectTorchtitan("torchtitan-main.log", 40, 1830); }
+
+TEST(LogEvents, TorchtitanWithoutItsBatchLineTakesTheRunsPlanOrSendsNothing) {
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("torchtitan-v0.2.2.log")) {
+    if (!absl::StrContains(l, "Trainer is initialized")) lines.push_back(l);
   }
-  EXPECT_EQ(starts, 2);
+  LogOptions o;
+  o.format = LogFormat::kTorchtitan;
+  o.backfill = true;
+  const Tailed none = Feed(lines, o);
+  EXPECT_EQ(none.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(none.status.message()).find("--tokens-per-step"), std::string::npos);
+  EXPECT_TRUE(none.events.empty());
+  o.plan_tokens_per_step = 131072;
+  const Tailed t = Feed(lines, o);
+  ASSERT_TRUE(t.status.ok());
+  EXPECT_EQ(StepTokens(Split(t.events), 50, 2), 50 * 131072);
+}
+
+TEST(LogEvents, LinesRecognisedButNotUsedAreCounted) {
+  LogOptions o;
+  o.seq_len = 100;
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  const absl::Time t = At(0);
+  // A save before any launch, an iteration too large for int64, a torchtitan-style line
+  // that is not Megatron's (ignored, not counted).
+  ASSERT_TRUE(c.Feed("  successfully saved checkpoint from iteration      30 to /c [ t 1/1, p 1/1 ]", t, out).ok());
+  ASSERT_TRUE(c.Feed(" iteration 99999999999999999999/ 100 | consumed samples: 10 |", t, out).ok());
+  ASSERT_TRUE(c.Feed("step: 3  loss: 7", t, out).ok());
+  EXPECT_EQ(c.unused(), 2u);
+  ASSERT_EQ(c.unused_lines().size(), 2u);
+  EXPECT_EQ(c.unused_lines()[0].line, 1u);
+  EXPECT_NE(c.unused_lines()[0].why.find("before the log showed a launch"), std::string::npos);
+  EXPECT_NE(c.unused_lines()[1].why.find("out of range"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(LogEvents, TheLogAndThePlanDisagreeingIsSaid) {
+  LogOptions o;
+  o.plan_seq_len = 8192;
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  ASSERT_TRUE(c.Feed("  seq_length ...................................... 4096", At(0), out).ok());
+  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 |", At(1), out).ok());
+  const std::vector<std::string> notes = c.TakeNotices();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the run's plan says 8192; counting with the log's"), std::string::npos) << notes[0];
+  EXPECT_EQ(out.back().steps().tokens(), 40960);
 }
 
 TEST(LogEvents, WithoutTimestampsASaveIsDatedByTheGapAroundIt) {
   LogOptions o;
   o.run = "r";
   o.seq_len = 100;
+  o.backfill = true;  // no line has a time of its own: the gap method
   LogEvents c(o);
   std::vector<v1::Event> out;
   const absl::Time t0 = absl::FromUnixSeconds(1800000000);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <random>
 #include <regex>
 #include <set>
@@ -330,25 +331,85 @@ TEST(Process, TailFollowsALogAcrossRotationAndTruncation) {
   EXPECT_EQ(s.progress().step(), 6);
 }
 
+// The Megatron-LM core_v0.19.0 fixture (tests/logs/make_fixtures.py megatron_current).
+std::string MegatronLog(bool with_arguments_dump) {
+  std::ifstream in(std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron-core_v0.19.0.log");
+  std::string text, line;
+  bool dump = false;
+  while (std::getline(in, line)) {
+    if (line.find("------ arguments ------") != std::string::npos) dump = true;
+    if (!dump || with_arguments_dump) text += line + "\n";
+    if (line.find("end of arguments") != std::string::npos) dump = false;
+  }
+  return text;
+}
+
 TEST(Process, TailBackfillsTheShippedLogs) {
   TempDir dir;
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
   ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
-  const std::string megatron = std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron.log";
+  const std::string megatron = std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron-core_v0.19.0.log";
   auto r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
                              "--exit-at-eof", "--seq-len", "4096", megatron});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("2 launches (the run's attempt 2): 13 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+  // Launch 1: start, 8 iterations, 2 saves; launch 2: start, 4 iterations, 2 saves, the exit.
+  EXPECT_NE(r.out.find("2 launches (the run's attempt 2): 19 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
   const v1::RunStatus s = d.Status();
-  EXPECT_EQ(s.progress().step(), 70);
-  EXPECT_EQ(s.progress().tokens(), 4480 * 4096);
-  ASSERT_EQ(s.interruptions_size(), 1);
-  EXPECT_EQ(s.interruptions(0).cause(), "unknown");  // the NCCL timeout nobody reported
-  EXPECT_GT(s.time_seconds().lost(), 0);              // iterations 30..50 rolled back
+  EXPECT_EQ(s.progress().step(), 100);
+  EXPECT_EQ(s.progress().tokens(), 6400 * 4096);
+  ASSERT_EQ(s.interruptions_size(), 2);
+  EXPECT_DOUBLE_EQ(s.time_seconds().checkpoint(), 62);
+  EXPECT_NEAR(s.time_seconds().lost(), 201, 1e-6);  // worked out in log_events_test.cc
   // Again: every event is already there.
   r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
                         "--exit-at-eof", "--seq-len", "4096", megatron});
-  EXPECT_NE(r.out.find("0 events accepted, 13 duplicates"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 events accepted, 19 duplicates"), std::string::npos) << r.out;
+}
+
+// A log without its arguments dump, tailed without --seq-len: the run's plan in the daemon
+// gives the sequence length (the flagship's 8,192).
+TEST(Process, TailTakesTheSequenceLengthFromTheRunsPlan) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  const std::string log = dir.Write("slurm-1.out", MegatronLog(false));
+  auto r = Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", log});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("19 events accepted"), std::string::npos) << r.out;
+  const v1::RunStatus s = d.Status();
+  EXPECT_EQ(s.progress().tokens(), 6400 * 8192);
+  for (const std::string& f : s.flags()) ADD_FAILURE() << "flag: " << f;  // none expected
+}
+
+// The same log against a run whose plan changes the sequence length across its phases:
+// nothing says how many tokens an iteration is. The tail stops at the first iteration,
+// exits 2 saying what to pass, and the run has no event (not even the launch before it).
+TEST(Process, TailWithoutASequenceLengthSendsNothing) {
+  TempDir dir;
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
+  std::ifstream flagship(kFlagship);
+  std::stringstream plan;
+  plan << flagship.rdbuf()
+       << "phases:\n  - name: short\n    tokens: 9e12\n  - name: long-context\n    tokens: 1e12\n"
+          "    model: {seq_len: 16384}\n";
+  ASSERT_EQ(Cli(d.address(), {"create", dir.Write("phased.yaml", plan.str())}).exit_code, 0);
+  const std::string log = dir.Write("slurm-1.out", MegatronLog(false));
+  auto r = Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", log});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("changes the sequence length across its phases"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("iteration 10: it counts samples, not tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pass --seq-len"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing was sent"), std::string::npos) << r.err;
+  EXPECT_EQ(d.Events(), 0u);
+  // Lines it recognised but could not use make the tail exit 1, named on stderr.
+  const std::string odd = dir.Write("odd.out", MegatronLog(true) +
+                                                   "  successfully saved checkpoint from iteration     110 to /ckpt/gpt "
+                                                   "[ t 1/8, gtp_remat 1/1, p 1/1 ]\n");
+  r = Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", odd});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("not used (a save before the log showed a launch (or after its exit))"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 line recognised but not used"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("19 events accepted"), std::string::npos) << r.out;
 }
 
 TEST(Process, TokenFilesOnBothSides) {

@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+"""Writes the training-log fixtures in tests/logs from the projects' own format strings.
+
+Each print below is the expression from the named file and version, copied verbatim (only
+the values are ours), so the fixtures are what those releases print. Run it after changing a
+scenario: /usr/bin/python3 tests/logs/make_fixtures.py (from the repository root). The tests
+check the events against figures worked out by hand from the scenarios here.
+"""
+import datetime
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+T0 = datetime.datetime(2027, 1, 4, 0, 0, 0)
+
+
+def at(seconds):
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def print(self, s):
+        self.lines.extend(s.split("\n"))
+
+    def write(self, name):
+        with open(os.path.join(HERE, name), "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Megatron-LM. Rank 0 prints with print_rank_0 and the last rank with print_rank_last, both
+# a bare print() (megatron/training/utils/common_utils.py); the timers and the microbatch
+# calculator log through logging.basicConfig's default "%(levelname)s:%(name)s:%(message)s"
+# (megatron/training/training.py, megatron/training/log_handler.py) since core_v0.16.0 and
+# with print() before.
+# ---------------------------------------------------------------------------------------
+
+def print_args(log, args):
+    # megatron/training/arguments.py _print_args (core_v0.5.0 .. core_v0.19.0, identical).
+    title = "arguments"
+    log.print(f'------------------------ {title} ------------------------')
+    str_list = []
+    for arg, value in args.items():
+        dots = '.' * (48 - len(arg))
+        str_list.append('  {} {} {}'.format(arg, dots, value))
+    for arg in sorted(str_list, key=lambda x: x.lower()):
+        log.print(arg)
+    log.print(f'-------------------- end of {title} ---------------------')
+
+
+def world(log):
+    # megatron/training/arguments.py validate_args, core_v0.19.0.
+    log.print('using world size: {}, data-parallel size: {}, '
+              'context-parallel size: {}, '
+              'hierarchical context-parallel sizes: {}, '
+              'tensor-model-parallel size: {}, '
+              'pipeline-model-parallel size: {}'.format(64, 8, 1, None, 8, 1))
+
+
+def timer(log, name, min_time, max_time, logger_prefix):
+    # megatron/core/timers.py _get_global_min_max_time_string, then Timers.log: logger.info
+    # (core_v0.16.0+) or print (earlier).
+    output_string = '(min, max) time across ranks (ms):'
+    output_string += '\n    {}: ({:.2f}, {:.2f})'.format((name + ' ').ljust(48, '.'), min_time, max_time)
+    log.print(("INFO:megatron.core.timers:" if logger_prefix else "") + output_string)
+
+
+class Megatron:
+    """One of: core_v0.19.0 (5be96267, 2026-08-19), core_v0.15.0 (0d7e02b, 2025-12-05),
+    core_v0.5.0 (0acc240e, 2024-02-26)."""
+
+    def __init__(self, version, train_iters=500):
+        self.v = version
+        self.log = Log()
+        self.train_iters = train_iters
+
+    def stamp(self, t, micros):
+        return t.strftime('%Y-%m-%d %H:%M:%S.%f' if micros else '%Y-%m-%d %H:%M:%S')
+
+    def print_datetime(self, string, t):
+        # megatron/training/training.py print_datetime ('.%f' since core_v0.16.0).
+        time_str = self.stamp(t, self.v >= (0, 16))
+        self.log.print(f'[{string}] datetime: {time_str} ')
+
+    def iteration(self, t, iteration, consumed, elapsed_s, batch_size, loss):
+        # megatron/training/training.py training_log (core_v0.6.0+ with the timestamp;
+        # core_v0.5.0 megatron/training.py without, and learning rate as {:.3E}).
+        args_train_iters = self.train_iters
+        if self.v >= (0, 6):
+            log_string = f" [{self.stamp(t, self.v >= (0, 16))}]"
+        else:
+            log_string = ''
+        log_string += ' iteration {:8d}/{:8d} |'.format(iteration, args_train_iters)
+        log_string += ' consumed samples: {:12d} |'.format(consumed)
+        log_string += ' elapsed time per iteration (ms): {:.1f} |'.format(elapsed_s * 1000.0)
+        learning_rate = 3e-4 * min(1.0, iteration / 100)
+        if self.v >= (0, 6):
+            log_string += f' learning rate: {learning_rate:.6E} |'
+        else:
+            log_string += ' learning rate: {:.3E} |'.format(learning_rate)
+        log_string += f' global batch size: {batch_size:5d} |'
+        log_string += ' {}: {:.6E} |'.format('lm loss', loss)
+        log_string += f' loss scale: {1.0:.1f} |'
+        log_string += f' grad norm: {0.45678:.3f} |'
+        log_string += ' number of skipped iterations: {:3d} |'.format(0)
+        log_string += ' number of nan iterations: {:3d} |'.format(0)
+        self.log.print(log_string)
+
+    def saving(self, t, iteration, save_dir='/ckpt/gpt', ckpt_format='torch_dist'):
+        # megatron/training/checkpointing.py save_checkpoint.
+        if self.v >= (0, 16):
+            self.log.print(f'[{datetime_str(t)}] saving checkpoint '
+                           f'at iteration {iteration:7d} to {save_dir} in {ckpt_format} format')
+        elif self.v >= (0, 6):
+            self.log.print('saving checkpoint at iteration {:7d} to {} in {} format'.format(
+                iteration, save_dir, ckpt_format))
+        else:
+            self.log.print('saving checkpoint at iteration {:7d} to {}'.format(iteration, save_dir))
+
+    def scheduled(self, t, iteration, save_dir='/ckpt/gpt'):
+        # checkpointing.py save_checkpoint, --async-save (core_v0.16.0+ with the timestamp).
+        self.log.print(f'  [{datetime_str(t)}] scheduled '
+                       f'an async checkpoint save at iteration {iteration:7d} to {save_dir}')
+
+    def saved(self, t, iteration, save='/ckpt/gpt', tp=8, pp=1):
+        # checkpointing.py iter_finalize_fn (core_v0.19.0 adds gtp_remat); core_v0.5.0
+        # megatron/checkpointing.py save_checkpoint.
+        tensor_mp_rank, pipeline_mp_rank, gtp_remat_rank = 1, 1, 1
+        if self.v >= (0, 19):
+            self.log.print(f'  [{datetime_str(t)}] successfully saved '
+                           f'checkpoint from iteration {int(iteration):7d} to {save} '
+                           f'[ t {tensor_mp_rank}/{tp}, '
+                           f'gtp_remat {gtp_remat_rank}/{1}, '
+                           f'p {pipeline_mp_rank}/{pp} ]')
+        elif self.v >= (0, 10):
+            self.log.print(f'  successfully saved checkpoint from iteration {int(iteration):7d} to {save} '
+                           f'[ t {tensor_mp_rank}/{tp}, '
+                           f'p {pipeline_mp_rank}/{pp} ]')
+        else:
+            self.log.print('  successfully saved checkpoint at iteration {:7d} to {}'.format(iteration, save))
+
+    def loading(self, iteration, load_dir='/ckpt/gpt'):
+        # checkpointing.py _load_base_checkpoint.
+        dist_infix = 'distributed ' if self.v >= (0, 6) else ''
+        self.log.print(f' loading {dist_infix}checkpoint from {load_dir} at iteration {iteration}')
+
+    def loaded(self, iteration, load_dir='/ckpt/gpt', tp=8, pp=1):
+        # checkpointing.py load_checkpoint.
+        if self.v >= (0, 19):
+            self.log.print(f'  successfully loaded checkpoint from {load_dir} '
+                           f'[ t {0 + 1}/{tp}, '
+                           f'gtp_remat {0 + 1}/{1}, '
+                           f'p {0 + 1}/{pp} ] '
+                           f'at iteration {iteration}')
+        elif self.v >= (0, 10):
+            self.log.print(f'  successfully loaded checkpoint from {load_dir} '
+                           f'[ t {0 + 1}/{tp}, '
+                           f'p {0 + 1}/{pp} ] '
+                           f'at iteration {iteration}')
+        else:
+            self.log.print(f'  successfully loaded checkpoint from {load_dir} '
+                           f'at iteration {iteration}')
+
+
+def datetime_str(t):
+    return t.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def megatron_current():
+    """core_v0.19.0: two launches in one file, sync and async saves, an orderly exit.
+
+    Launch 1 (00:00:30): iterations every 10 (10 s each, 64 sequences of 4,096 tokens);
+    a synchronous save of 30 from 00:07:20.5 to 00:07:40.5 (20 s); an asynchronous save of
+    60 scheduled 00:12:41 -> 00:12:43 (2 s blocking), finalized at 00:14:30; iteration 80
+    at 00:16:03, then the job dies without a word.
+    Launch 2 (00:40:00): loads 60; iterations 70..100; a save of 90 (20 s); at 100 the
+    --exit-interval save (20 s) and the exit line at 00:49:02.
+    """
+    m = Megatron((0, 19))
+    args = {'global_batch_size': 64, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 4096,
+            'train_iters': 500}
+    world(m.log)
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(30))
+    m.print_datetime('after model, optimizer, and learning rate ' 'scheduler are built', at(120))
+    m.print_datetime('after dataloaders are built', at(130))
+    m.print_datetime('before the start of training step', at(140))
+    t = 140.0
+    for it in (10, 20, 30):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    m.saving(at(t + 0.5), 30)
+    m.saved(at(t + 20.5), 30)
+    timer(m.log, 'save-checkpoint', 19950.12, 20010.47, logger_prefix=True)
+    t += 20.5
+    for it in (40, 50, 60):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    m.saving(at(t + 0.5), 60)
+    m.scheduled(at(t + 2.5), 60)
+    timer(m.log, 'save-checkpoint', 1990.00, 2003.18, logger_prefix=True)
+    t += 2.5
+    for it in (70,):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    m.saved(at(t + 7.5), 60)  # finalized at 00:14:30
+    t += 7.5
+    m.iteration(at(t + 92.5), 80, 80 * 64, 10.0, 64, 9.2)  # 00:16:03
+    # Launch 2.
+    world(m.log)
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(2400))
+    m.loading(60)
+    m.loaded(60)
+    timer(m.log, 'load-checkpoint', 29000.00, 30000.00, logger_prefix=True)
+    m.print_datetime('after model, optimizer, and learning rate ' 'scheduler are built', at(2490))
+    m.print_datetime('after dataloaders are built', at(2495))
+    m.print_datetime('before the start of training step', at(2500))
+    t = 2500.0
+    for it in (70, 80, 90):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    m.saving(at(t + 0.5), 90)
+    m.saved(at(t + 20.5), 90)
+    timer(m.log, 'save-checkpoint', 19990.00, 20000.00, logger_prefix=True)
+    t += 20.5
+    t += 100
+    m.iteration(at(t), 100, 100 * 64, 10.0, 64, 9.0)  # 00:48:40.5
+    m.saving(at(t + 0.5), 100)
+    m.saved(at(t + 20.5), 100)
+    timer(m.log, 'save-checkpoint', 19990.00, 20000.00, logger_prefix=True)
+    m.print_datetime(f'exiting program at iteration {100}', at(t + 21.5))
+    m.log.write('megatron-core_v0.19.0.log')
+
+
+def megatron_rampup():
+    """core_v0.15.0: the batch ramps up (--rampup-batch-size 16 16 1536), no timestamps on the
+    save lines: the save timer gives their length.
+
+    Iterations logged every 10 from 00:02:00, 100 s apart; the batch grows 16 -> 32 -> 48 ->
+    64 as consumed samples pass 512, 1024, 1536 (iterations 33, 49, 60). The save at 40
+    takes 15 s by its timer (the next line comes 115 s later).
+    """
+    m = Megatron((0, 15))
+    args = {'global_batch_size': 64, 'micro_batch_size': 1,
+            'rampup_batch_size': ['16', '16', '1536'], 'seq_length': 2048, 'train_iters': 500}
+    world(m.log)
+    print_args(m.log, args)
+    # megatron/core/num_microbatches_calculator.py (core_v0.9.0 .. core_v0.17.1), logger.info.
+    prefix = 'INFO:megatron.core.num_microbatches_calculator:'
+    start_global_batch_size, global_batch_size, batch_size_increment, ramup_samples = 16, 64, 16, 1536
+    m.log.print(prefix + (f'will use batch size rampup starting from global batch size '
+                          f'{start_global_batch_size} to global batch size {global_batch_size} with batch'
+                          f'size increments {batch_size_increment} over {ramup_samples} samples.'))
+    m.log.print(prefix + f'setting initial batch size to {16}')
+    m.print_datetime('after megatron is initialized', at(0))
+    m.print_datetime('before the start of training step', at(20))
+    # RampupBatchsizeNumMicroBatchesCalculator.update before each iteration: the batch grows
+    # by 16 every 1536 / ((64 - 16) / 16) = 512 samples consumed.
+    consumed, batch, t = 0, 16, 20.0
+    for it in range(1, 61):
+        new = min(64, 16 + 16 * (consumed // 512))
+        if new != batch:
+            m.log.print(prefix + f'ramping up batch size from {batch} to {new}')
+            batch = new
+        consumed += batch
+        if it % 10 == 0:
+            t += 100
+            m.iteration(at(t), it, consumed, 10.0, batch, 9.0)
+        if it == 40:
+            m.saving(at(t), 40)
+            m.saved(at(t), 40)
+            timer(m.log, 'save-checkpoint', 14900.00, 15000.00, logger_prefix=False)
+            t += 15
+    m.log.write('megatron-core_v0.15.0-rampup.log')
+
+
+def megatron_old():
+    """core_v0.5.0: no timestamps on iterations or saves (dated as a live tail reads them).
+
+    A launch, iterations 10..40, a save at 20 (its timer says 12 s), a crash after 40, a
+    second launch loading 20, iterations 30..40.
+    """
+    m = Megatron((0, 5))
+    args = {'global_batch_size': 32, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 1024,
+            'train_iters': 100}
+    m.train_iters = 100
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(0))
+    for it in (10, 20):
+        m.iteration(None, it, it * 32, 5.0, 32, 9.0)
+    m.saving(None, 20, save_dir='/ckpt/old')
+    m.saved(None, 20, save='/ckpt/old')
+    timer(m.log, 'save-checkpoint', 11900.00, 12000.00, logger_prefix=False)
+    for it in (30, 40):
+        m.iteration(None, it, it * 32, 5.0, 32, 9.0)
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(1000))
+    m.loading(20, load_dir='/ckpt/old')
+    m.loaded(20, load_dir='/ckpt/old')
+    for it in (30, 40):
+        m.iteration(None, it, it * 32, 5.0, 32, 9.0)
+    m.log.write('megatron-core_v0.5.0.log')
+
+
+# ---------------------------------------------------------------------------------------
+# torchtitan: torchtitan/tools/logging.py init_logger, Formatter
+# "[titan] %(asctime)s - %(name)s - %(levelname)s - %(message)s" on the root logger
+# (asctime "2027-01-04 00:00:00,123"); torchrun --tee prefixes "[rank0]:" (run_train.sh
+# --local-ranks-filter 0 --role rank --tee 3).
+# ---------------------------------------------------------------------------------------
+
+class Color:
+    # torchtitan/tools/utils.py Color.
+    red = "\033[31m"
+    green = "\033[32m"
+    yellow = "\033[33m"
+    blue = "\033[34m"
+    magenta = "\033[35m"
+    cyan = "\033[36m"
+    reset = "\033[39m"
+    orange = "\033[38;2;180;60;0m"
+    turquoise = "\033[38;2;54;234;195m"
+
+
+class Titan:
+    def __init__(self, version):
+        self.v = version  # "v0.2.2" (73a0e697, 2026-02-20) or "main" (b5bcd76c, 2026-08-21)
+        self.log = Log()
+
+    def info(self, t, message):
+        asctime = t.strftime('%Y-%m-%d %H:%M:%S') + ',%03d' % (t.microsecond // 1000)
+        self.log.print(f"[rank0]:[titan] {asctime} - root - INFO - {message}")
+
+    def step(self, t, step, loss):
+        # torchtitan/components/metrics.py MetricsProcessor.log (v0.2.2; main: mfu_str).
+        color = Color
+        grad_norm, tps, tflops, mfu = 1.25, 6554.2, 379.56, 38.38
+        max_reserved_gib, max_reserved_pct = 49.52, 52.13
+        mfu_str = f"{mfu:.2f}%"
+        self.info(t, f"{color.red}step: {step:2}  "
+                     f"{color.green}loss: {loss:8.5f}  "
+                     f"{color.orange}grad_norm: {grad_norm:7.4f}  "
+                     f"{color.turquoise}memory: {max_reserved_gib:5.2f}GiB"
+                     f"({max_reserved_pct:.2f}%)  "
+                     f"{color.blue}tps: {round(tps):,}  "
+                     f"{color.cyan}tflops: {tflops:,.2f}  "
+                     f"{color.magenta}mfu: {mfu_str}{color.reset}")
+
+    def initialized(self, t):
+        if self.v == "v0.2.2":
+            # torchtitan/train.py Trainer.__init__.
+            self.info(t, "Trainer is initialized with "
+                         f"local batch size {2}, "
+                         f"global batch size {16}, "
+                         f"gradient accumulation steps {1}, "
+                         f"sequence length {8192}, "
+                         f"total steps {1000} "
+                         f"(warmup {200})")
+        else:
+            # torchtitan/trainer.py Trainer.__init__.
+            num_tokens_per_dp_rank, num_tokens_per_train_step = 16384, 131072
+            self.info(t, "Trainer is initialized with "
+                         f"{num_tokens_per_dp_rank} tokens per DP rank, "
+                         f"{num_tokens_per_train_step} tokens per train step, "
+                         f"gradient accumulation steps {1}, "
+                         f"maximum context length {8192}, "
+                         f"total steps {1000} "
+                         f"(warmup {200})")
+
+    def save(self, t, seconds, last_step=None):
+        if self.v == "v0.2.2":
+            # torchtitan/components/checkpoint.py CheckpointManager.save / _save_last_step.
+            self.info(t, "Saving the checkpoint (or staging if async is enabled).")
+            if last_step is not None:
+                self.info(t, f"Saving a full checkpoint at last step, step {last_step}.")
+                return
+            self.info(t + datetime.timedelta(seconds=seconds),
+                      "Finished saving the checkpoint (or staging if async is enabled)"
+                      f"in {seconds:.2f} seconds.")
+        else:
+            # torchtitan/components/checkpointer/dcp.py CheckpointManager._save.
+            checkpoint_phase = "saving"
+            self.info(t, f"{checkpoint_phase.capitalize()} the checkpoint.")
+            if last_step is not None:
+                self.info(t, f"Saving a full checkpoint at last step, step {last_step}.")
+                self.info(t + datetime.timedelta(seconds=seconds),
+                          f"Last step checkpoint completed in {seconds:.2f}s")
+                return
+            self.info(t + datetime.timedelta(seconds=seconds),
+                      f"Finished {checkpoint_phase} the checkpoint in "
+                      f"{seconds:.2f} seconds.")
+
+    def load(self, t, step, seconds):
+        # CheckpointManager.load (v0.2.2) / _load (main): the same text.
+        checkpoint_id = f"./outputs/checkpoint/step-{step}"
+        self.info(t, f"Loading the checkpoint from {checkpoint_id}.")
+        self.info(t + datetime.timedelta(seconds=seconds),
+                  f"Finished loading the checkpoint in {seconds:.2f} seconds.")
+
+
+def titan(version, name):
+    """Launch 1 (00:00:05): steps 1, 10, 20 (00:05:00), a save of 20 (8.25 s), steps 30, 40,
+    then a crash. Launch 2 (00:30:00): loads step-20 (20 s), starts at step 21, steps 30..50,
+    the last-step save of 50 (v0.2.2: no end line, the next line 6 s later ends it; main: 6.5 s
+    by its own line), then training completes.
+    """
+    g = Titan(version)
+    if version == "v0.2.2":
+        g.info(at(5), f"Starting job: {'Llama 3 8B training'}")
+    g.initialized(at(40))
+    g.info(at(60), f"Training starts at step {0 + 1}")
+    g.step(at(70), 1, 12.243)
+    g.step(at(180), 10, 9.8301)
+    g.step(at(300), 20, 8.2267)
+    g.save(at(300.5), 8.25)
+    g.step(at(428.75), 30, 7.5512)
+    g.step(at(548.75), 40, 7.1020)
+    # Launch 2.
+    if version == "v0.2.2":
+        g.info(at(1800), f"Starting job: {'Llama 3 8B training'}")
+    g.initialized(at(1830))
+    g.load(at(1860), 20, 20.0)
+    g.info(at(1880), f"Training starts at step {20 + 1}")
+    g.step(at(2000), 30, 7.5512)
+    g.step(at(2120), 40, 7.1020)
+    g.step(at(2240), 50, 6.8871)
+    g.save(at(2240.5), 6.5, last_step=50)
+    g.info(at(2247), "Sleeping 2 seconds for other ranks to complete")
+    g.info(at(2249), "Training completed")
+    g.log.write(name)
+
+
+if __name__ == "__main__":
+    megatron_current()
+    megatron_rampup()
+    megatron_old()
+    titan("v0.2.2", "torchtitan-v0.2.2.log")
+    titan("main", "torchtitan-main.log")
