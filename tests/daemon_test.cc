@@ -225,6 +225,28 @@ TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
   // Kept across a restart.
   Restart();
   EXPECT_EQ(Status().plan_revision(), 2u);
+
+  // GetPlan: the current revision by default, an older one by number, NOT_FOUND for an
+  // unknown run or revision.
+  auto get_plan = [&](const std::string& run, uint32_t revision, v1::PlanRevision& out) {
+    grpc::ClientContext c;
+    v1::GetPlanRequest request;
+    request.set_run(run);
+    request.set_revision(revision);
+    return stub_->GetPlan(&c, request, &out);
+  };
+  v1::PlanRevision current, first, none;
+  ASSERT_TRUE(get_plan(kRun, 0, current).ok());
+  EXPECT_EQ(current.revision(), 2u);
+  EXPECT_EQ(current.plan().fleet().gpus(), 8192u);
+  ASSERT_TRUE(get_plan(kRun, 1, first).ok());
+  EXPECT_EQ(first.plan().fleet().gpus(), 4096u);
+  // Each revision comes with its own report: twice the replicas, twice the batch.
+  EXPECT_EQ(current.report().batch().tokens_per_step(), 2 * first.report().batch().tokens_per_step());
+  const grpc::Status missing = get_plan(kRun, 3, none);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(missing.error_message().find("no plan revision 3 (it has 2)"), std::string::npos) << missing.error_message();
+  EXPECT_EQ(get_plan("nope", 0, none).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(DaemonTest, RunsBeyondTheLimitAreRefused) {
