@@ -18,6 +18,8 @@ packages=(
   prometheus systemd
   # the training-side Python client and its tests (Debian's /usr/bin/python3)
   python3 python3-grpcio python3-protobuf python3-pytest
+  # `pip install ./clients/python` into a venv (its test makes one)
+  python3-venv python3-pip
   # the end-to-end test of a real PyTorch training loop (CPU)
   python3-torch
 )
