@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <iterator>
 #include <limits>
@@ -256,6 +257,118 @@ absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
       "got '", s, "'"));
 }
 
+namespace {
+
+// Where a construct the YAML parser gave up on begins: the first flow collection ('[' or
+// '{') or quoted scalar still open at the end of the text, as line and column (1-based)
+// and the character. yaml-cpp reports where it stopped (often the next key, or the end),
+// which is not where the mistake is. A bracket or quote counts only where a value can
+// start (after "key: ", "- ", inside a flow collection after '[', '{' or ','), so that
+// plain scalars like "it's" or "a[1]" do not; comments and block scalars are skipped.
+struct Opener {
+  int line = 0, column = 0;
+  char what = 0;
+};
+std::optional<Opener> Unclosed(std::string_view text) {
+  std::vector<Opener> open;  // flow collections, innermost last
+  std::optional<Opener> quote;
+  int line = 1, column = 0;
+  bool value_start = true;       // a scalar, bracket or quote may start here
+  int block_indent = -1;         // inside a block scalar indented more than this
+  size_t i = 0;
+  // A line of a block scalar (indented past its key, or blank) is skipped whole: the
+  // position of its newline (npos at the end of the text), or nullopt.
+  auto block_line = [&](size_t k) -> std::optional<size_t> {
+    size_t indent = 0;
+    while (k + indent < text.size() && text[k + indent] == ' ') ++indent;
+    const bool blank = k + indent >= text.size() || text[k + indent] == '\n';
+    if (block_indent >= 0 && (blank || static_cast<int>(indent) > block_indent)) return text.find('\n', k);
+    block_indent = -1;
+    return std::nullopt;
+  };
+  size_t line_start = 0;
+  for (bool new_line = true; i < text.size(); ++i) {
+    if (new_line) {
+      new_line = false;
+      line_start = i;
+      if (!quote) {
+        if (const std::optional<size_t> skip = block_line(i)) {
+          if (*skip == std::string_view::npos) break;
+          i = *skip;
+          ++line;
+          new_line = true;
+          continue;
+        }
+        value_start = true;
+      }
+    }
+    const char c = text[i];
+    column = static_cast<int>(i - line_start) + 1;
+    if (c == '\n') {
+      ++line;
+      new_line = true;
+      continue;
+    }
+    if (quote) {
+      if (quote->what == '"' && c == '\\') {
+        ++i;
+      } else if (c == quote->what) {
+        if (quote->what == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;  // '' inside single quotes
+        } else {
+          quote.reset();
+          value_start = false;
+        }
+      }
+      continue;
+    }
+    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      const size_t end = text.find('\n', i);
+      if (end == std::string_view::npos) break;
+      i = end - 1;
+      continue;
+    }
+    if (c == ' ' || c == '\t') continue;
+    if (value_start && (c == '"' || c == '\'')) {
+      quote = Opener{line, column, c};
+      continue;
+    }
+    if (value_start && (c == '[' || c == '{')) {
+      open.push_back(Opener{line, column, c});
+      continue;  // still at a value's start
+    }
+    if (!open.empty() && (c == ']' || c == '}')) {
+      if ((c == ']') != (open.back().what == '[')) return open.back();  // closed by the wrong bracket
+      open.pop_back();
+      value_start = false;
+      continue;
+    }
+    if (!open.empty() && c == ',') {
+      value_start = true;
+      continue;
+    }
+    if (c == '-' && value_start && (i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n')) continue;
+    if (c == ':' && (i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n' ||
+                     (!open.empty() && (text[i + 1] == ',' || text[i + 1] == ']' || text[i + 1] == '}')))) {
+      value_start = true;
+      continue;
+    }
+    if (value_start && open.empty() && (c == '|' || c == '>')) {
+      block_indent = static_cast<int>(text.find_first_not_of(' ', line_start) - line_start);
+      const size_t end = text.find('\n', i);
+      if (end == std::string_view::npos) break;
+      i = end - 1;
+      continue;
+    }
+    value_start = false;
+  }
+  if (!open.empty()) return open.front();
+  if (quote) return quote;
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view source_view) {
   // Debian's abseil is built with its own string_view, so StrCat takes std::string here.
   const std::string source(source_view);
@@ -263,8 +376,23 @@ absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view sourc
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
+    const std::optional<Opener> cause = Unclosed(text);
+    if (cause && (cause->line < e.mark.line + 1 || (cause->line == e.mark.line + 1 && cause->column <= e.mark.column + 1))) {
+      const char* what = cause->what == '[' ? "this '[' is never closed"
+                         : cause->what == '{' ? "this '{' is never closed"
+                                              : "this quoted string is never closed";
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", cause->line, ":", cause->column, ": syntax error: ",
+                                                     what, " (the YAML parser gave up at ", e.mark.line + 1, ":",
+                                                     e.mark.column + 1, ": ", e.msg, ")"));
+    }
     return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
                                                    e.mark.column + 1, ": syntax error: ", e.msg));
+  }
+  // yaml-cpp takes a double-quoted string left open to the end of the text as one long
+  // value (YAML requires the closing quote): say where it began instead.
+  if (const std::optional<Opener> cause = Unclosed(text); cause && (cause->what == '"' || cause->what == '\'')) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", cause->line, ":", cause->column,
+                                                   ": syntax error: this quoted string is never closed"));
   }
   if (!root.IsDefined() || root.IsNull()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": the plan is empty"));
