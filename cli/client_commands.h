@@ -64,11 +64,14 @@ struct TailOptions {
   bool exit_at_eof = false; // backfill a finished log and exit with a summary
   int64_t seq_len = 0;
   int64_t tokens_per_step = 0;
-  std::string plan_path;    // seq_len and tokens per step from a plan
+  std::string plan_path;    // seq_len and tokens per step from a plan file
   std::string timezone = "UTC";
 };
 // Follows a training log (as tail -F does, across rotation and truncation) and sends the
-// events it implies. Exit 0; 1 when events were rejected; 2 on bad usage.
+// events it implies. What neither the options nor the log give (the sequence length, the
+// tokens per step) comes from the run's plan (GetPlan). Exit 0; 1 when events were
+// rejected or lines recognised could not be used (named on stderr); 2 on bad usage, or
+// when the tokens cannot be counted (found before anything is sent).
 int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
             std::ostream& err);
 

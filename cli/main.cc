@@ -220,7 +220,11 @@ int main(int argc, char** argv) {
       "tail", "Follow a training log (as tail -F: across rotation and truncation) and report "
               "its iterations, checkpoint saves and restarts as events. Its launches continue the "
               "run's attempts (asked of the daemon), so per-job logs tailed in turn, or a tailer "
-              "restarted on the same log, stitch into one run.");
+              "restarted on the same log, stitch into one run. Tokens per iteration come from "
+              "--seq-len/--tokens-per-step/--plan, else the log (Megatron's arguments dump, "
+              "torchtitan's batch line), else the run's plan in the daemon; when none gives them, "
+              "nothing is sent and it exits 2 saying what to pass. Lines it recognises but cannot "
+              "use are named on stderr and make it exit 1.");
   tail->add_option("LOGFILE", tail_options.path, "the training log")->required();
   tail->add_option("--run", tail_options.run, "run name")->required();
   tail->add_option("--format", tail_options.format, "megatron (Megatron-LM, Megatron-DeepSpeed) or torchtitan")
@@ -231,10 +235,13 @@ int main(int argc, char** argv) {
   tail->add_flag("--exit-at-eof", tail_options.exit_at_eof,
                  "stop at the end of the file and print a summary (backfill a finished log)");
   tail->add_option("--seq-len", tail_options.seq_len,
-                   "tokens per sample, for logs that count samples (default: the log's seq_length)");
+                   "tokens per sample, for logs that count samples (default: the log's seq_length, "
+                   "else the run's plan)");
   tail->add_option("--tokens-per-step", tail_options.tokens_per_step,
-                   "tokens per step, for logs that count neither (default: from the log)");
-  tail->add_option("--plan", tail_options.plan_path, "take seq_len and tokens per step from this plan");
+                   "tokens per step, for logs that count neither (default: from the log, else the "
+                   "run's plan)");
+  tail->add_option("--plan", tail_options.plan_path,
+                   "take seq_len and tokens per step from this plan file (over the log's)");
   tail->add_option("--timezone", tail_options.timezone,
                    "zone of the log's timestamps (e.g. Europe/Paris)")->capture_default_str();
 
