@@ -231,14 +231,16 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
       return true;
     }
     if (name == "seq_length") {
-      log_seq_len_ = v;
-      if (o_.seq_len > 0 && o_.seq_len != v) {
-        notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", --seq-len says ",
-                                        o_.seq_len, "; counting with --seq-len"));
-      } else if (o_.seq_len == 0 && o_.plan_seq_len > 0 && o_.plan_seq_len != v) {
-        notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", the run's plan says ",
-                                        o_.plan_seq_len, "; counting with the log's"));
+      if (log_seq_len_ != v) {  // each launch dumps its arguments: say it once
+        if (o_.seq_len > 0 && o_.seq_len != v) {
+          notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", --seq-len says ",
+                                          o_.seq_len, "; counting with --seq-len"));
+        } else if (o_.seq_len == 0 && o_.plan_seq_len > 0 && o_.plan_seq_len != v) {
+          notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v,
+                                          ", the run's plan says ", o_.plan_seq_len, "; counting with the log's"));
+        }
       }
+      log_seq_len_ = v;
       Release();
     }
     return true;
@@ -395,16 +397,18 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
   }
   if (per_step > 0) {
     known = true;
-    log_tokens_per_step_ = per_step;
-    if (o_.tokens_per_step > 0 && o_.tokens_per_step != per_step) {
-      notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
-                                      " tokens per step, --tokens-per-step says ", o_.tokens_per_step,
-                                      "; counting with --tokens-per-step"));
-    } else if (o_.tokens_per_step == 0 && o_.plan_tokens_per_step > 0 && o_.plan_tokens_per_step != per_step) {
-      notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
-                                      " tokens per step, the run's plan says ", o_.plan_tokens_per_step,
-                                      "; counting with the log's"));
+    if (log_tokens_per_step_ != per_step) {  // each launch prints it: say it once
+      if (o_.tokens_per_step > 0 && o_.tokens_per_step != per_step) {
+        notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
+                                        " tokens per step, --tokens-per-step says ", o_.tokens_per_step,
+                                        "; counting with --tokens-per-step"));
+      } else if (o_.tokens_per_step == 0 && o_.plan_tokens_per_step > 0 && o_.plan_tokens_per_step != per_step) {
+        notices_.push_back(absl::StrCat("line ", lines_, ": the log's batch is ", per_step,
+                                        " tokens per step, the run's plan says ", o_.plan_tokens_per_step,
+                                        "; counting with the log's"));
+      }
     }
+    log_tokens_per_step_ = per_step;
     Release();
   }
 
