@@ -510,21 +510,24 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       pending_lines.push_back(converter.lines());
     }
   };
-  // One whole line: its events join the pending batch; what the converter could not use
-  // is said on stderr (the first few verbatim).
-  auto feed = [&](const std::string& whole) {
-    if (fatal) return;
-    std::vector<v1::Event> events;
-    const absl::Status st = converter.Feed(whole, absl::Now(), events);
-    if (!st.ok()) {
-      fatal = st;
-      g_tail_stop = true;
-      return;
-    }
+  // What the converter noticed, and the lines it could not use (the first few verbatim).
+  auto say = [&] {
     for (const std::string& n : converter.TakeNotices()) err << "flightplan tail: note: " << n << "\n";
     for (; unused_said < converter.unused_lines().size(); ++unused_said) {
       const UnusedLine& u = converter.unused_lines()[unused_said];
       err << "flightplan tail: line " << u.line << " not used (" << u.why << "): " << u.text << "\n";
+    }
+  };
+  // One whole line: its events join the pending batch.
+  auto feed = [&](const std::string& whole) {
+    if (fatal) return;
+    std::vector<v1::Event> events;
+    const absl::Status st = converter.Feed(whole, absl::Now(), events);
+    say();
+    if (!st.ok()) {
+      fatal = st;
+      g_tail_stop = true;
+      return;
     }
     take(events);
   };
@@ -573,6 +576,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   }
   std::vector<v1::Event> rest;
   converter.Finish(rest);
+  say();
   take(rest);
   send();
   out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path

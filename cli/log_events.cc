@@ -28,7 +28,10 @@ const std::regex kMegatronSaving(R"(\bsaving checkpoint at iteration\s+(\d+))");
 const std::regex kMegatronScheduled(R"(\bscheduled an async checkpoint save at iteration\s+(\d+))");
 const std::regex kMegatronSaved(R"(\bsuccessfully saved (?:local )?checkpoint (?:at|from) iteration\s+(\d+))");
 const std::regex kMegatronLoaded(R"(\bsuccessfully loaded checkpoint from .* at iteration\s+(\d+))");
-const std::regex kMegatronSaveTimer(R"(^\s*save-checkpoint(?:-non-persistent)?\s+\.*:\s*\(([\d.]+),\s*([\d.]+)\))");
+// --timing-log-option minmax (the default) prints "(min, max)", max prints the max alone.
+const std::regex kMegatronSaveTimer(
+    R"(^\s*save-checkpoint(?:-non-persistent)?\s+\.*:\s*(?:\(([\d.]+),\s*([\d.]+)\)|([\d.]+))\s*$)");
+const std::regex kMegatronBatch(R"(global batch size:\s*(\d+))");
 const std::regex kMegatronExit(R"(^\[(exiting program [^\]]*)\] datetime:)");
 const std::regex kMegatronArg(R"(^\s{2}(seq_length|global_batch_size|rampup_batch_size) \.+ (.*?)\s*$)");
 
@@ -98,6 +101,11 @@ v1::Event LogEvents::Base(absl::Time at) const {
 }
 
 void LogEvents::Emit(v1::Event e) {
+  // Never before the previous event: lines without a time of their own (a backfill of a log
+  // that prints none) must not send the daemon back in time.
+  const absl::Time t = TimeFromProto(e.time());
+  if (last_emitted_ && t < *last_emitted_) *e.mutable_time() = TimeToProto(*last_emitted_);
+  last_emitted_ = std::max(t, last_emitted_.value_or(t));
   if (releasing_) {
     out_->push_back(std::move(e));
   } else {
@@ -122,6 +130,7 @@ void LogEvents::Unused(const std::string& line, std::string why) {
 void LogEvents::Start(absl::Time at, int64_t restored) {
   if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
   launch_time_.reset();
+  FlushPendingSave(last_step_time_.value_or(at));
   attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
@@ -137,7 +146,35 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   titan_last_save_.reset();
 }
 
+void LogEvents::FlushPendingSave(absl::Time at) {
+  if (!pending_save_) return;
+  // A save whose length no later line tells (no timer, no iteration after it): dated when
+  // it is known to be done, its blocking time unknown (0).
+  const int64_t step = *pending_save_;
+  pending_save_.reset();
+  Save(std::max(at, last_step_time_.value_or(at)), step, 0);
+}
+
 void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
+  if (step > last_step_ && active_) {
+    // A save of an iteration the log did not print (Megatron saves where an exit finds it,
+    // between logged iterations): its steps first, at the latest batch, or the daemon
+    // refuses a checkpoint of a step it has not seen.
+    if (last_tokens_ < 0 || last_step_tokens_ <= 0) {
+      Unused(current_ ? *current_ : std::string(), absl::StrCat(
+          "a save of iteration ", step, ", past the last iteration logged (", last_step_,
+          "), whose tokens are unknown"));
+      return;
+    }
+    const int64_t tokens = last_tokens_ + (step - last_step_) * last_step_tokens_;
+    v1::Event e = Base(at - absl::Seconds(std::max(0.0, blocking)));
+    e.set_attempt(attempt_);
+    e.mutable_steps()->set_step(step);
+    e.mutable_steps()->set_tokens(tokens);
+    Emit(std::move(e));
+    last_tokens_ = tokens;
+    last_step_ = step;
+  }
   saved_.insert(step);
   v1::Event e = Base(at);
   e.set_attempt(attempt_);
@@ -149,6 +186,7 @@ void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
 absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::vector<v1::Event>& out) {
   ++lines_;
   out_ = &out;
+  current_ = &raw;
   // torchtitan colours its step lines whether or not they go to a terminal; torchrun --tee
   // prefixes each line with the rank ("[rank0]:").
   std::string line = raw.find('\x1b') == std::string::npos ? raw : std::regex_replace(raw, kAnsi, "");
@@ -169,20 +207,18 @@ absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::
 
 void LogEvents::Finish(std::vector<v1::Event>& out) {
   out_ = &out;
+  current_ = nullptr;
   const absl::Time end = last_stamp_ ? *last_stamp_ : last_step_time_ ? *last_step_time_ : absl::Now();
   if (titan_last_save_) {
     Save(end, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(end - *titan_save_started_) : 0);
     titan_last_save_.reset();
   }
-  if (pending_save_) {
-    // Saved as the log ends: no later line tells how long it blocked.
-    Save(std::max(end, last_step_time_.value_or(end)), *pending_save_, 0);
-    pending_save_.reset();
-  }
+  FlushPendingSave(end);  // saved as the log ends: no later line tells how long it blocked
   Release();
 }
 
-absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms) {
+absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms,
+                                  int64_t step_tokens) {
   Release();
   if (!active_ || step <= last_step_) {
     // A launch without a load line, or iterations started over: a restart from the newest
@@ -208,6 +244,8 @@ absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, d
   Emit(std::move(e));
   last_step_ = step;
   last_step_time_ = at;
+  last_tokens_ = tokens;
+  last_step_tokens_ = step_tokens;
   return absl::OkStatus();
 }
 
@@ -260,6 +298,7 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
       Unused(line, "an exit before the log showed a launch");
       return true;
     }
+    FlushPendingSave(at);  // the exit's own save, when no timer followed it
     v1::Event e = Base(at);
     e.set_attempt(attempt_);
     e.mutable_interruption()->set_cause("exit");
@@ -314,7 +353,7 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   // The save timer, "    save-checkpoint ....: (min, max)" in ms across ranks: the slowest
   // rank's time is what training waited.
   if (absl::StrContains(line, "save-checkpoint") && std::regex_search(line, m, kMegatronSaveTimer)) {
-    const double blocking = Double(m, 2) / 1000.0;
+    const double blocking = (m[2].matched ? Double(m, 2) : Double(m, 3)) / 1000.0;
     if (pending_save_) {
       const absl::Time end = !o_.backfill ? at : last_step_time_ ? *last_step_time_ + absl::Seconds(blocking) : at;
       Save(end, *pending_save_, blocking);
@@ -333,26 +372,31 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   std::optional<int64_t> tokens;
   std::string missing;
   const int64_t seq_len = o_.seq_len > 0 ? o_.seq_len : log_seq_len_ > 0 ? log_seq_len_ : o_.plan_seq_len;
+  const int64_t per_step = o_.tokens_per_step > 0 ? o_.tokens_per_step : o_.plan_tokens_per_step;
   if (std::regex_search(line, m, kConsumedTokens)) {
     tokens = Int(m, 1);
   } else if (std::regex_search(line, m, kConsumedSamples)) {
     const std::optional<int64_t> samples = Int(m, 1);
     if (samples && seq_len > 0) {
       tokens = *samples * seq_len;
-    } else if (o_.tokens_per_step > 0 && !ramp_up_) {
-      tokens = *step * o_.tokens_per_step;
-    } else if (o_.tokens_per_step > 0) {
+    } else if (per_step > 0 && !ramp_up_) {
+      tokens = *step * per_step;
+    } else if (per_step > 0) {
       missing = "the log ramps its batch up (rampup_batch_size), so steps x --tokens-per-step would overcount: "
                 "pass --seq-len";
     } else {
       missing = "it counts samples, not tokens, and neither the log (no seq_length in its arguments dump), "
                 "--seq-len, --plan nor the run's plan gives the sequence length: pass --seq-len";
     }
-  } else if (o_.tokens_per_step > 0 && !ramp_up_) {
-    tokens = *step * o_.tokens_per_step;
+  } else if (per_step > 0 && !ramp_up_) {
+    tokens = *step * per_step;
   } else {
     missing = "it shows neither consumed samples nor consumed tokens: pass --tokens-per-step";
   }
+  // The tokens of one iteration at the batch this line shows (for a save between logged
+  // iterations).
+  int64_t step_tokens = 0;
+  if (std::regex_search(line, m, kMegatronBatch) && seq_len > 0) step_tokens = Int(m, 1).value_or(0) * seq_len;
   double elapsed_ms = 0;
   if (std::regex_search(line, m, kElapsedMs)) elapsed_ms = Double(m, 1);
   if (!tokens) {
@@ -364,7 +408,7 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
     }
     return true;
   }
-  status = Iteration(at, *step, *tokens, elapsed_ms);
+  status = Iteration(at, *step, *tokens, elapsed_ms, step_tokens);
   return true;
 }
 
@@ -373,7 +417,14 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
   std::smatch m;
   // The last-step save (v0.2.2) prints no end: the next line with a time ends it.
   if (titan_last_save_ && stamp && !absl::StrContains(line, "Last step checkpoint completed")) {
-    Save(*stamp, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(*stamp - *titan_save_started_) : 0);
+    if (absl::StrContains(line, "- Starting job: ") || absl::StrContains(line, "Trainer is initialized with ")) {
+      // The next launch, not the end of the save: the job died saving.
+      notices_.push_back(absl::StrCat("line ", lines_, ": the last-step save of step ", *titan_last_save_,
+                                      " did not finish before the next launch; not counted"));
+    } else {
+      Save(*stamp, *titan_last_save_,
+           titan_save_started_ ? absl::ToDoubleSeconds(*stamp - *titan_save_started_) : 0);
+    }
     titan_last_save_.reset();
     titan_save_started_.reset();
   }
@@ -484,7 +535,7 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
     }
     return true;
   }
-  status = Iteration(at, *step, *step * per, 0);
+  status = Iteration(at, *step, *step * per, 0, per);
   return true;
 }
 

@@ -98,10 +98,12 @@ class LogEvents {
   v1::Event Base(absl::Time at) const;
   void Emit(v1::Event e);
   void Save(absl::Time at, int64_t step, double blocking);
+  void FlushPendingSave(absl::Time at);
   void Unused(const std::string& line, std::string why);
   // Appends what was held back: the tokens can be counted.
   void Release();
-  absl::Status Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms);
+  // step_tokens: the tokens of one iteration at the line's batch (0: unknown).
+  absl::Status Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms, int64_t step_tokens);
   bool FeedMegatron(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
                     absl::Status& status);
   bool FeedTorchtitan(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
@@ -113,11 +115,15 @@ class LogEvents {
   bool active_ = false;
   int64_t last_step_ = -1;
   std::optional<absl::Time> last_step_time_;
+  int64_t last_tokens_ = -1;       // of the last iteration reported
+  int64_t last_step_tokens_ = 0;   // one iteration's tokens at its batch
+  std::optional<absl::Time> last_emitted_;
   std::optional<absl::Time> last_stamp_;    // the latest timestamp seen on any line
   std::optional<absl::Time> launch_time_;   // a launch began (print_datetime, "Starting job")
   std::set<int64_t> saved_;                 // checkpoint steps
   // The events of this Feed, and those held until the token basis is known.
   std::vector<v1::Event>* out_ = nullptr;
+  const std::string* current_ = nullptr;  // the line being fed
   std::vector<v1::Event> held_;
   bool releasing_ = false;
   // From the log: Megatron's arguments dump, torchtitan's batch line.

@@ -281,6 +281,117 @@ TEST(LogEvents, TorchtitanWithoutItsBatchLineTakesTheRunsPlanOrSendsNothing) {
   EXPECT_EQ(StepTokens(Split(t.events), 50, 2), 50 * 131072);
 }
 
+// An exit saves where it finds the job, between logged iterations (core_v0.19.0 format):
+// the save's iteration is reported first (at the last line's batch), or the daemon would
+// refuse a checkpoint of a step it never saw.
+TEST(LogEvents, MegatronSaveBetweenLoggedIterationsReportsItsStepFirst) {
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("megatron-core_v0.19.0.log")) {
+    lines.push_back(l);
+    if (absl::StrContains(l, "iteration       20/")) break;
+  }
+  // Iteration 20 at 00:05:40; SIGTERM at iteration 25.
+  lines.push_back("[2027-01-04 00:06:31.000000] saving checkpoint at iteration      25 to /ckpt/gpt in torch_dist format");
+  lines.push_back("  [2027-01-04 00:06:51.000000] successfully saved checkpoint from iteration      25 to /ckpt/gpt "
+                  "[ t 1/8, gtp_remat 1/1, p 1/1 ]");
+  lines.push_back("[exiting program after receiving SIGTERM.] datetime: 2027-01-04 00:06:52.000000 ");
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(lines, o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  // 25 x 64 sequences x 4,096 tokens, reported when the save began.
+  EXPECT_EQ(StepTokens(k, 25, 1), 25 * 64 * 4096);
+  EXPECT_EQ(TimeFromProto(k.steps.back().time()), At(391));
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 25);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 20);
+  ASSERT_EQ(k.stops.size(), 1u);
+  EXPECT_EQ(k.stops[0].interruption().detail(), "exiting program after receiving SIGTERM.");
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_EQ(s.planned_interruptions, 1u);
+  EXPECT_EQ(s.tokens, 25 * 64 * 4096);
+}
+
+// A save with no time of its own, no timer and no iteration after it (core_v0.15.0 with
+// --timing-log-option max printing "save-checkpoint ...: 15000.00", and one with no timer
+// before an exit): the first takes the timer's figure, the second is counted before the
+// exit with its length unknown, and the daemon takes both in order.
+TEST(LogEvents, MegatronSavesDatedByAMaxTimerOrFlushedBeforeTheExit) {
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("megatron-core_v0.15.0-rampup.log")) {
+    if (absl::StrContains(l, "(min, max) time across ranks")) {
+      lines.push_back("max time across ranks (ms):");
+      continue;
+    }
+    if (absl::StrContains(l, "    save-checkpoint ....")) {
+      lines.push_back("    save-checkpoint ................................: 15000.00");
+      continue;
+    }
+    lines.push_back(l);
+  }
+  lines.push_back("saving checkpoint at iteration      60 to /ckpt/gpt in torch_dist format");
+  lines.push_back("  successfully saved checkpoint from iteration      60 to /ckpt/gpt [ t 1/8, p 1/1 ]");
+  lines.push_back("[exiting program at iteration 60] datetime: 2027-01-04 00:11:00 ");
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(lines, o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.saves.size(), 2u);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);
+  EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 0);
+  ASSERT_EQ(k.stops.size(), 1u);
+  EXPECT_LE(TimeFromProto(k.saves[1].time()), TimeFromProto(k.stops[0].time()));
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_EQ(s.checkpoint_count, 2u);
+  EXPECT_EQ(s.planned_interruptions, 1u);
+}
+
+// core_v0.5.0 backfilled from the start: no line but print_datetime has a time, so the
+// events take the nearest earlier one, never going back in time (the daemon would have to
+// fold the run again for each).
+TEST(LogEvents, MegatronOlderFormatBackfilledKeepsTimeOrder) {
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(ReadLines("megatron-core_v0.5.0.log"), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  for (size_t i = 1; i < t.events.size(); ++i) {
+    EXPECT_LE(TimeFromProto(t.events[i - 1].time()), TimeFromProto(t.events[i].time())) << i;
+  }
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_EQ(s.tokens, 1280 * 1024);
+  EXPECT_EQ(s.checkpoint_count, 1u);
+}
+
+// torchtitan v0.2.2's last-step save prints no end; a job that dies saving is followed by
+// the next launch, which does not end the save.
+TEST(LogEvents, TorchtitanLastStepSaveCutByTheNextLaunchIsNotCounted) {
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("torchtitan-v0.2.2.log")) {
+    if (absl::StrContains(l, "Sleeping 2 seconds") || absl::StrContains(l, "Training completed")) continue;
+    lines.push_back(l);
+  }
+  lines.push_back("[rank0]:[titan] 2027-01-04 01:00:00,000 - root - INFO - Starting job: Llama 3 8B training");
+  LogOptions o;
+  o.format = LogFormat::kTorchtitan;
+  o.backfill = true;
+  o.run = "r";
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  for (const std::string& l : lines) ASSERT_TRUE(c.Feed(l, At(0), out).ok());
+  c.Finish(out);
+  const Kinds k = Split(out);
+  ASSERT_EQ(k.saves.size(), 1u);  // the save of 20 only
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
+  const std::vector<std::string> notes = c.TakeNotices();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the last-step save of step 50 did not finish before the next launch"), std::string::npos)
+      << notes[0];
+}
+
 TEST(LogEvents, LinesRecognisedButNotUsedAreCounted) {
   LogOptions o;
   o.seq_len = 100;
