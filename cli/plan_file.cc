@@ -281,7 +281,7 @@ std::optional<Opener> Unclosed(std::string_view text) {
   auto block_line = [&](size_t k) -> std::optional<size_t> {
     size_t indent = 0;
     while (k + indent < text.size() && text[k + indent] == ' ') ++indent;
-    const bool blank = k + indent >= text.size() || text[k + indent] == '\n';
+    const bool blank = k + indent >= text.size() || text[k + indent] == '\n' || text[k + indent] == '\r';
     if (block_indent >= 0 && (blank || static_cast<int>(indent) > block_indent)) return text.find('\n', k);
     block_indent = -1;
     return std::nullopt;
@@ -322,13 +322,18 @@ std::optional<Opener> Unclosed(std::string_view text) {
       }
       continue;
     }
-    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+    if (c == '#' && (i == line_start || text[i - 1] == ' ' || text[i - 1] == '\t')) {
       const size_t end = text.find('\n', i);
       if (end == std::string_view::npos) break;
       i = end - 1;
       continue;
     }
-    if (c == ' ' || c == '\t') continue;
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (value_start && (c == '&' || c == '!')) {
+      // An anchor or a tag before the value: skip the token, the value starts after it.
+      while (i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\n') ++i;
+      continue;
+    }
     if (value_start && (c == '"' || c == '\'')) {
       quote = Opener{line, column, c};
       continue;
@@ -367,6 +372,23 @@ std::optional<Opener> Unclosed(std::string_view text) {
   return std::nullopt;
 }
 
+// Whether a scalar of the document (a value or a key) starts at this 0-based line and column.
+bool HasScalarAt(const YAML::Node& node, int line, int column) {
+  if (!node.IsDefined()) return false;
+  const YAML::Mark mark = node.Mark();
+  if (node.IsScalar()) return !mark.is_null() && mark.line == line && mark.column == column;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) {
+      if (HasScalarAt(item, line, column)) return true;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (HasScalarAt(kv.first, line, column) || HasScalarAt(kv.second, line, column)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view source_view) {
@@ -389,8 +411,11 @@ absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view sourc
                                                    e.mark.column + 1, ": syntax error: ", e.msg));
   }
   // yaml-cpp takes a double-quoted string left open to the end of the text as one long
-  // value (YAML requires the closing quote): say where it began instead.
-  if (const std::optional<Opener> cause = Unclosed(text); cause && (cause->what == '"' || cause->what == '\'')) {
+  // value (YAML requires the closing quote): say where it began instead. Only when the
+  // parsed document has a scalar starting at that very quote, so that nothing the scanner
+  // misreads (a comment, a plain scalar) can refuse a valid plan.
+  if (const std::optional<Opener> cause = Unclosed(text);
+      cause && cause->what == '"' && HasScalarAt(root, cause->line - 1, cause->column - 1)) {
     return absl::InvalidArgumentError(absl::StrCat(source, ":", cause->line, ":", cause->column,
                                                    ": syntax error: this quoted string is never closed"));
   }

@@ -121,6 +121,27 @@ const BadCase kBadCases[] = {
      "plan.yaml:3: phases[0].ramp.from_sequences: expected a whole number, got 'many'"},
 };
 
+// Valid YAML the unclosed-quote check must not refuse (the review's cases): comments in
+// column 1, apostrophes and quotes in plain scalars and continuation lines, anchors and
+// tags, CRLF block scalars, closed multi-line quotes, quoted keys, '' escapes.
+TEST(PlanFile, QuotesAndBracketsInValidYamlAreNotErrors) {
+  const std::vector<std::string> texts = {
+      "name: x\n# Note: 'tis the season\nmodel:\n  params: 70e9\n",
+      "name: x\n# usage: \"flightplan plan\nmodel:\n  params: 70e9\n",
+      "name: this run follows the\n  'tis recipe\nmodel:\n  params: 70e9\n",
+      "name: &n \"see: 'x\"\nmodel:\n  params: 70e9\n",
+      "name: !!str \"see: 'x\"\nmodel:\n  params: 70e9\n",
+      "name: |\r\n  a\r\n\r\n  Note: 'tis \"x\r\nmodel:\r\n  params: 70e9\r\n",
+      "name: \"two\n  lines\"\nmodel:\n  params: 70e9\n",
+      "\"name\": 'it''s'\nmodel: {params: 70e9, layers: 80}\n",
+      "name: a[1] it's\nmodel:\n  params: 70e9\n",
+  };
+  for (const std::string& text : texts) {
+    absl::StatusOr<v1::Plan> plan = ParsePlan(text, "plan.yaml");
+    EXPECT_TRUE(plan.ok()) << text << "\n" << plan.status();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(PlanFile, BadPlans, ::testing::ValuesIn(kBadCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
