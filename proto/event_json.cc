@@ -135,7 +135,8 @@ class Reader {
       if (p_ == exp) return false;
     }
     const auto [ptr, ec] = std::from_chars(start, p_, out);
-    return ec == std::errc() && ptr == p_ && std::isfinite(out);
+    // A negative zero is the general parser's to judge ("-0" may read as the integer 0).
+    return ec == std::errc() && ptr == p_ && std::isfinite(out) && !(out == 0 && std::signbit(out));
   }
 
   bool ReadBool(bool& out) {
@@ -311,6 +312,8 @@ void AppendDouble(double v, std::string& out) {
     out += "\"NaN\"";
   } else if (std::isinf(v)) {
     out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  } else if (v == 0 && std::signbit(v)) {
+    out += "-0.0";
   } else {
     char buf[32];
     const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round trip

@@ -31,7 +31,8 @@ bool ParseEventJsonFast(std::string_view line, v1::Event& out);
 // Appends `e` as one JSON object (no newline), with proto field names, as
 // MessageToJsonString with preserve_proto_field_names prints it up to number formatting:
 // default-valued fields omitted, 64-bit integers quoted, strings escaped. Parsing the result
-// gives `e` back.
+// gives `e` back, for every time protobuf can print (0001-01-01 to 9999-12-31, nanos in
+// [0, 1e9)); a time outside that prints as protobuf's printer would refuse to.
 void AppendEventJson(const v1::Event& e, std::string& out);
 
 }  // namespace flightplan

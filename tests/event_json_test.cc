@@ -56,6 +56,7 @@ std::vector<v1::Event> Sample() {
   odd.set_attempt(4);
   events.push_back(odd);
   events.push_back(testing::CheckpointAt("run-1", 1e-9, -1, 1.0 / 3.0));
+  events.push_back(testing::CheckpointAt("run-1", 2, 7, -0.0));
   events.push_back(testing::StartedAt("run-1", 0, 4294967295u, 9007199254740993));
   return events;
 }
@@ -89,8 +90,9 @@ TEST(EventJson, FastPathTakesProtobufsOwnPrintingInBothNamings) {
       }
       ExpectAgrees(line);
     }
-    // Only the interruption with escapes in its detail needs the general parser.
-    EXPECT_EQ(fast, total - 1) << (proto_names ? "proto names" : "lowerCamel names");
+    // Only the interruption with escapes in its detail and the save of -0 seconds need the
+    // general parser.
+    EXPECT_EQ(fast, total - 2) << (proto_names ? "proto names" : "lowerCamel names");
   }
 }
 
@@ -126,6 +128,9 @@ TEST(EventJson, EdgesAgreeWithProtobuf) {
       R"({"run":"r","checkpoint_saved":{"step":3,"blocking_seconds":1e999}})",
       R"({"run":"r","checkpoint_saved":{"step":3,"blocking_seconds":.5}})",
       R"({"run":"r","checkpoint_saved":{"step":3,"blocking_seconds":-0.0}})",
+      R"({"run":"r","checkpoint_saved":{"step":3,"blocking_seconds":-0}})",
+      R"({"run":"r","checkpoint_saved":{"step":3,"blocking_seconds":-0e5}})",
+      R"({"run":"r","time":"0001-01-01T00:00:00+01:00"})",
       R"({"run":"r","interruption":{"cause":"gpu","planned":true,"detail":"x"}})",
       R"({"run":"r","interruption":{"cause":"gpu","planned":"true"}})",
       R"({"run":"r","interruption":{"cause":"gpu","planned":truex}})",
