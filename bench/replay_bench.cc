@@ -8,6 +8,7 @@
 //     SQLite, WAL), events/s, and its ratio to the sqlite3 import.
 //
 //   flightplan_replay_bench [--events N] [--keep DIR]
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,8 +33,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+flightplan::testing::Child* g_daemon = nullptr;  // stopped on the way out
+
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "flightplan_replay_bench: %s\n", what.c_str());
+  if (g_daemon != nullptr) g_daemon->Signal(SIGKILL);
   std::exit(1);
 }
 
@@ -88,10 +92,16 @@ int main(int argc, char** argv) {
     else Die(flag + ": unknown flag");
   }
   if (events < 1000) Die("--events: at least 1000");
+  // Its own directory: a temporary one, removed at the end, or --keep's, which must be new
+  // or empty (nothing of the user's is ever removed).
   const std::filesystem::path dir =
       keep.empty() ? std::filesystem::temp_directory_path() / absl::StrCat("flightplan-replay-bench-", getpid())
                    : std::filesystem::path(keep);
-  std::filesystem::remove_all(dir);
+  std::error_code ec;
+  if (!keep.empty() && std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
+    Die("--keep " + keep + ": not empty; give a new or empty directory");
+  }
+  if (keep.empty()) std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
 
   // The run: the flagship plan's name, a synthetic log of `events` events.
@@ -159,6 +169,7 @@ int main(int argc, char** argv) {
   flightplan::testing::Child daemon({FLIGHTPLAN_DAEMON_BIN, "--db", db, "--listen", "127.0.0.1:0", "--metrics", "",
                                      "--clock", "events"},
                                     (dir / "flightpland.log").string());
+  g_daemon = &daemon;
   const std::string text = daemon.WaitForLog("serving gRPC on", 20);
   std::smatch m;
   if (!std::regex_search(text, m, std::regex("serving gRPC on (127\\.0\\.0\\.1:[0-9]+)"))) {
@@ -181,6 +192,7 @@ int main(int argc, char** argv) {
   const double replay_rate = static_cast<double>(lines.size()) / replay_seconds;
   std::printf("  flightplan replay into flightpland, end to end:        %9.0f events/s\n", replay_rate);
   std::printf("  ratio of replay to the sqlite3 import:                 %9.2f\n", replay_rate / import_rate);
+  g_daemon = nullptr;
   if (keep.empty()) std::filesystem::remove_all(dir);
   return 0;
 }

@@ -19,26 +19,41 @@ PROTOS = ["plan", "event", "status", "tracker"]
 
 
 def _project():
-    """name, version and dependencies from pyproject.toml's [project] (the few keys we use)."""
+    """version, dependencies and summary from pyproject.toml's [project]."""
+    path = os.path.join(HERE, "pyproject.toml")
+    try:
+        import tomllib  # Python 3.11+ (Debian 12's python3)
+    except ImportError:
+        tomllib = None
+    if tomllib is not None:
+        with open(path, "rb") as f:
+            project = tomllib.load(f).get("project", {})
+        if "version" not in project:
+            raise RuntimeError(f"{path}: [project] version is missing")
+        return project["version"], list(project.get("dependencies", [])), project.get("description", "")
+    # Older Pythons: the one-line keys this file uses.
     version, deps, summary = None, [], ""
     section = None
-    with open(os.path.join(HERE, "pyproject.toml")) as f:
+    with open(path) as f:
         for raw in f:
-            line = raw.split("#", 1)[0].strip()
+            line = raw.strip()
             if line.startswith("["):
                 section = line
                 continue
             if section != "[project]" or "=" not in line:
                 continue
             key, value = (x.strip() for x in line.split("=", 1))
+            value = value.split(" #", 1)[0].strip()
             if key == "version":
                 version = value.strip('"')
             elif key == "description":
                 summary = value.strip('"')
             elif key == "dependencies":
+                if not value.endswith("]"):
+                    raise RuntimeError(f"{path}: keep dependencies on one line (or build with Python 3.11+)")
                 deps = [d.strip().strip('"') for d in value.strip("[]").split(",") if d.strip()]
     if not version:
-        raise RuntimeError("pyproject.toml: [project] version is missing")
+        raise RuntimeError(f"{path}: [project] version is missing")
     return version, deps, summary
 
 
