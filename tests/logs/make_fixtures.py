@@ -183,31 +183,35 @@ def megatron_current():
             'train_iters': 500}
     world(m.log)
     print_args(m.log, args)
+    def launch(start):
+        # print_datetime of pretrain() and train() before the first iteration.
+        m.print_datetime('after model, optimizer, and learning rate ' 'scheduler are built', at(start))
+        m.print_datetime('after dataloaders are built', at(start + 10))
+        m.print_datetime('before the start of training step', at(start + 20))
+        return start + 20.0
+
+    def iterations(t, its):
+        # 10 iterations of 10 s between lines, 64 sequences each.
+        for it in its:
+            t += 100
+            m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+        return t
+
+    def sync_save(t, it, min_ms, max_ms):
+        m.saving(at(t + 0.5), it)
+        m.saved(at(t + 20.5), it)
+        timer(m.log, 'save-checkpoint', min_ms, max_ms, logger_prefix=True)
+        return t + 20.5
+
     m.print_datetime('after megatron is initialized', at(30))
-    m.print_datetime('after model, optimizer, and learning rate ' 'scheduler are built', at(120))
-    m.print_datetime('after dataloaders are built', at(130))
-    m.print_datetime('before the start of training step', at(140))
-    t = 140.0
-    for it in (10, 20, 30):
-        t += 100
-        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
-    m.saving(at(t + 0.5), 30)
-    m.saved(at(t + 20.5), 30)
-    timer(m.log, 'save-checkpoint', 19950.12, 20010.47, logger_prefix=True)
-    t += 20.5
-    for it in (40, 50, 60):
-        t += 100
-        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    t = iterations(launch(120), (10, 20, 30))
+    t = iterations(sync_save(t, 30, 19950.12, 20010.47), (40, 50, 60))
     m.saving(at(t + 0.5), 60)
     m.scheduled(at(t + 2.5), 60)
     timer(m.log, 'save-checkpoint', 1990.00, 2003.18, logger_prefix=True)
-    t += 2.5
-    for it in (70,):
-        t += 100
-        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
+    t = iterations(t + 2.5, (70,))
     m.saved(at(t + 7.5), 60)  # finalized at 00:14:30
-    t += 7.5
-    m.iteration(at(t + 92.5), 80, 80 * 64, 10.0, 64, 9.2)  # 00:16:03
+    m.iteration(at(t + 100), 80, 80 * 64, 10.0, 64, 9.2)  # 00:16:03
     # Launch 2.
     world(m.log)
     print_args(m.log, args)
@@ -215,22 +219,9 @@ def megatron_current():
     m.loading(60)
     m.loaded(60)
     timer(m.log, 'load-checkpoint', 29000.00, 30000.00, logger_prefix=True)
-    m.print_datetime('after model, optimizer, and learning rate ' 'scheduler are built', at(2490))
-    m.print_datetime('after dataloaders are built', at(2495))
-    m.print_datetime('before the start of training step', at(2500))
-    t = 2500.0
-    for it in (70, 80, 90):
-        t += 100
-        m.iteration(at(t), it, it * 64, 10.0, 64, 10.0 - it / 100)
-    m.saving(at(t + 0.5), 90)
-    m.saved(at(t + 20.5), 90)
-    timer(m.log, 'save-checkpoint', 19990.00, 20000.00, logger_prefix=True)
-    t += 20.5
-    t += 100
-    m.iteration(at(t), 100, 100 * 64, 10.0, 64, 9.0)  # 00:48:40.5
-    m.saving(at(t + 0.5), 100)
-    m.saved(at(t + 20.5), 100)
-    timer(m.log, 'save-checkpoint', 19990.00, 20000.00, logger_prefix=True)
+    t = iterations(launch(2480), (70, 80, 90))
+    t = iterations(sync_save(t, 90, 19990.00, 20000.00), (100,))  # 100 at 00:48:40.5
+    t = sync_save(t, 100, 19990.00, 20000.00) - 20.5
     m.print_datetime(f'exiting program at iteration {100}', at(t + 21.5))
     m.log.write('megatron-core_v0.19.0.log')
 
