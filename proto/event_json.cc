@@ -97,8 +97,10 @@ class Reader {
     }
     const char* start = p_;
     int64_t v = 0;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') v = v * 10 + (*p_++ - '0');
-    const size_t digits = static_cast<size_t>(p_ - start);
+    size_t digits = 0;
+    for (; p_ < end_ && *p_ >= '0' && *p_ <= '9'; ++p_, ++digits) {
+      if (digits < 18) v = v * 10 + (*p_ - '0');  // more are refused below; no overflow meanwhile
+    }
     if (digits == 0 || digits > 18 || (digits > 1 && *start == '0') || (negative && v == 0)) return false;
     if (quoted) {
       if (p_ >= end_ || *p_ != '"') return false;
