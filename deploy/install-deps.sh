@@ -16,6 +16,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # end-to-end tests: a real Prometheus and promtool; systemd-analyze checks the unit
   prometheus systemd
+  # alerts delivered: Alertmanager with the project's routing (deploy/alertmanager)
+  prometheus-alertmanager
   # the training-side Python client and its tests (Debian's /usr/bin/python3)
   python3 python3-grpcio python3-protobuf python3-pytest
   # `pip install ./clients/python` into a venv (its test makes one)

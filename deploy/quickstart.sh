@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The quickstart: flightpland on its default database, the flagship plan's run fed a
 # simulated run (twice the plan's failures) at accelerated speed, Prometheus with the
-# project's rules if it is installed, and the run's status as it goes. Ctrl-C stops
-# everything it started.
+# project's rules and Alertmanager with the project's routing if they are installed (the
+# example webhook receiver printing the notifications here), and the run's status as it
+# goes. Ctrl-C stops everything it started.
 #
 # Knobs (environment): FLIGHTPLAN_QUICKSTART_SECONDS (feed time, default 90),
 # FLIGHTPLAN_QUICKSTART_EXIT=1 (stop once fed instead of waiting for Ctrl-C),
 # FLIGHTPLAN_DB (default: flightpland's own), FLIGHTPLAN_LISTEN (127.0.0.1:50051),
-# FLIGHTPLAN_METRICS (127.0.0.1:9464), FLIGHTPLAN_PROMETHEUS (127.0.0.1:9090), BUILD (build).
+# FLIGHTPLAN_METRICS (127.0.0.1:9464), FLIGHTPLAN_PROMETHEUS (127.0.0.1:9090),
+# FLIGHTPLAN_ALERTMANAGER (127.0.0.1:9093), FLIGHTPLAN_WEBHOOK (127.0.0.1:9099), BUILD (build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -18,6 +20,8 @@ FEED_SECONDS=${FLIGHTPLAN_QUICKSTART_SECONDS:-90}
 LISTEN=${FLIGHTPLAN_LISTEN:-127.0.0.1:50051}
 METRICS=${FLIGHTPLAN_METRICS:-127.0.0.1:9464}
 PROM=${FLIGHTPLAN_PROMETHEUS:-127.0.0.1:9090}
+ALERTMANAGER=${FLIGHTPLAN_ALERTMANAGER:-127.0.0.1:9093}
+WEBHOOK=${FLIGHTPLAN_WEBHOOK:-127.0.0.1:9099}
 for bin in "$DAEMON" "$CLI"; do
   [ -x "$bin" ] || { echo "quickstart: $bin is not built (cmake --build $BUILD)" >&2; exit 2; }
 done
@@ -53,6 +57,25 @@ RUN="dense-70b-10t-$(date +%Y%m%d-%H%M%S)"
 "$CLI" create "$PLAN" --run "$RUN"
 "$CLI" simulate "$PLAN" --run "$RUN" --seed "$RANDOM" --failure-rate-factor 2 > "$WORK/events.jsonl"
 
+alerting=""
+if command -v prometheus > /dev/null && command -v prometheus-alertmanager > /dev/null; then
+  # Alertmanager with the project's routing; its webhooks go to the example receiver, which
+  # prints each notification here.
+  sed "s|http://127.0.0.1:9099|http://$WEBHOOK|" deploy/alertmanager/alertmanager.yml > "$WORK/alertmanager.yml"
+  /usr/bin/python3 deploy/alertmanager/webhook_receiver.py --host "${WEBHOOK%:*}" --port "${WEBHOOK##*:}" \
+    --prefix "quickstart: alert: " 2> "$WORK/webhook.log" &
+  pids+=($!)
+  prometheus-alertmanager --config.file="$WORK/alertmanager.yml" --storage.path="$WORK/alertmanager" \
+    --web.listen-address="$ALERTMANAGER" --cluster.listen-address= > "$WORK/alertmanager.log" 2>&1 &
+  pids+=($!)
+  alerting="alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: [\"$ALERTMANAGER\"]"
+  echo "quickstart: Alertmanager with the project's routing on http://$ALERTMANAGER; notifications print here"
+elif command -v prometheus > /dev/null; then
+  echo "quickstart: prometheus-alertmanager is not installed (deploy/install-deps.sh installs it); alerts stay in Prometheus"
+fi
 if command -v prometheus > /dev/null; then
   cat > "$WORK/prometheus.yml" <<YAML
 global:
@@ -60,6 +83,7 @@ global:
   evaluation_interval: 5s
 rule_files:
   - $PWD/deploy/prometheus/rules.yml
+$alerting
 scrape_configs:
   - job_name: flightpland
     static_configs:
@@ -93,5 +117,5 @@ done
 echo "---- fed the whole run:"
 "$CLI" status "$RUN"
 if [ "${FLIGHTPLAN_QUICKSTART_EXIT:-0}" = 1 ]; then exit 0; fi
-echo "quickstart: the daemon and Prometheus keep running; Ctrl-C stops them"
+echo "quickstart: the daemon, Prometheus and Alertmanager keep running; Ctrl-C stops them"
 wait

@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""Alerts delivered: the real flightpland, Prometheus with the project's rules and Alertmanager
+with the project's routing, and a local webhook standing for the pager and the ticket queue.
+
+Two runs of the flagship plan, on the wall clock. "quiet" trains on plan. "burning" trained
+nine hours without a checkpoint, then lost its job an hour ago; while Prometheus watches, it
+relaunches from scratch, and the nine hours of work are lost at once. The test expects:
+  - the page (FlightplanFailureBudgetBurnFast) for "burning" on the page webhook;
+  - the day-burn ticket (FlightplanFailureBudgetBurnDay) firing in Prometheus for "burning",
+    but held back by Alertmanager (inhibited by the page) and never on the ticket webhook;
+  - nothing at all for "quiet".
+
+The rules and routing are the project's files with their waits scaled down, a minute to a
+second (`for: 2m` -> 2s, group_wait 30s -> 1s), so the test takes a minute, not an hour;
+expressions, labels, routes and inhibition are unchanged. Bounded: gives up after 120 s.
+Usage: alertmanager_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
+"""
+import datetime
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+DEADLINE = time.monotonic() + 120
+START = time.monotonic()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, check, interval=0.25, timeout=60):
+    give_up = min(DEADLINE, time.monotonic() + timeout)
+    while time.monotonic() < give_up:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise SystemExit(f"FAIL: timed out waiting for {what}")
+
+
+def get_json(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)
+
+
+def query(port, expr):
+    body = get_json(f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    if body.get("status") != "success":
+        raise SystemExit(f"FAIL: {expr}: {body}")
+    return body["data"]["result"]
+
+
+def scaled_minutes(text, pattern):
+    """`for: 15m` -> `for: 15s`, `for: 1h` -> `for: 60s`: a minute becomes a second."""
+    def one(m):
+        n, unit = int(m.group(2)), m.group(3)
+        seconds = {"s": max(1, n // 60), "m": n, "h": n * 60}[unit]
+        return f"{m.group(1)}{seconds}s"
+    return re.sub(pattern, one, text)
+
+
+class Webhook(http.server.BaseHTTPRequestHandler):
+    received = []  # (path, alert) for every alert of every notification
+    lock = threading.Lock()
+
+    def do_POST(self):
+        note = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with Webhook.lock:
+            for alert in note.get("alerts", []):
+                Webhook.received.append((self.path, alert))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def got(path, alertname, run):
+    with Webhook.lock:
+        return [a for p, a in Webhook.received
+                if p == path and a["labels"].get("alertname") == alertname and a["labels"].get("run") == run]
+
+
+def events(run, now, burning):
+    """JSON Lines: a launch 10 h ago, a step every 10 minutes at the plan's rate (3.45 Mtokens/s),
+    checkpoints for the quiet run; the burning one stops an hour ago."""
+    t0 = now - datetime.timedelta(hours=10)
+    out = []
+
+    def add(t, kind, body, attempt=1):
+        e = {"run": run, "time": t.strftime("%Y-%m-%dT%H:%M:%SZ"), kind: body}
+        if kind != "job_started":
+            e["attempt"] = attempt
+        out.append(json.dumps(e))
+
+    add(t0, "job_started", {"attempt": 1, "restored_step": 0})
+    last = 9 * 6 if burning else 59  # 9 hours, or up to a minute ago
+    for i in range(1, last + 1):
+        t = t0 + datetime.timedelta(minutes=10 * i)
+        add(t, "steps", {"step": str(100 * i), "tokens": str(int(3.45e6 * 600 * i))})
+        if not burning and i % 3 == 0:
+            add(t + datetime.timedelta(seconds=10), "checkpoint_saved", {"step": str(100 * i), "blocking_seconds": 10})
+    if burning:
+        add(t0 + datetime.timedelta(hours=9, minutes=1), "interruption", {"cause": "gpu", "detail": "Xid 79"})
+    return out
+
+
+def main():
+    daemon_bin, cli_bin, repo = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    work = tempfile.mkdtemp(prefix="flightplan-alerts-")
+    procs = []
+    try:
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        start = (now - datetime.timedelta(hours=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        plan_text = open(os.path.join(repo, "deploy/examples/dense-70b-10t.yaml")).read()
+        plan_text = re.sub(r'^start_time: .*$', f'start_time: "{start}"', plan_text, flags=re.M)
+        plan_text = re.sub(r'^deadline: .*$', '', plan_text, flags=re.M)
+        plan = os.path.join(work, "plan.yaml")
+        open(plan, "w").write(plan_text)
+
+        log = open(os.path.join(work, "daemon.log"), "w+")
+        procs.append(subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen", "127.0.0.1:0",
+                                       "--metrics", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT))
+
+        def ports():
+            log.seek(0)
+            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
+            return m and (int(m.group(1)), int(m.group(2)))
+
+        grpc_port, metrics_port = wait_for("flightpland to listen", ports)
+        server = ["--server", f"127.0.0.1:{grpc_port}"]
+        for run, burning in (("quiet", False), ("burning", True)):
+            subprocess.run([cli_bin, *server, "create", plan, "--run", run], check=True, stdout=subprocess.DEVNULL)
+            path = os.path.join(work, f"{run}.jsonl")
+            open(path, "w").write("\n".join(events(run, now, burning)) + "\n")
+            subprocess.run([cli_bin, *server, "replay", path, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+
+        hook_port = free_port()
+        hook = http.server.ThreadingHTTPServer(("127.0.0.1", hook_port), Webhook)
+        threading.Thread(target=hook.serve_forever, daemon=True).start()
+
+        am_port = free_port()
+        am_config = open(os.path.join(repo, "deploy/alertmanager/alertmanager.yml")).read()
+        am_config = am_config.replace("http://127.0.0.1:9099", f"http://127.0.0.1:{hook_port}")
+        am_config = scaled_minutes(am_config, r"((?:group_wait|group_interval|repeat_interval): )(\d+)([smh])")
+        open(os.path.join(work, "alertmanager.yml"), "w").write(am_config)
+        am_log = open(os.path.join(work, "alertmanager.log"), "w")
+        procs.append(subprocess.Popen(
+            ["prometheus-alertmanager", f"--config.file={work}/alertmanager.yml", f"--storage.path={work}/am",
+             f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="],
+            stdout=am_log, stderr=subprocess.STDOUT))
+
+        rules = scaled_minutes(open(os.path.join(repo, "deploy/prometheus/rules.yml")).read(),
+                               r"(\bfor: )(\d+)([smh])")
+        open(os.path.join(work, "rules.yml"), "w").write(rules)
+        prom_port = free_port()
+        open(os.path.join(work, "prometheus.yml"), "w").write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - {work}/rules.yml
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:{am_port}"]
+scrape_configs:
+  - job_name: flightpland
+    static_configs:
+      - targets: ["127.0.0.1:{metrics_port}"]
+""")
+        prom_log = open(os.path.join(work, "prometheus.log"), "w")
+        procs.append(subprocess.Popen(
+            ["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
+        wait_for("Alertmanager to serve", lambda: _ok(f"http://127.0.0.1:{am_port}/-/ready"))
+
+        # A few scrapes of the runs as they stand, so that the 5-minute window sees the loss.
+        wait_for("Prometheus to scrape both runs", lambda: len(query(
+            prom_port, 'count_over_time(flightplan_failure_budget_consumed_seconds[1m]) >= 3')) == 2)
+        relaunch = os.path.join(work, "relaunch.jsonl")
+        at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        open(relaunch, "w").write(json.dumps({"run": "burning", "time": at,
+                                              "job_started": {"attempt": 2, "restored_step": 0}}) + "\n")
+        subprocess.run([cli_bin, *server, "replay", relaunch, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+        print(f"relaunched 'burning' from scratch at {time.monotonic() - START:.1f} s")
+
+        page = wait_for("the page for 'burning' on the page webhook",
+                        lambda: got("/page", "FlightplanFailureBudgetBurnFast", "burning"), timeout=60)
+        print(f"ok   page delivered at {time.monotonic() - START:.1f} s: {page[0]['annotations']['summary']}")
+        assert page[0]["labels"]["severity"] == "page", page[0]
+
+        wait_for("the day-burn ticket to fire in Prometheus", lambda: query(
+            prom_port, 'ALERTS{alertname="FlightplanFailureBudgetBurnDay",run="burning",alertstate="firing"}'),
+            timeout=60)
+
+        def inhibited():
+            alerts = get_json(f"http://127.0.0.1:{am_port}/api/v2/alerts?inhibited=true&active=false&silenced=false")
+            return [a for a in alerts if a["labels"].get("alertname") == "FlightplanFailureBudgetBurnDay"
+                    and a["labels"].get("run") == "burning" and a["status"]["inhibitedBy"]]
+
+        wait_for("Alertmanager to hold the ticket back", inhibited, timeout=30)
+        time.sleep(4)  # several group intervals: an uninhibited ticket would have been sent by now
+        print(f"ok   ticket firing and inhibited at {time.monotonic() - START:.1f} s")
+        failures = []
+        if got("/ticket", "FlightplanFailureBudgetBurnDay", "burning"):
+            failures.append("the day-burn ticket was delivered despite the page")
+        with Webhook.lock:
+            quiet = [a["labels"].get("alertname") for _, a in Webhook.received if a["labels"].get("run") == "quiet"]
+        if quiet:
+            failures.append(f"the quiet run sent {quiet}")
+        quiet_alerts = query(prom_port, 'ALERTS{run="quiet"}')
+        if quiet_alerts:
+            failures.append(f"the quiet run has alerts: {quiet_alerts}")
+        for f in failures:
+            print(f"FAIL {f}")
+        if failures:
+            return 1
+        print("ok   nothing for the quiet run")
+        return 0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _ok(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
