@@ -444,11 +444,13 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
   }
   uint32_t launches = 0;
+  bool numbering_failed = false;  // an error: the tail exits 1
   lo.number_launch = [&](absl::Time at, uint32_t local) -> uint32_t {
     ++launches;
     if (grpc::Status st = read_run(); !st.ok()) {
       err << "flightplan tail: cannot read the run's launches (" << st.error_message()
           << "); numbering this one " << local + 1 << "\n";
+      numbering_failed = true;
       return local + 1;
     }
     for (const v1::Attempt& a : info.attempts()) {
@@ -590,7 +592,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
         << " recognised but not used (the first " << converter.unused_lines().size() << " above on stderr)\n";
   }
   for (const std::string& r : counts.rejections) out << "  rejected event from " << r << "\n";
-  return counts.rejected > 0 || converter.unused() > 0 ? 1 : 0;
+  return counts.rejected > 0 || converter.unused() > 0 || numbering_failed ? 1 : 0;
 }
 
 int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream& out,
