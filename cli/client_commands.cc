@@ -24,6 +24,7 @@
 #include "cli/plan_file.h"
 #include "planner/plan_engine.h"
 #include "cli/status_print.h"
+#include "exporters/run_page.h"
 #include "cli/units.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -658,6 +659,53 @@ int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream&
   return 0;
 }
 
+namespace {
+
+// `status --html`: the page flightpland serves at /runs/NAME, from the status, the forecast
+// history and the current plan, written to a file ("-": stdout).
+int WriteRunPage(v1::Tracker::Stub& stub, const ClientOptions& client, const v1::RunStatus& status,
+                 const std::string& path, std::ostream& out, std::ostream& err) {
+  exporters::RunPageInput in;
+  in.status = status;
+  in.generator = "flightplan status --html";
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    v1::GetHistoryRequest request;
+    request.set_run(status.run());
+    if (grpc::Status st = stub.GetHistory(&ctx, request, &in.history); !st.ok()) return Fail(err, "status", st, client);
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, client);
+    v1::GetPlanRequest request;
+    request.set_run(status.run());
+    v1::PlanRevision plan;
+    if (grpc::Status st = stub.GetPlan(&ctx, request, &plan); st.ok()) {
+      in.plan = std::move(plan);
+    } else if (st.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+      return Fail(err, "status", st, client);
+    }
+  }
+  const std::string html = exporters::RunPageHtml(in);
+  if (path == "-") {
+    out << html;
+    return 0;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << html;
+  file.close();
+  if (!file) {
+    err << "flightplan status: --html " << path << ": cannot write\n";
+    return 2;
+  }
+  out << "wrote the page of run " << status.run() << " to " << path << " (" << in.history.points_size()
+      << " forecast points)\n";
+  return 0;
+}
+
+}  // namespace
+
 int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out,
               std::ostream& err) {
   auto stub = Connect(client);
@@ -678,6 +726,7 @@ int RunStatus(const ClientOptions& client, const StatusOptions& options, std::os
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
         std::chrono::milliseconds(100), deadline - now));
   }
+  if (!options.html_path.empty()) return WriteRunPage(*stub, client, status, options.html_path, out, err);
   out << (options.json ? Json(status) : FormatRunStatus(status));
   return 0;
 }

@@ -78,6 +78,8 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
 struct StatusOptions {
   std::string run;
   bool json = false;
+  // Write the run's page (as flightpland serves it at /runs/NAME) to this file; "-": stdout.
+  std::string html_path;
   // How long to wait for a forecast that has caught up with the run's events (polling
   // every 100 ms); after it, the status is printed as it is, its forecast labelled stale.
   // 0: no wait.

@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
                 "then says how old the one shown is.");
   status->add_option("RUN", status_options.run, "run name")->required();
   status->add_flag("--json", status_options.json, "print the RunStatus as proto JSON (proto field names)");
+  status->add_option("--html", status_options.html_path,
+                     "write the run's page (the one flightpland serves at /runs/RUN: one self-contained "
+                     "HTML file) to FILE ('-': stdout)");
   status->add_option("--wait", status_options.wait_seconds,
                      "seconds to wait for a forecast that has caught up with the run's events; "
                      "after it, the status shows the older one, labelled")

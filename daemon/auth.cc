@@ -56,6 +56,11 @@ absl::Status Auth::CheckRead(const grpc::CallbackServerContext& context) const {
   return Check(context, read_, write_, "reads");
 }
 
+bool Auth::ReadAllowed(const std::string& presented) const {
+  if (read_.empty()) return true;
+  return ConstantTimeEquals(presented, read_) || (!write_.empty() && ConstantTimeEquals(presented, write_));
+}
+
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read token file ", path));

@@ -1,5 +1,9 @@
 #include "daemon/daemon.h"
 
+#include <chrono>
+#include <future>
+#include <optional>
+
 #include <cstdio>
 #include <exception>
 
@@ -10,10 +14,46 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "prometheus/exposer.h"
+#include "daemon/http_server.h"
+#include "exporters/run_page.h"
+#include "proto/plan_convert.h"
 #include "prometheus/registry.h"
 
 namespace flightplan::daemon {
+namespace {
+
+// A live run's page reloads itself this often.
+constexpr int kPageRefreshSeconds = 60;
+
+// One run's page: its status, its forecast history (read through the writer, as GetHistory
+// does; a page without it after 5 s) and its current plan. nullopt for an unknown run.
+std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
+  std::shared_ptr<const RunView> view;
+  for (const auto& v : tracker.List()) {
+    if (v->name == name) view = v;
+  }
+  if (!view) return std::nullopt;
+  exporters::RunPageInput in;
+  in.status = tracker.StatusOf(*view);
+  in.status.set_run(view->name);
+  auto history = std::make_shared<std::promise<HistoryResult>>();
+  std::future<HistoryResult> got = history->get_future();
+  if (tracker.SubmitHistoryRead(name, [history](HistoryResult r) { history->set_value(std::move(r)); }).ok() &&
+      got.wait_for(std::chrono::seconds(5)) == std::future_status::ready) {
+    if (HistoryResult r = got.get(); r.ok()) in.history = HistoryToProto(name, *r);
+  }
+  if (view->plan) {
+    v1::PlanRevision plan;
+    plan.set_revision(view->plan->revision);
+    *plan.mutable_plan() = view->plan->plan;
+    *plan.mutable_report() = ReportToProto(view->plan->report);
+    in.plan = std::move(plan);
+  }
+  in.refresh_seconds = in.status.state() == "finished" ? 0 : kPageRefreshSeconds;
+  return exporters::RunPageHtml(in);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options, Clock* clock) {
   std::unique_ptr<Daemon> d(new Daemon());
@@ -36,13 +76,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
   d->tracker_ = std::move(*tracker);
 
   if (!options.metrics.empty()) {
-    try {
-      d->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve metrics on ", options.metrics, ": ", e.what()));
-    }
-    d->exposer_->RegisterCollectable(d->registry_);
     Tracker* tracker_ptr = d->tracker_.get();
     d->run_collector_ = std::make_shared<exporters::RunCollector>(
         [tracker_ptr] {
@@ -51,9 +84,23 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
           return statuses;
         },
         options.tracker.max_label_values);
-    d->exposer_->RegisterCollectable(d->run_collector_);
-    const auto ports = d->exposer_->GetListeningPorts();
-    d->metrics_port_ = ports.empty() ? 0 : ports.front();
+    HttpPages pages;
+    pages.list = [tracker_ptr] {
+      std::vector<v1::RunStatus> statuses;
+      for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
+      return exporters::RunListHtml(statuses, kPageRefreshSeconds);
+    };
+    pages.run = [tracker_ptr](const std::string& name) { return RunPage(*tracker_ptr, name); };
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(options.metrics, {d->registry_, d->run_collector_}, std::move(pages),
+                          Auth(options.write_token, options.read_token));
+    if (!http.ok()) {
+      d->tracker_->Stop();
+      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.metrics, ": ",
+                                                 http.status().message()));
+    }
+    d->http_ = std::move(*http);
+    d->metrics_port_ = d->http_->port();
   }
 
   d->service_ = std::make_unique<TrackerService>(d->tracker_.get(),
@@ -91,7 +138,7 @@ void Daemon::Shutdown(absl::Duration grace) {
     server_->Wait();
   }
   if (tracker_) tracker_->Stop();
-  exposer_.reset();
+  http_.reset();
 }
 
 }  // namespace flightplan::daemon

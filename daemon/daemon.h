@@ -17,7 +17,6 @@ namespace grpc {
 class Server;
 }
 namespace prometheus {
-class Exposer;
 class Registry;
 }  // namespace prometheus
 
@@ -28,11 +27,13 @@ class RunCollector;
 namespace flightplan::daemon {
 
 class TrackerService;
+class HttpServer;
 
 struct DaemonOptions {
   // gRPC address; port 0 picks a free port (see grpc_port()).
   std::string listen = "127.0.0.1:50051";
-  // Prometheus /metrics address; empty disables it; port 0 picks a free port.
+  // HTTP address of /metrics and the runs' pages (/runs/); empty disables it; port 0
+  // picks a free port.
   std::string metrics = "127.0.0.1:9464";
   std::string db;
   storage::Sync sync = storage::Sync::kNormal;
@@ -73,7 +74,7 @@ class Daemon {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<exporters::DaemonMetrics> metrics_;
   std::shared_ptr<exporters::RunCollector> run_collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpServer> http_;  // /metrics and the runs' pages
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<TrackerService> service_;
   std::unique_ptr<grpc::Server> server_;

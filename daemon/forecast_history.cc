@@ -1,5 +1,7 @@
 #include "daemon/forecast_history.h"
 
+#include "proto/plan_convert.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -60,6 +62,26 @@ bool ShouldRecord(const std::optional<storage::ForecastPoint>& last,
   const absl::Duration since = next.as_of - last->as_of;
   if (since >= options.min_spacing) return true;
   return since >= options.min_move_spacing && IsLargeMove(*last, next, options);
+}
+
+v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<storage::ForecastPoint>& points) {
+  v1::ForecastHistory out;
+  out.set_run(run);
+  out.mutable_points()->Reserve(static_cast<int>(points.size()));
+  for (const storage::ForecastPoint& p : points) {
+    v1::ForecastPoint* q = out.add_points();
+    *q->mutable_as_of() = TimeToProto(p.as_of);
+    q->set_events(p.events);
+    if (p.finish_p10) *q->mutable_finish_p10() = TimeToProto(*p.finish_p10);
+    if (p.finish_p50) *q->mutable_finish_p50() = TimeToProto(*p.finish_p50);
+    if (p.finish_p90) *q->mutable_finish_p90() = TimeToProto(*p.finish_p90);
+    q->set_budget_consumed_seconds(p.consumed_seconds);
+    q->set_projected_at_finish_seconds(p.projected_at_finish_seconds);
+    q->set_exhaustion_probability(p.exhaustion_probability);
+    q->set_burn_rate(p.burn_rate);
+    q->set_finished(p.finished);
+  }
+  return out;
 }
 
 }  // namespace flightplan::daemon

@@ -15,8 +15,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/time/time.h"
+#include "flightplan/v1/tracker.pb.h"
 #include "forecast/forecaster.h"
 #include "storage/run_store.h"
 
@@ -42,6 +45,10 @@ struct HistoryOptions {
 };
 
 // The point of a (combined) forecast. Finish times outside a Timestamp's range are absent.
+// The stored points as the GetHistory message (and the run page's input).
+[[nodiscard]] v1::ForecastHistory HistoryToProto(const std::string& run,
+                                                 const std::vector<storage::ForecastPoint>& points);
+
 [[nodiscard]] storage::ForecastPoint PointFromForecast(const forecast::Forecast& forecast);
 
 // `next` moved enough from `last` to be stored before min_spacing has passed.

@@ -368,23 +368,6 @@ grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(
   return w;
 }
 
-namespace {
-
-void PointToProto(const storage::ForecastPoint& p, v1::ForecastPoint& out) {
-  *out.mutable_as_of() = TimeToProto(p.as_of);
-  out.set_events(p.events);
-  if (p.finish_p10) *out.mutable_finish_p10() = TimeToProto(*p.finish_p10);
-  if (p.finish_p50) *out.mutable_finish_p50() = TimeToProto(*p.finish_p50);
-  if (p.finish_p90) *out.mutable_finish_p90() = TimeToProto(*p.finish_p90);
-  out.set_budget_consumed_seconds(p.consumed_seconds);
-  out.set_projected_at_finish_seconds(p.projected_at_finish_seconds);
-  out.set_exhaustion_probability(p.exhaustion_probability);
-  out.set_burn_rate(p.burn_rate);
-  out.set_finished(p.finished);
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext* context,
                                                      const v1::GetHistoryRequest* request,
                                                      v1::ForecastHistory* response) {
@@ -400,9 +383,7 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
       reactor->Finish(ToGrpc(points.status()));
       return;
     }
-    response->set_run(run);
-    response->mutable_points()->Reserve(static_cast<int>(points->size()));
-    for (const storage::ForecastPoint& p : *points) PointToProto(p, *response->add_points());
+    *response = HistoryToProto(run, *points);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));

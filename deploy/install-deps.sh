@@ -12,7 +12,7 @@ packages=(
   # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the rest of the C++ stack
-  prometheus-cpp-dev libsqlite3-dev sqlite3 libabsl-dev libyaml-cpp-dev libcli11-dev
+  prometheus-cpp-dev libcivetweb-dev libsqlite3-dev sqlite3 libabsl-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # end-to-end tests: a real Prometheus and promtool; systemd-analyze checks the unit
   prometheus systemd

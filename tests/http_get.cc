@@ -7,7 +7,7 @@
 
 namespace flightplan::testing {
 
-std::string HttpGet(int port, const std::string& path) {
+std::string HttpGet(int port, const std::string& path, const std::string& headers) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -17,7 +17,7 @@ std::string HttpGet(int port, const std::string& path) {
     close(fd);
     return "";
   }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
   if (write(fd, request.data(), request.size()) < 0) {
     close(fd);
     return "";

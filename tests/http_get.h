@@ -6,8 +6,9 @@
 
 namespace flightplan::testing {
 
-// The whole response (status line, headers, body); empty when nothing answers.
-std::string HttpGet(int port, const std::string& path);
+// The whole response (status line, headers, body); empty when nothing answers. `headers`:
+// extra request header lines, each ending in \r\n.
+std::string HttpGet(int port, const std::string& path, const std::string& headers = "");
 
 }  // namespace flightplan::testing
 

@@ -412,6 +412,46 @@ TEST(Process, TailWithoutASequenceLengthSendsNothing) {
   EXPECT_NE(r.out.find("19 events accepted"), std::string::npos) << r.out;
 }
 
+// The runs' pages on the metrics address, behind the read token: 401 (with a Basic
+// challenge a browser answers) without it, the page with it as a bearer token or a Basic
+// password; 404 for an unknown run; /metrics stays open to the scraper.
+TEST(Process, RunPagesAreServedBehindTheReadToken) {
+  TempDir dir;
+  const std::string token = dir.Write("read-token", "r3ad-t0k\n");
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true, {"--read-token-file", token});
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  ASSERT_EQ(Cli(d.address(), {"replay", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.events.jsonl"}).exit_code, 0);
+  const std::string bearer = "Authorization: Bearer r3ad-t0k\r\n";
+  std::string denied = HttpGet(d.metrics_port(), "/runs/");
+  EXPECT_EQ(denied.rfind("HTTP/1.1 401", 0), 0u) << denied;
+  EXPECT_NE(denied.find("WWW-Authenticate: Basic"), std::string::npos) << denied;
+  denied = HttpGet(d.metrics_port(), "/runs/" + std::string(kRun), "Authorization: Bearer wrong\r\n");
+  EXPECT_EQ(denied.rfind("HTTP/1.1 401", 0), 0u) << denied;
+  const std::string list = HttpGet(d.metrics_port(), "/runs/", bearer);
+  EXPECT_EQ(list.rfind("HTTP/1.1 200", 0), 0u) << list;
+  EXPECT_NE(list.find("Content-Type: text/html"), std::string::npos);
+  EXPECT_NE(list.find(std::string("href=\"") + kRun + "\""), std::string::npos) << list;
+  // "x:r3ad-t0k" in Basic, as a browser sends it after the prompt.
+  const std::string page = HttpGet(d.metrics_port(), "/runs/" + std::string(kRun), "Authorization: Basic eDpyM2FkLXQwaw==\r\n");
+  EXPECT_EQ(page.rfind("HTTP/1.1 200", 0), 0u) << page.substr(0, 200);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("Run dense-70b-10t"), std::string::npos);
+  EXPECT_EQ(HttpGet(d.metrics_port(), "/runs/nope", bearer).rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(HttpGet(d.metrics_port(), "/runs", bearer).rfind("HTTP/1.1 301", 0), 0u);
+  const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_EQ(metrics.rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_NE(metrics.find("flightplan_progress_tokens{run=\"dense-70b-10t\"}"), std::string::npos);
+  // The same page offline, from the status, history and plan calls (the CLI with the token).
+  const std::string html = dir.path() + "/page.html";
+  auto r = RunProcess({kCli, "--server", d.address(), "--token-file", token, "status", kRun, "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(html);
+  std::stringstream written;
+  written << in.rdbuf();
+  EXPECT_NE(written.str().find("<svg"), std::string::npos);
+  EXPECT_NE(written.str().find("Run dense-70b-10t"), std::string::npos);
+}
+
 TEST(Process, TokenFilesOnBothSides) {
   TempDir dir;
   const std::string token = dir.Write("token", "t0k-3n\n");

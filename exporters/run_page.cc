@@ -1,0 +1,325 @@
+#include "exporters/run_page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace flightplan::exporters {
+namespace {
+
+// Okabe & Ito (2008), "Color Universal Design": eight colours told apart under protanopia,
+// deuteranopia and tritanopia.
+constexpr char kBlue[] = "#0072B2";
+constexpr char kOrange[] = "#E69F00";
+constexpr char kGreen[] = "#009E73";
+constexpr char kVermillion[] = "#D55E00";
+constexpr char kPurple[] = "#CC79A7";
+constexpr char kSky[] = "#56B4E9";
+constexpr char kYellow[] = "#F0E442";
+constexpr char kBlack[] = "#000000";
+
+double Seconds(const google::protobuf::Timestamp& t) {
+  return static_cast<double>(t.seconds()) + t.nanos() * 1e-9;
+}
+
+std::string Date(double seconds, const char* format = "%Y-%m-%d %H:%M UTC") {
+  if (!std::isfinite(seconds)) return "-";
+  return absl::FormatTime(format, absl::FromUnixSeconds(static_cast<int64_t>(seconds)), absl::UTCTimeZone());
+}
+
+std::string Hours(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  if (std::fabs(seconds) >= 2 * 86400) return absl::StrFormat("%.1f days", seconds / 86400);
+  if (std::fabs(seconds) >= 2 * 3600) return absl::StrFormat("%.1f h", seconds / 3600);
+  return absl::StrFormat("%.0f min", seconds / 60);
+}
+
+std::string Percent(double ratio) { return absl::StrFormat("%.1f%%", ratio * 100); }
+
+struct Series {
+  std::string name;
+  const char* color;
+  std::string dash;  // SVG stroke-dasharray, "" for solid
+  std::vector<std::pair<double, double>> points;  // (unix seconds, value)
+};
+
+struct Line {  // a horizontal reference (a date on a date axis, or a value)
+  std::string name;
+  const char* color;
+  double y;
+};
+
+// A chart with time on x; y is a date (y_dates) or hours.
+struct Chart {
+  std::string id, title, y_label;
+  bool y_dates = false;
+  std::vector<Series> series;
+  std::vector<Line> lines;
+};
+
+std::string Tick(double v, bool date, double span) {
+  if (date) return Date(v, span < 3 * 86400 ? "%m-%d %H:%M" : "%Y-%m-%d");
+  return absl::StrFormat("%.4g", v);
+}
+
+// An inline SVG line chart: axes with labelled ticks (dates in UTC), one polyline per
+// series, dashed reference lines, a legend.
+std::string Svg(const Chart& c) {
+  constexpr double kW = 760, kH = 300, kLeft = 96, kRight = 16, kTop = 16, kBottom = 64;
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const Series& s : c.series) {
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    }
+  }
+  for (const Line& l : c.lines) {
+    if (std::isfinite(l.y)) y0 = std::min(y0, l.y), y1 = std::max(y1, l.y);
+  }
+  std::string out = absl::StrCat("<figure id=\"", c.id, "\"><figcaption>", HtmlEscape(c.title),
+                                 "</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 ", kW, " ", kH,
+                                 "\" role=\"img\" aria-label=\"", HtmlEscape(c.title), "\">\n");
+  if (x0 == x1) x0 -= 3600, x1 += 3600;  // one point: an hour either side of it
+  if (!(x0 < x1) || !std::isfinite(y0)) {
+    absl::StrAppend(&out, "<text class=\"empty\" x=\"", kW / 2, "\" y=\"", kH / 2,
+                    "\" text-anchor=\"middle\">no data yet</text>\n</svg></figure>\n");
+    return out;
+  }
+  if (y1 - y0 < 1e-9) y0 -= 1, y1 += 1;
+  const double pad = (y1 - y0) * 0.05;
+  y0 -= pad, y1 += pad;
+  auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); };
+  auto Y = [&](double y) { return kTop + (y1 - y) / (y1 - y0) * (kH - kTop - kBottom); };
+  // Axes, ticks and their labels.
+  absl::StrAppend(&out, "<g class=\"axis\" stroke=\"#444\">",
+                  absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kH - kBottom,
+                                  kW - kRight, kH - kBottom),
+                  absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kTop, kLeft,
+                                  kH - kBottom),
+                  "</g>\n");
+  for (int i = 0; i <= 4; ++i) {
+    const double x = x0 + (x1 - x0) * i / 4, y = y0 + (y1 - y0) * i / 4;
+    absl::StrAppend(&out,
+                    absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>",
+                                    X(x), kH - kBottom + 18, Tick(x, true, x1 - x0)),
+                    absl::StrFormat("<text class=\"tick y\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
+                                    kLeft - 6, Y(y) + 4, Tick(y, c.y_dates, y1 - y0)),
+                    absl::StrFormat("<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                    "stroke=\"#ddd\"/>\n",
+                                    kLeft, Y(y), kW - kRight, Y(y)));
+  }
+  absl::StrAppend(&out,
+                  absl::StrFormat("<text class=\"label x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>",
+                                  (kLeft + kW - kRight) / 2, kH - kBottom + 36, "time (UTC)"),
+                  absl::StrFormat("<text class=\"label y\" x=\"14\" y=\"%.1f\" text-anchor=\"middle\" "
+                                  "transform=\"rotate(-90 14 %.1f)\">%s</text>\n",
+                                  (kTop + kH - kBottom) / 2, (kTop + kH - kBottom) / 2, HtmlEscape(c.y_label)));
+  for (const Line& l : c.lines) {
+    if (!std::isfinite(l.y)) continue;
+    absl::StrAppend(&out, absl::StrFormat("<line class=\"ref\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                          "stroke=\"%s\" stroke-dasharray=\"2 4\" stroke-width=\"2\"/>\n",
+                                          kLeft, Y(l.y), kW - kRight, Y(l.y), l.color));
+  }
+  for (const Series& s : c.series) {
+    std::string d;
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      absl::StrAppend(&d, d.empty() ? "M" : " L", absl::StrFormat("%.1f %.1f", X(x), Y(y)));
+    }
+    if (d.empty()) continue;
+    if (s.points.size() == 1) {
+      absl::StrAppend(&out, absl::StrFormat("<circle class=\"series\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                                            X(s.points[0].first), Y(s.points[0].second), s.color));
+    }
+    absl::StrAppend(&out, "<path class=\"series\" d=\"", d, "\" fill=\"none\" stroke=\"", s.color,
+                    "\" stroke-width=\"2\"", s.dash.empty() ? "" : absl::StrCat(" stroke-dasharray=\"", s.dash, "\""),
+                    "><title>", HtmlEscape(s.name), "</title></path>\n");
+  }
+  // Legend, under the axis label.
+  double lx = kLeft;
+  auto legend = [&](const std::string& name, const char* color, const std::string& dash) {
+    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                                          "stroke-width=\"2\"%s/>",
+                                          lx, kH - 10, lx + 22, kH - 10, color,
+                                          dash.empty() ? "" : absl::StrCat(" stroke-dasharray=\"", dash, "\"")),
+                    absl::StrFormat("<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text>", lx + 26, kH - 6,
+                                    HtmlEscape(name)));
+    lx += 34 + 7.0 * static_cast<double>(name.size());
+  };
+  for (const Series& s : c.series) legend(s.name, s.color, s.dash);
+  for (const Line& l : c.lines) {
+    if (std::isfinite(l.y)) legend(l.name, l.color, "2 4");
+  }
+  absl::StrAppend(&out, "\n</svg></figure>\n");
+  return out;
+}
+
+// Where the wall time went: one stacked bar, each category's share, and the hours.
+std::string TimeBar(const v1::TimeSeconds& t) {
+  const std::vector<std::tuple<const char*, double, const char*>> parts = {
+      {"productive", t.productive(), kGreen},         {"checkpoint", t.checkpoint(), kSky},
+      {"lost", t.lost(), kVermillion},                {"startup", t.startup(), kYellow},
+      {"down, unplanned", t.down_unplanned(), kBlack}, {"down, planned", t.down_planned(), kPurple},
+      {"stalled", t.stalled(), kOrange}};
+  double total = 0;
+  for (const auto& p : parts) total += std::get<1>(p);
+  std::string out =
+      "<figure id=\"time\"><figcaption>Where the wall time went</figcaption>\n"
+      "<svg class=\"chart\" viewBox=\"0 0 760 60\" role=\"img\" aria-label=\"wall time by category\">\n";
+  if (total <= 0) {
+    return out + "<text class=\"empty\" x=\"380\" y=\"30\" text-anchor=\"middle\">no data yet</text></svg></figure>\n";
+  }
+  double x = 0;
+  for (const auto& [name, seconds, color] : parts) {
+    if (seconds <= 0) continue;
+    const double w = seconds / total * 760;
+    absl::StrAppend(&out, absl::StrFormat("<rect class=\"mark\" x=\"%.1f\" y=\"8\" width=\"%.1f\" height=\"36\" "
+                                          "fill=\"%s\"><title>%s: %s (%s)</title></rect>\n",
+                                          x, w, color, name, Hours(seconds), Percent(seconds / total)));
+    x += w;
+  }
+  absl::StrAppend(&out, "</svg>\n<table class=\"time\"><tr><th>category</th><th>time</th><th>share</th></tr>\n");
+  for (const auto& [name, seconds, color] : parts) {
+    absl::StrAppend(&out, "<tr><td><span class=\"swatch\" style=\"background:", color, "\"></span>", name,
+                    "</td><td>", Hours(seconds), "</td><td>", Percent(seconds / total), "</td></tr>\n");
+  }
+  return out + "</table></figure>\n";
+}
+
+const char kStyle[] =
+    "<style>body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:800px;color:#111}"
+    "h1{font-size:1.4em;margin:0 0 .3em}table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left}"
+    "th{border-bottom:1px solid #999}.summary td:first-child{color:#555}figure{margin:1.2em 0}"
+    "figcaption{font-weight:600;margin-bottom:.3em}svg.chart{width:100%;height:auto}"
+    "text{font-size:11px;fill:#222}.flag{color:#D55E00}.swatch{display:inline-block;width:10px;height:10px;"
+    "margin-right:6px}footer{color:#777;margin-top:2em;font-size:12px}</style>\n";
+
+std::string Head(const std::string& title, int refresh_seconds) {
+  std::string out = absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>",
+                                 HtmlEscape(title), "</title>\n");
+  if (refresh_seconds > 0) absl::StrAppend(&out, "<meta http-equiv=\"refresh\" content=\"", refresh_seconds, "\">\n");
+  return absl::StrCat(out, kStyle, "</head><body>\n");
+}
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string RunPageHtml(const RunPageInput& in) {
+  const v1::RunStatus& s = in.status;
+  const v1::Forecast& f = s.forecast();
+  const v1::FailureBudget& b = s.failure_budget();
+  std::string out = Head(absl::StrCat("flightplan: ", s.run()), in.refresh_seconds);
+  absl::StrAppend(&out, "<h1>Run ", HtmlEscape(s.run()), "</h1>\n<table class=\"summary\">\n");
+  auto row = [&](const std::string& k, const std::string& v) {
+    absl::StrAppend(&out, "<tr><td>", k, "</td><td>", v, "</td></tr>\n");
+  };
+  row("state", absl::StrCat(HtmlEscape(s.state()), ", attempt ", s.attempt(), ", plan revision ", s.plan_revision()));
+  row("progress", absl::StrFormat("%.4g of %.4g tokens (%s), step %d", static_cast<double>(s.progress().tokens()),
+                                  static_cast<double>(s.progress().target_tokens()), Percent(s.progress().fraction()),
+                                  s.progress().step()));
+  row("as of", Date(Seconds(s.as_of())));
+  row("finish, P50", absl::StrCat(Date(Seconds(f.finish_p50())), " (P10 ", Date(Seconds(f.finish_p10()), "%Y-%m-%d"),
+                                  ", P90 ", Date(Seconds(f.finish_p90()), "%Y-%m-%d"), ")"));
+  row("plan finish", absl::StrCat(Date(Seconds(f.plan_finish())), ", slip ", Hours(f.slip_seconds())));
+  if (f.has_deadline()) {
+    row("deadline", absl::StrCat(Date(Seconds(f.deadline())), ", met with probability ",
+                                 Percent(f.deadline_probability())));
+  }
+  row("failure budget", absl::StrCat(Hours(b.consumed_seconds()), " used of ", Hours(b.budget_seconds()), " (",
+                                     Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0),
+                                     "), ", Hours(b.remaining_seconds()), " left; burn rate ",
+                                     absl::StrFormat("%.2f", b.burn_rate()),
+                                     absl::StrFormat(" (1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f)", b.burn_rate_1h(),
+                                                     b.burn_rate_6h(), b.burn_rate_1d(), b.burn_rate_3d())));
+  row("goodput", Percent(s.reliability().goodput()));
+  row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
+                           Hours(s.reliability().plan_mtbf_seconds()), " planned"));
+  for (const std::string& flag : s.flags()) row("flag", absl::StrCat("<span class=\"flag\">", HtmlEscape(flag), "</span>"));
+  absl::StrAppend(&out, "</table>\n");
+
+  // The finish date over the run's life.
+  Chart finish{"finish", "Forecast finish over the run's life", "finish date (UTC)", true, {}, {}};
+  Series p10{"P10", kSky, "6 3", {}}, p50{"P50", kBlue, "", {}}, p90{"P90", kVermillion, "6 3", {}};
+  // The budget consumed against its allowance: the plan spends it evenly over its schedule.
+  Chart budget{"budget", "Failure budget consumed against the planned allowance", "hours", false, {}, {}};
+  Series consumed{"consumed", kVermillion, "", {}}, projected{"projected at finish (P50)", kOrange, "6 3", {}};
+  for (const v1::ForecastPoint& p : in.history.points()) {
+    const double t = Seconds(p.as_of());
+    if (p.has_finish_p10()) p10.points.emplace_back(t, Seconds(p.finish_p10()));
+    if (p.has_finish_p50()) p50.points.emplace_back(t, Seconds(p.finish_p50()));
+    if (p.has_finish_p90()) p90.points.emplace_back(t, Seconds(p.finish_p90()));
+    consumed.points.emplace_back(t, p.budget_consumed_seconds() / 3600);
+    projected.points.emplace_back(t, p.projected_at_finish_seconds() / 3600);
+  }
+  finish.series = {p10, p50, p90};
+  finish.lines.push_back({"plan finish", kBlack, Seconds(f.plan_finish())});
+  if (f.has_deadline()) finish.lines.push_back({"deadline", kPurple, Seconds(f.deadline())});
+  Series allowance{"planned allowance", kGreen, "2 4", {}};
+  if (in.plan && in.plan->report().schedule().has_start_time() && b.schedule_seconds() > 0 && !consumed.points.empty()) {
+    const double start = Seconds(in.plan->report().schedule().start_time());
+    for (const double t : {consumed.points.front().first, consumed.points.back().first}) {
+      allowance.points.emplace_back(t, std::max(0.0, (t - start) / b.schedule_seconds()) * b.budget_seconds() / 3600);
+    }
+  }
+  budget.series = {consumed, projected, allowance};
+  budget.lines.push_back({"budget", kBlack, b.budget_seconds() / 3600});
+  absl::StrAppend(&out, Svg(finish), Svg(budget), TimeBar(s.time_seconds()));
+
+  absl::StrAppend(&out, "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
+                        "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");
+  for (const v1::InterruptionCount& i : s.interruptions()) {
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(i.cause()), "</td><td>", i.planned() ? "yes" : "no", "</td><td>",
+                    i.count(), "</td></tr>\n");
+  }
+  if (s.interruptions().empty()) absl::StrAppend(&out, "<tr><td colspan=\"3\">none</td></tr>\n");
+  absl::StrAppend(&out, "</table></figure>\n<footer>", HtmlEscape(in.generator), ", ", s.events(), " events",
+                  in.refresh_seconds > 0 ? absl::StrCat(", refreshes every ", in.refresh_seconds, " s") : "",
+                  ". <a href=\"./\">All runs</a></footer>\n</body></html>\n");
+  return out;
+}
+
+std::string RunListHtml(const std::vector<v1::RunStatus>& runs, int refresh_seconds) {
+  std::string out = Head("flightplan runs", refresh_seconds);
+  absl::StrAppend(&out, "<h1>Runs</h1>\n<table class=\"runs\"><tr><th>run</th><th>state</th><th>progress</th>"
+                        "<th>finish, P50</th><th>slip</th><th>failure budget used</th></tr>\n");
+  for (const v1::RunStatus& s : runs) {
+    const v1::FailureBudget& b = s.failure_budget();
+    std::string href;  // the name as a path segment: escaped for the URL, then for HTML
+    for (const unsigned char c : s.run()) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+        href += static_cast<char>(c);
+      } else {
+        href += absl::StrFormat("%%%02X", c);
+      }
+    }
+    absl::StrAppend(&out, "<tr><td><a href=\"", HtmlEscape(href), "\">", HtmlEscape(s.run()), "</a></td><td>",
+                    HtmlEscape(s.state()), "</td><td>", Percent(s.progress().fraction()), "</td><td>",
+                    Date(Seconds(s.forecast().finish_p50()), "%Y-%m-%d"), "</td><td>",
+                    Hours(s.forecast().slip_seconds()), "</td><td>",
+                    Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0), "</td></tr>\n");
+  }
+  if (runs.empty()) absl::StrAppend(&out, "<tr><td colspan=\"6\">no runs yet</td></tr>\n");
+  absl::StrAppend(&out, "</table>\n<footer>flightpland</footer>\n</body></html>\n");
+  return out;
+}
+
+}  // namespace flightplan::exporters

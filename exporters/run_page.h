@@ -1,0 +1,46 @@
+// The run's page: one self-contained HTML file (inline SVG, no script from anywhere, no
+// network) drawn from what the daemon holds: the status, the forecast history and the
+// plan. Served by flightpland at /runs/ and /runs/NAME (on its metrics address) and
+// written by `flightplan status RUN --html FILE`. Pure: protos in, HTML out.
+//
+// Every string that comes from events or plans (run names, causes, flags) is escaped.
+// Colours are the Okabe-Ito palette (distinguishable under the common colour-vision
+// deficiencies), and lines also differ by dash, so nothing is told by colour alone.
+#ifndef FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_
+#define FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "flightplan/v1/status.pb.h"
+#include "flightplan/v1/tracker.pb.h"
+
+namespace flightplan::exporters {
+
+// &, <, >, " and ' as character references.
+std::string HtmlEscape(std::string_view text);
+
+struct RunPageInput {
+  v1::RunStatus status;
+  v1::ForecastHistory history;
+  std::optional<v1::PlanRevision> plan;
+  // > 0: the page reloads itself every this many seconds (a live run); 0: a snapshot.
+  int refresh_seconds = 0;
+  // Where the page was made (shown at the bottom): "flightpland", "flightplan status".
+  std::string generator = "flightpland";
+};
+
+// One run: the summary header, the finish-date trajectory, the failure budget against its
+// allowance, where the wall time went and the interruptions by cause.
+std::string RunPageHtml(const RunPageInput& input);
+
+// Every run: its state, progress, P50 finish and slip, failure budget used; each links to
+// its page (relative links: the list is served at /runs/).
+std::string RunListHtml(const std::vector<v1::RunStatus>& runs, int refresh_seconds);
+
+}  // namespace flightplan::exporters
+
+#endif  // FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_
