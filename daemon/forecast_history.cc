@@ -80,6 +80,18 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
     q->set_exhaustion_probability(p.exhaustion_probability);
     q->set_burn_rate(p.burn_rate);
     q->set_finished(p.finished);
+    q->set_tokens(p.tokens);
+    v1::TimeSeconds* t = q->mutable_time_seconds();
+    t->set_productive(p.seconds[0]);
+    t->set_checkpoint(p.seconds[1]);
+    t->set_lost(p.seconds[2]);
+    t->set_startup(p.seconds[3]);
+    t->set_down_unplanned(p.seconds[4]);
+    t->set_down_planned(p.seconds[5]);
+    t->set_stalled(p.seconds[6]);
+    double elapsed = 0;
+    for (const double x : p.seconds) elapsed += x;
+    t->set_elapsed(elapsed);
   }
   return out;
 }

@@ -523,8 +523,14 @@ void Tracker::SimulateRun(const std::string& run) {
   last_simulated_[run] = absl::Now();
   // The point goes to the writer before the simulation is published: once a status reads
   // fresh, a history read that follows it sees the point (when it was kept).
-  OfferForecastPoint(view->id, view->version, PointFromForecast(forecast::Combine(
-                                   forecast::ForecastNow(view->state, view->plan->prior, now), *sim)));
+  storage::ForecastPoint point =
+      PointFromForecast(forecast::Combine(forecast::ForecastNow(view->state, view->plan->prior, now), *sim));
+  // The run as it stood (the page's burn-up and time charts).
+  point.tokens = view->state.tokens;
+  const forecast::TimeSeconds& t = view->state.seconds;
+  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
+  std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
+  OfferForecastPoint(view->id, view->version, point);
   {
     std::lock_guard<std::mutex> store(forecasts_mu_);
     simulations_[run] = CachedSimulation{std::move(sim), view->plan->revision};

@@ -24,6 +24,8 @@ packages=(
   python3-venv python3-pip
   # the end-to-end test of a real PyTorch training loop (CPU)
   python3-torch
+  # the run page checked in a real browser (headless)
+  chromium
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -40,11 +41,24 @@ std::string Hours(double seconds) {
 
 std::string Percent(double ratio) { return absl::StrFormat("%.1f%%", ratio * 100); }
 
+std::string Tokens(double n) {
+  if (n >= 1e12) return absl::StrFormat("%.3g T", n / 1e12);
+  if (n >= 1e9) return absl::StrFormat("%.3g B", n / 1e9);
+  if (n >= 1e6) return absl::StrFormat("%.3g M", n / 1e6);
+  return absl::StrFormat("%.0f", n);
+}
+
 struct Series {
   std::string name;
   const char* color;
   std::string dash;  // SVG stroke-dasharray, "" for solid
   std::vector<std::pair<double, double>> points;  // (unix seconds, value)
+};
+
+struct Area {  // a band between two curves at the same x (stacked categories)
+  std::string name;
+  const char* color;
+  std::vector<double> x, low, high;
 };
 
 struct Line {  // a horizontal reference (a date on a date axis, or a value)
@@ -59,6 +73,8 @@ struct Chart {
   bool y_dates = false;
   std::vector<Series> series;
   std::vector<Line> lines;
+  std::vector<Area> areas;
+  double y_floor = std::numeric_limits<double>::quiet_NaN();  // include this value (0 for amounts)
 };
 
 std::string Tick(double v, bool date, double span) {
@@ -69,7 +85,7 @@ std::string Tick(double v, bool date, double span) {
 // An inline SVG line chart: axes with labelled ticks (dates in UTC), one polyline per
 // series, dashed reference lines, a legend.
 std::string Svg(const Chart& c) {
-  constexpr double kW = 760, kH = 300, kLeft = 96, kRight = 16, kTop = 16, kBottom = 64;
+  constexpr double kW = 760, kH = 316, kLeft = 96, kRight = 16, kTop = 16, kBottom = 80;
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   for (const Series& s : c.series) {
     for (const auto& [x, y] : s.points) {
@@ -80,6 +96,13 @@ std::string Svg(const Chart& c) {
   for (const Line& l : c.lines) {
     if (std::isfinite(l.y)) y0 = std::min(y0, l.y), y1 = std::max(y1, l.y);
   }
+  for (const Area& a : c.areas) {
+    for (size_t i = 0; i < a.x.size(); ++i) {
+      x0 = std::min(x0, a.x[i]), x1 = std::max(x1, a.x[i]);
+      y0 = std::min(y0, a.low[i]), y1 = std::max(y1, a.high[i]);
+    }
+  }
+  if (std::isfinite(c.y_floor) && std::isfinite(y0)) y0 = std::min(y0, c.y_floor);
   std::string out = absl::StrCat("<figure id=\"", c.id, "\"><figcaption>", HtmlEscape(c.title),
                                  "</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 ", kW, " ", kH,
                                  "\" role=\"img\" aria-label=\"", HtmlEscape(c.title), "\">\n");
@@ -91,7 +114,24 @@ std::string Svg(const Chart& c) {
   }
   if (y1 - y0 < 1e-9) y0 -= 1, y1 += 1;
   const double pad = (y1 - y0) * 0.05;
+  const bool floored = std::isfinite(c.y_floor) && y0 >= c.y_floor;
   y0 -= pad, y1 += pad;
+  if (floored) y0 = std::max(y0, c.y_floor);  // amounts start at 0, not below
+  // Value ticks at round steps (1, 2, 2.5 or 5 times a power of ten); dates at quarters.
+  std::vector<double> y_ticks;
+  if (c.y_dates) {
+    for (int i = 0; i <= 4; ++i) y_ticks.push_back(y0 + (y1 - y0) * i / 4);
+  } else {
+    const double raw = (y1 - y0) / 4, mag = std::pow(10, std::floor(std::log10(raw)));
+    double step = 10 * mag;
+    for (const double m : {1.0, 2.0, 2.5, 5.0}) {
+      if (m * mag >= raw) {
+        step = m * mag;
+        break;
+      }
+    }
+    for (double v = std::ceil(y0 / step) * step; v <= y1 + 1e-9 * step; v += step) y_ticks.push_back(v);
+  }
   auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); };
   auto Y = [&](double y) { return kTop + (y1 - y) / (y1 - y0) * (kH - kTop - kBottom); };
   // Axes, ticks and their labels.
@@ -102,10 +142,13 @@ std::string Svg(const Chart& c) {
                                   kH - kBottom),
                   "</g>\n");
   for (int i = 0; i <= 4; ++i) {
-    const double x = x0 + (x1 - x0) * i / 4, y = y0 + (y1 - y0) * i / 4;
+    const double x = x0 + (x1 - x0) * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>",
+                                          X(x), kH - kBottom + 18, i == 0 ? "start" : i == 4 ? "end" : "middle",
+                                          Tick(x, true, x1 - x0)));
+  }
+  for (const double y : y_ticks) {
     absl::StrAppend(&out,
-                    absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>",
-                                    X(x), kH - kBottom + 18, Tick(x, true, x1 - x0)),
                     absl::StrFormat("<text class=\"tick y\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
                                     kLeft - 6, Y(y) + 4, Tick(y, c.y_dates, y1 - y0)),
                     absl::StrFormat("<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -124,6 +167,14 @@ std::string Svg(const Chart& c) {
                                           "stroke=\"%s\" stroke-dasharray=\"2 4\" stroke-width=\"2\"/>\n",
                                           kLeft, Y(l.y), kW - kRight, Y(l.y), l.color));
   }
+  for (const Area& a : c.areas) {
+    if (a.x.size() < 2) continue;
+    std::string d;
+    for (size_t i = 0; i < a.x.size(); ++i) absl::StrAppend(&d, i == 0 ? "M" : " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.high[i])));
+    for (size_t i = a.x.size(); i-- > 0;) absl::StrAppend(&d, " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.low[i])));
+    absl::StrAppend(&out, "<path class=\"area\" d=\"", d, " Z\" fill=\"", a.color, "\" fill-opacity=\"0.85\"><title>",
+                    HtmlEscape(a.name), "</title></path>\n");
+  }
   for (const Series& s : c.series) {
     std::string d;
     for (const auto& [x, y] : s.points) {
@@ -140,16 +191,21 @@ std::string Svg(const Chart& c) {
                     "><title>", HtmlEscape(s.name), "</title></path>\n");
   }
   // Legend, under the axis label.
-  double lx = kLeft;
+  double lx = kLeft, ly = kH - 26;
   auto legend = [&](const std::string& name, const char* color, const std::string& dash) {
+    const double w = 34 + 7.0 * static_cast<double>(name.size());
+    if (lx + w > kW && lx > kLeft) lx = kLeft, ly += 16;  // the next row
     absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                                           "stroke-width=\"2\"%s/>",
-                                          lx, kH - 10, lx + 22, kH - 10, color,
+                                          lx, ly, lx + 22, ly, color,
                                           dash.empty() ? "" : absl::StrCat(" stroke-dasharray=\"", dash, "\"")),
-                    absl::StrFormat("<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text>", lx + 26, kH - 6,
+                    absl::StrFormat("<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text>", lx + 26, ly + 4,
                                     HtmlEscape(name)));
-    lx += 34 + 7.0 * static_cast<double>(name.size());
+    lx += w;
   };
+  for (const Area& a : c.areas) {
+    if (a.x.size() >= 2) legend(a.name, a.color, "");
+  }
   for (const Series& s : c.series) legend(s.name, s.color, s.dash);
   for (const Line& l : c.lines) {
     if (std::isfinite(l.y)) legend(l.name, l.color, "2 4");
@@ -232,10 +288,11 @@ std::string RunPageHtml(const RunPageInput& in) {
   auto row = [&](const std::string& k, const std::string& v) {
     absl::StrAppend(&out, "<tr><td>", k, "</td><td>", v, "</td></tr>\n");
   };
-  row("state", absl::StrCat(HtmlEscape(s.state()), ", attempt ", s.attempt(), ", plan revision ", s.plan_revision()));
-  row("progress", absl::StrFormat("%.4g of %.4g tokens (%s), step %d", static_cast<double>(s.progress().tokens()),
-                                  static_cast<double>(s.progress().target_tokens()), Percent(s.progress().fraction()),
-                                  s.progress().step()));
+  row("state", absl::StrCat(HtmlEscape(s.state()), ", attempt ", s.attempt()));
+  if (in.plan) row("plan", absl::StrCat(HtmlEscape(in.plan->plan().name()), ", revision ", in.plan->revision()));
+  row("progress", absl::StrCat(Tokens(static_cast<double>(s.progress().tokens())), " of ",
+                               Tokens(static_cast<double>(s.progress().target_tokens())), " tokens (",
+                               Percent(s.progress().fraction()), "), step ", s.progress().step()));
   row("as of", Date(Seconds(s.as_of())));
   row("finish, P50", absl::StrCat(Date(Seconds(f.finish_p50())), " (P10 ", Date(Seconds(f.finish_p10()), "%Y-%m-%d"),
                                   ", P90 ", Date(Seconds(f.finish_p90()), "%Y-%m-%d"), ")"));
@@ -257,10 +314,10 @@ std::string RunPageHtml(const RunPageInput& in) {
   absl::StrAppend(&out, "</table>\n");
 
   // The finish date over the run's life.
-  Chart finish{"finish", "Forecast finish over the run's life", "finish date (UTC)", true, {}, {}};
+  Chart finish{"finish", "Forecast finish over the run's life", "finish date (UTC)", true, {}, {}, {}, std::nan("")};
   Series p10{"P10", kSky, "6 3", {}}, p50{"P50", kBlue, "", {}}, p90{"P90", kVermillion, "6 3", {}};
   // The budget consumed against its allowance: the plan spends it evenly over its schedule.
-  Chart budget{"budget", "Failure budget consumed against the planned allowance", "hours", false, {}, {}};
+  Chart budget{"budget", "Failure budget consumed against the planned allowance", "hours", false, {}, {}, {}, 0};
   Series consumed{"consumed", kVermillion, "", {}}, projected{"projected at finish (P50)", kOrange, "6 3", {}};
   for (const v1::ForecastPoint& p : in.history.points()) {
     const double t = Seconds(p.as_of());
@@ -282,7 +339,62 @@ std::string RunPageHtml(const RunPageInput& in) {
   }
   budget.series = {consumed, projected, allowance};
   budget.lines.push_back({"budget", kBlack, b.budget_seconds() / 3600});
-  absl::StrAppend(&out, Svg(finish), Svg(budget), TimeBar(s.time_seconds()));
+  // Tokens against the plan's line, with the forecast fan to the finish. Points stored
+  // before schema 5 carry no tokens and are left out.
+  const double target = static_cast<double>(s.progress().target_tokens());
+  const bool trillions = target >= 1e12;
+  const double unit = trillions ? 1e12 : 1e9;
+  Chart tokens{"tokens", "Tokens trained against the plan, and the forecast to the finish",
+               trillions ? "tokens (trillions)" : "tokens (billions)", false, {}, {}, {}, 0};
+  Series actual{"trained", kBlue, "", {}}, plan_line{"plan", kBlack, "2 4", {}};
+  std::vector<const v1::ForecastPoint*> stood;  // points that carry the run's state
+  for (const v1::ForecastPoint& p : in.history.points()) {
+    if (p.tokens() > 0 || p.time_seconds().elapsed() > 0) stood.push_back(&p);
+  }
+  for (const v1::ForecastPoint* p : stood) actual.points.emplace_back(Seconds(p->as_of()), static_cast<double>(p->tokens()) / unit);
+  const double now = Seconds(s.as_of());
+  if (s.has_as_of()) actual.points.emplace_back(now, static_cast<double>(s.progress().tokens()) / unit);
+  if (in.plan && in.plan->report().schedule().has_start_time()) {
+    const double start = Seconds(in.plan->report().schedule().start_time());
+    plan_line.points.emplace_back(start, 0);
+    for (const v1::PhaseReport& ph : in.plan->report().phases()) {
+      plan_line.points.emplace_back(start + ph.schedule_end_seconds(),
+                                    (static_cast<double>(ph.tokens_before()) + static_cast<double>(ph.tokens())) / unit);
+    }
+    if (in.plan->report().phases().empty() && f.has_plan_finish()) plan_line.points.emplace_back(Seconds(f.plan_finish()), target / unit);
+  }
+  tokens.series = {actual, plan_line};
+  const std::vector<std::tuple<const char*, const google::protobuf::Timestamp*, const char*, const char*>> fan = {
+      {"forecast P10", &f.finish_p10(), kSky, "6 3"},
+      {"forecast P50", &f.finish_p50(), kBlue, "6 3"},
+      {"forecast P90", &f.finish_p90(), kVermillion, "6 3"}};
+  for (const auto& [name, finish_at, color, dash] : fan) {
+    if (!s.has_as_of() || finish_at->seconds() <= 0 || s.state() == "finished") continue;
+    tokens.series.push_back(Series{name, color, dash,
+                                   {{now, static_cast<double>(s.progress().tokens()) / unit}, {Seconds(*finish_at), target / unit}}});
+  }
+  tokens.lines.push_back({"target", kGreen, target / unit});
+
+  // Wall time by category over the run's life, stacked.
+  Chart time{"time-history", "Wall time by category over the run's life", "hours", false, {}, {}, {}, 0};
+  const std::vector<std::pair<const char*, const char*>> categories = {
+      {"productive", kGreen}, {"checkpoint", kSky}, {"lost", kVermillion}, {"startup", kYellow},
+      {"down, unplanned", kBlack}, {"down, planned", kPurple}, {"stalled", kOrange}};
+  std::vector<double> below(stood.size(), 0);
+  for (size_t k = 0; k < categories.size(); ++k) {
+    Area a{categories[k].first, categories[k].second, {}, {}, {}};
+    for (size_t i = 0; i < stood.size(); ++i) {
+      const v1::TimeSeconds& t = stood[i]->time_seconds();
+      const double v[] = {t.productive(), t.checkpoint(), t.lost(), t.startup(),
+                          t.down_unplanned(), t.down_planned(), t.stalled()};
+      a.x.push_back(Seconds(stood[i]->as_of()));
+      a.low.push_back(below[i] / 3600);
+      below[i] += v[k];
+      a.high.push_back(below[i] / 3600);
+    }
+    time.areas.push_back(std::move(a));
+  }
+  absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), TimeBar(s.time_seconds()));
 
   absl::StrAppend(&out, "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
                         "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");

@@ -41,6 +41,11 @@ struct ForecastPoint {
   double exhaustion_probability = 0;
   double burn_rate = 0;
   bool finished = false;
+  // The run as it stood (schema 5; 0 in older points): tokens, and the wall time by
+  // category (productive, checkpoint, lost, startup, down unplanned, down planned,
+  // stalled), for the page's burn-up and time charts.
+  int64_t tokens = 0;
+  double seconds[7] = {0, 0, 0, 0, 0, 0, 0};
 };
 
 // What InsertEvent did: a new event's seq, or (seq 0) the serialized event already stored

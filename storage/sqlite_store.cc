@@ -81,6 +81,15 @@ const std::vector<const char*>& Migrations() {
       "  event BLOB NOT NULL);",
       // 4: when each plan revision took effect in the run's time (a revised fleet's rate).
       "ALTER TABLE plans ADD COLUMN effective_us INTEGER;",
+      // 5: the run's tokens and wall time by category at each forecast point (the page).
+      "ALTER TABLE forecast_history ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN productive_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN checkpoint_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN lost_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN startup_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN down_unplanned_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN down_planned_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN stalled_seconds REAL NOT NULL DEFAULT 0;",
   };
   return *migrations;
 }
@@ -534,7 +543,9 @@ absl::Status SqliteStore::Migrate(bool check) {
 // The columns of a forecast point, in PointFromRow's order.
 #define FLIGHTPLAN_POINT_COLUMNS                                                         \
   "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, " \
-  "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished"
+  "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished, tokens, "   \
+  "productive_seconds, checkpoint_seconds, lost_seconds, startup_seconds, "             \
+  "down_unplanned_seconds, down_planned_seconds, stalled_seconds"
 
 absl::Status SqliteStore::Prepare() {
   struct Entry {
@@ -573,15 +584,22 @@ absl::Status SqliteStore::Prepare() {
       {&insert_point_,
        "INSERT INTO forecast_history(run_id, as_of_us, events, finish_p10_us, finish_p50_us, "
        "  finish_p90_us, consumed_seconds, projected_at_finish_seconds, exhaustion_probability, "
-       "  burn_rate, finished) "
-       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 WHERE NOT EXISTS("
+       "  burn_rate, finished, tokens, productive_seconds, checkpoint_seconds, lost_seconds, "
+       "  startup_seconds, down_unplanned_seconds, down_planned_seconds, stalled_seconds) "
+       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19 "
+       "WHERE NOT EXISTS("
        "  SELECT 1 FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2) "
        "ON CONFLICT(run_id, as_of_us) DO UPDATE SET events = excluded.events, "
        "  finish_p10_us = excluded.finish_p10_us, finish_p50_us = excluded.finish_p50_us, "
        "  finish_p90_us = excluded.finish_p90_us, consumed_seconds = excluded.consumed_seconds, "
        "  projected_at_finish_seconds = excluded.projected_at_finish_seconds, "
        "  exhaustion_probability = excluded.exhaustion_probability, "
-       "  burn_rate = excluded.burn_rate, finished = excluded.finished"},
+       "  burn_rate = excluded.burn_rate, finished = excluded.finished, tokens = excluded.tokens, "
+       "  productive_seconds = excluded.productive_seconds, "
+       "  checkpoint_seconds = excluded.checkpoint_seconds, lost_seconds = excluded.lost_seconds, "
+       "  startup_seconds = excluded.startup_seconds, "
+       "  down_unplanned_seconds = excluded.down_unplanned_seconds, "
+       "  down_planned_seconds = excluded.down_planned_seconds, stalled_seconds = excluded.stalled_seconds"},
       {&read_points_,
        "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
        "ORDER BY as_of_us"},
@@ -866,6 +884,14 @@ absl::Status SqliteStore::InsertForecastPoint(int64_t run_id, const ForecastPoin
                         .BindReal(9, p.exhaustion_probability)
                         .BindReal(10, p.burn_rate)
                         .Bind(11, int64_t{p.finished ? 1 : 0})
+                        .Bind(12, p.tokens)
+                        .BindReal(13, p.seconds[0])
+                        .BindReal(14, p.seconds[1])
+                        .BindReal(15, p.seconds[2])
+                        .BindReal(16, p.seconds[3])
+                        .BindReal(17, p.seconds[4])
+                        .BindReal(18, p.seconds[5])
+                        .BindReal(19, p.seconds[6])
                         .Run("insert forecast point");
   if (!st.ok()) return st;
   if (sqlite3_changes(db_) == 0) {
@@ -891,6 +917,8 @@ ForecastPoint PointFromRow(S& s) {
   p.exhaustion_probability = s.Real(7);
   p.burn_rate = s.Real(8);
   p.finished = s.Int(9) != 0;
+  p.tokens = s.Int(10);
+  for (int i = 0; i < 7; ++i) p.seconds[i] = s.Real(11 + i);
   return p;
 }
 }  // namespace

@@ -189,6 +189,34 @@ TEST_F(ForecastHistoryStore, ThinningHalvesTheOlderHalfAndKeepsTheFirstAndTheLat
   for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i - 1].as_of, points[i].as_of);
 }
 
+// Schema 5: a point keeps the run's tokens and time by category; a schema-4 point reads
+// back with zeros.
+TEST_F(ForecastHistoryStore, PointsKeepTokensAndTimeByCategory) {
+  const int64_t a = NewRun("a");
+  storage::ForecastPoint p = At(0, 1);
+  p.tokens = 123456789012;
+  for (int i = 0; i < 7; ++i) p.seconds[i] = 10.5 * (i + 1);
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->InsertForecastPoint(a, p).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  // What flightpland 4 wrote: no such columns yet.
+  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO forecast_history(run_id, as_of_us, events, consumed_seconds, "
+                             "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished) "
+                             "VALUES(1, 9999999999999999, 2, 0, 0, 0, 0, 0)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Open();
+  const std::vector<storage::ForecastPoint> points = Read(a);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].tokens, 123456789012);
+  for (int i = 0; i < 7; ++i) EXPECT_DOUBLE_EQ(points[0].seconds[i], 10.5 * (i + 1));
+  EXPECT_EQ(points[1].tokens, 0);
+  EXPECT_DOUBLE_EQ(points[1].seconds[0], 0);
+}
+
 TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   const int64_t a = NewRun("a");
   store_.reset();
@@ -214,7 +242,7 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), storage::kSchemaVersion);
-  EXPECT_EQ(storage::kSchemaVersion, 4);
+  EXPECT_EQ(storage::kSchemaVersion, 5);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

@@ -5,7 +5,8 @@ with the project's routing, and a local webhook standing for the pager and the t
 Two runs of the flagship plan, on the wall clock. "quiet" trains on plan. "burning" trained
 nine hours without a checkpoint, then lost its job an hour ago; while Prometheus watches, it
 relaunches from scratch, and the nine hours of work are lost at once. The test expects:
-  - the page (FlightplanFailureBudgetBurnFast) for "burning" on the page webhook;
+  - the page (FlightplanFailureBudgetBurnFast) for "burning" on the page webhook, linking the
+    run's page on flightpland (which serves it);
   - the day-burn ticket (FlightplanFailureBudgetBurnDay) firing in Prometheus for "burning",
     but held back by Alertmanager (inhibited by the page) and never on the ticket webhook;
   - nothing at all for "quiet".
@@ -200,6 +201,14 @@ scrape_configs:
                         lambda: got("/page", "FlightplanFailureBudgetBurnFast", "burning"), timeout=60)
         print(f"ok   page delivered at {time.monotonic() - START:.1f} s: {page[0]['annotations']['summary']}")
         assert page[0]["labels"]["severity"] == "page", page[0]
+        # The notification links the run's page, which flightpland serves.
+        link = page[0]["annotations"].get("page")
+        if link != f"http://127.0.0.1:{metrics_port}/runs/burning":
+            raise SystemExit(f"FAIL: the page's link is {link}")
+        with urllib.request.urlopen(link, timeout=10) as r:
+            if r.status != 200 or b"Run burning" not in r.read():
+                raise SystemExit(f"FAIL: {link} does not serve the run's page")
+        print(f"ok   the notification links {link}, which serves the run's page")
 
         wait_for("the day-burn ticket to fire in Prometheus", lambda: query(
             prom_port, 'ALERTS{alertname="FlightplanFailureBudgetBurnDay",run="burning",alertstate="firing"}'),

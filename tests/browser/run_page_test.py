@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""The run's page in a real browser: Debian's chromium, headless.
+
+Starts flightpland (loopback, free ports, the event clock, a forecast every 20 ms so a fast
+replay leaves a trajectory), feeds the flagship plan's run a simulated run whose rack goes
+bad at 40% (`--scenario bad-rack-40`) in chunks, and a second run whose plan is named with a
+script tag. Then loads /runs/ and both /runs/NAME pages in chromium, keeps the DOM as the
+browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and checks:
+  - every chart of the run page is drawn with data: a path through two points or more (or
+    a filled area), date ticks on its time axis, its axis labels;
+  - the screenshot shows the page: thousands of pixels in the palette's blue, many colours;
+  - the browser reported no error in the page's console;
+  - the script tag in the plan's name is text on the page, not a script: no script element,
+    the title unchanged;
+  - the list links both runs.
+Bounded: gives up after 150 s. Usage: run_page_test.py FLIGHTPLAND FLIGHTPLAN REPO ARTIFACTS
+"""
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+DEADLINE = time.monotonic() + 150
+
+
+def wait_for(what, check, interval=0.2, timeout=30):
+    give_up = min(DEADLINE, time.monotonic() + timeout)
+    while time.monotonic() < give_up:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise SystemExit(f"FAIL: timed out waiting for {what}")
+
+
+def png_pixels(path):
+    """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB or RGBA PNG."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6), f"PNG depth {depth} colour type {color}"
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(width)])
+        prev = line
+    return width, height, rows
+
+
+def browse(url, name, artifacts, height):
+    """The DOM chromium built, and its console's complaints; a screenshot in artifacts."""
+    flags = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--window-size=1000,{height}", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run(flags + ["--dump-dom", url], capture_output=True, text=True, timeout=60)
+    shot = os.path.join(artifacts, f"{name}.png")
+    subprocess.run(flags + [f"--screenshot={shot}", url], capture_output=True, text=True, timeout=60, check=True)
+    open(os.path.join(artifacts, f"{name}.html"), "w").write(dom.stdout)
+    console = [l for l in dom.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+    return dom.stdout, console, shot
+
+
+def main():
+    daemon_bin, cli_bin, repo, artifacts = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), sys.argv[4]
+    os.makedirs(artifacts, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="flightplan-browser-")
+    failures = []
+    daemon = None
+    try:
+        log = open(os.path.join(work, "daemon.log"), "w+")
+        daemon = subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen", "127.0.0.1:0",
+                                   "--metrics", "127.0.0.1:0", "--clock", "events", "--forecast-interval", "0.02"],
+                                  stdout=log, stderr=subprocess.STDOUT)
+
+        def ports():
+            log.seek(0)
+            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
+            return m and (int(m.group(1)), int(m.group(2)))
+
+        grpc_port, http_port = wait_for("flightpland to listen", ports)
+        cli = [cli_bin, "--server", f"127.0.0.1:{grpc_port}"]
+        plan = os.path.join(repo, "deploy/examples/dense-70b-10t.yaml")
+        subprocess.run(cli + ["create", plan], check=True, stdout=subprocess.DEVNULL)
+        events = subprocess.run([cli_bin, "simulate", plan, "--scenario", "bad-rack-40", "--seed", "5"],
+                                check=True, capture_output=True, text=True).stdout.splitlines()
+        # Three quarters of the run, in 60 chunks: the forecast moves as the rack goes bad.
+        events = events[: len(events) * 3 // 4]
+        per = len(events) // 60 + 1
+        for i in range(0, len(events), per):
+            chunk = os.path.join(work, "chunk.jsonl")
+            open(chunk, "w").write("\n".join(events[i:i + per]) + "\n")
+            subprocess.run(cli + ["replay", chunk, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+            time.sleep(0.05)
+        hostile = "<script>document.title='pwned'</script>"
+        plan_text = re.sub(r"^name: .*$", f'name: "{hostile}"', open(plan).read(), flags=re.M)
+        xss_plan = os.path.join(work, "xss.yaml")
+        open(xss_plan, "w").write(plan_text)
+        subprocess.run(cli + ["create", xss_plan, "--run", "xss"], check=True, stdout=subprocess.DEVNULL)
+        time.sleep(1)  # the last forecasts reach the history
+
+        base = f"http://127.0.0.1:{http_port}"
+        dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 2350)
+        if console:
+            failures.append(f"run page console: {console[:3]}")
+        for chart in ("tokens", "finish", "budget", "time-history"):
+            m = re.search(rf'<figure id="{chart}">(.*?)</figure>', dom, re.S)
+            if not m:
+                failures.append(f"chart {chart}: missing")
+                continue
+            body = m.group(1)
+            drawn = [d for d in re.findall(r'<path class="(?:series|area)" d="([^"]*)"', body) if d.count("L") >= 1]
+            if not drawn:
+                failures.append(f"chart {chart}: no path through two points")
+            ticks = re.findall(r'<text class="tick x"[^>]*>([^<]*)</text>', body)
+            if not ticks or not all(re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2} \d{2}:\d{2}", t) for t in ticks):
+                failures.append(f"chart {chart}: time ticks {ticks}")
+            if "time (UTC)" not in body or 'class="label y"' not in body:
+                failures.append(f"chart {chart}: axis labels")
+            print(f"ok   chart {chart}: {len(drawn)} paths, ticks {ticks[0]} .. {ticks[-1]}" if drawn and ticks else
+                  f"FAIL chart {chart}")
+        width, height, rows = png_pixels(shot)
+        blue = sum(1 for row in rows for px in row if px == (0, 114, 178))
+        colours = len({px for row in rows[::4] for px in row[::4]})
+        print(f"ok   screenshot {width}x{height}: {blue} pixels of the palette's blue, {colours} colours sampled")
+        if blue < 500 or colours < 20:
+            failures.append(f"screenshot: {blue} blue pixels, {colours} colours")
+
+        dom, console, _ = browse(f"{base}/runs/xss", "run-page-hostile-plan-name", artifacts, 1200)
+        if re.search(r"<script", dom, re.I):
+            failures.append("the plan's name became a script element")
+        if "&lt;script&gt;document.title=" not in dom:
+            failures.append("the plan's name is not shown as text")
+        if re.search(r"<title>[^<]*pwned", dom):
+            failures.append("the page's title was changed by the plan's name")
+        if console:
+            failures.append(f"hostile page console: {console[:3]}")
+
+        dom, console, _ = browse(f"{base}/runs/", "runs-list", artifacts, 600)
+        for run in ("dense-70b-10t", "xss"):
+            if f'href="{run}"' not in dom:
+                failures.append(f"the list does not link {run}")
+        for f in failures:
+            print(f"FAIL {f}")
+        print(f"artifacts in {artifacts}")
+        return 1 if failures else 0
+    finally:
+        if daemon:
+            daemon.terminate()
+            daemon.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
