@@ -661,8 +661,8 @@ int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream&
 
 namespace {
 
-// `status --html`: the page flightpland serves at /runs/NAME, from the status, the forecast
-// history and the current plan, written to a file ("-": stdout).
+// `status --html`: the page flightpland serves at /runs/NAME, from the same two calls (the
+// status and the forecast history), written to a file ("-": stdout).
 int WriteRunPage(v1::Tracker::Stub& stub, const ClientOptions& client, const v1::RunStatus& status,
                  const std::string& path, std::ostream& out, std::ostream& err) {
   exporters::RunPageInput in;
@@ -674,18 +674,6 @@ int WriteRunPage(v1::Tracker::Stub& stub, const ClientOptions& client, const v1:
     v1::GetHistoryRequest request;
     request.set_run(status.run());
     if (grpc::Status st = stub.GetHistory(&ctx, request, &in.history); !st.ok()) return Fail(err, "status", st, client);
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, client);
-    v1::GetPlanRequest request;
-    request.set_run(status.run());
-    v1::PlanRevision plan;
-    if (grpc::Status st = stub.GetPlan(&ctx, request, &plan); st.ok()) {
-      in.plan = std::move(plan);
-    } else if (st.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
-      return Fail(err, "status", st, client);
-    }
   }
   const std::string html = exporters::RunPageHtml(in);
   if (path == "-") {

@@ -16,7 +16,6 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "daemon/http_server.h"
 #include "exporters/run_page.h"
-#include "proto/plan_convert.h"
 #include "prometheus/registry.h"
 
 namespace flightplan::daemon {
@@ -25,8 +24,8 @@ namespace {
 // A live run's page reloads itself this often.
 constexpr int kPageRefreshSeconds = 60;
 
-// One run's page: its status, its forecast history (read through the writer, as GetHistory
-// does; a page without it after 5 s) and its current plan. nullopt for an unknown run.
+// One run's page: its status and its forecast history (read through the writer, as
+// GetHistory does; a page without it after 5 s). nullopt for an unknown run.
 std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   std::shared_ptr<const RunView> view;
   for (const auto& v : tracker.List()) {
@@ -41,13 +40,6 @@ std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   if (tracker.SubmitHistoryRead(name, [history](HistoryResult r) { history->set_value(std::move(r)); }).ok() &&
       got.wait_for(std::chrono::seconds(5)) == std::future_status::ready) {
     if (HistoryResult r = got.get(); r.ok()) in.history = HistoryToProto(name, *r);
-  }
-  if (view->plan) {
-    v1::PlanRevision plan;
-    plan.set_revision(view->plan->revision);
-    *plan.mutable_plan() = view->plan->plan;
-    *plan.mutable_report() = ReportToProto(view->plan->report);
-    in.plan = std::move(plan);
   }
   in.refresh_seconds = in.status.state() == "finished" ? 0 : kPageRefreshSeconds;
   return exporters::RunPageHtml(in);

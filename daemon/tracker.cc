@@ -409,6 +409,7 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
       StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
                     view.plan->report.compute.tokens_per_second);
   status.set_plan_revision(view.plan->revision);
+  status.set_plan_name(view.plan->plan.name());
   status.mutable_progress()->set_plan_tokens(
       static_cast<int64_t>(forecast::PlannedTokensAt(view.plan->prior, now)));
   // The cheap part now; the simulation as last computed (never waited for), labelled with

@@ -289,7 +289,7 @@ std::string RunPageHtml(const RunPageInput& in) {
     absl::StrAppend(&out, "<tr><td>", k, "</td><td>", v, "</td></tr>\n");
   };
   row("state", absl::StrCat(HtmlEscape(s.state()), ", attempt ", s.attempt()));
-  if (in.plan) row("plan", absl::StrCat(HtmlEscape(in.plan->plan().name()), ", revision ", in.plan->revision()));
+  row("plan", absl::StrCat(HtmlEscape(s.plan_name()), ", revision ", s.plan_revision()));
   row("progress", absl::StrCat(Tokens(static_cast<double>(s.progress().tokens())), " of ",
                                Tokens(static_cast<double>(s.progress().target_tokens())), " tokens (",
                                Percent(s.progress().fraction()), "), step ", s.progress().step()));
@@ -331,8 +331,10 @@ std::string RunPageHtml(const RunPageInput& in) {
   finish.lines.push_back({"plan finish", kBlack, Seconds(f.plan_finish())});
   if (f.has_deadline()) finish.lines.push_back({"deadline", kPurple, Seconds(f.deadline())});
   Series allowance{"planned allowance", kGreen, "2 4", {}};
-  if (in.plan && in.plan->report().schedule().has_start_time() && b.schedule_seconds() > 0 && !consumed.points.empty()) {
-    const double start = Seconds(in.plan->report().schedule().start_time());
+  // The plan's start: its finish less its whole schedule.
+  const double plan_start = Seconds(f.plan_finish()) - b.schedule_seconds();
+  if (f.has_plan_finish() && b.schedule_seconds() > 0 && !consumed.points.empty()) {
+    const double start = plan_start;
     for (const double t : {consumed.points.front().first, consumed.points.back().first}) {
       allowance.points.emplace_back(t, std::max(0.0, (t - start) / b.schedule_seconds()) * b.budget_seconds() / 3600);
     }
@@ -354,14 +356,9 @@ std::string RunPageHtml(const RunPageInput& in) {
   for (const v1::ForecastPoint* p : stood) actual.points.emplace_back(Seconds(p->as_of()), static_cast<double>(p->tokens()) / unit);
   const double now = Seconds(s.as_of());
   if (s.has_as_of()) actual.points.emplace_back(now, static_cast<double>(s.progress().tokens()) / unit);
-  if (in.plan && in.plan->report().schedule().has_start_time()) {
-    const double start = Seconds(in.plan->report().schedule().start_time());
-    plan_line.points.emplace_back(start, 0);
-    for (const v1::PhaseReport& ph : in.plan->report().phases()) {
-      plan_line.points.emplace_back(start + ph.schedule_end_seconds(),
-                                    (static_cast<double>(ph.tokens_before()) + static_cast<double>(ph.tokens())) / unit);
-    }
-    if (in.plan->report().phases().empty() && f.has_plan_finish()) plan_line.points.emplace_back(Seconds(f.plan_finish()), target / unit);
+  if (f.has_plan_finish() && b.schedule_seconds() > 0) {
+    plan_line.points.emplace_back(plan_start, 0);
+    plan_line.points.emplace_back(Seconds(f.plan_finish()), target / unit);
   }
   tokens.series = {actual, plan_line};
   const std::vector<std::tuple<const char*, const google::protobuf::Timestamp*, const char*, const char*>> fan = {

@@ -9,7 +9,6 @@
 #ifndef FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_
 #define FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,10 +22,12 @@ namespace flightplan::exporters {
 // &, <, >, " and ' as character references.
 std::string HtmlEscape(std::string_view text);
 
+// The page is drawn from the status and the forecast history alone, so that `flightplan
+// status --html` makes the same page from the same two calls. The plan's line is the
+// straight one from its start (its finish less its schedule) to its finish.
 struct RunPageInput {
   v1::RunStatus status;
   v1::ForecastHistory history;
-  std::optional<v1::PlanRevision> plan;
   // > 0: the page reloads itself every this many seconds (a live run); 0: a snapshot.
   int refresh_seconds = 0;
   // Where the page was made (shown at the bottom): "flightpland", "flightplan status".

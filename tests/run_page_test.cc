@@ -16,6 +16,7 @@ v1::RunStatus Status() {
   s.set_run(std::string("r1 ") + kHostile);
   s.set_state("running");
   s.set_attempt(3);
+  s.set_plan_name(std::string("plan ") + kHostile);
   s.mutable_progress()->set_tokens(2'000'000'000);
   s.mutable_progress()->set_target_tokens(10'000'000'000);
   s.mutable_progress()->set_fraction(0.2);
@@ -88,12 +89,19 @@ TEST(RunPage, DrawsTheTrajectoryTheBudgetAndTheTime) {
   EXPECT_EQ(RunPageHtml(in).find("http-equiv=\"refresh\""), std::string::npos);
 }
 
+// Without a forecast history the trajectory, budget and time charts say so; the tokens
+// chart still has the plan's line.
 TEST(RunPage, ARunWithoutHistorySaysSo) {
   RunPageInput in;
   in.status = Status();
   const std::string html = RunPageHtml(in);
-  EXPECT_NE(html.find("no data yet"), std::string::npos);
-  EXPECT_EQ(html.find("<path class=\"series\""), std::string::npos);
+  for (const char* chart : {"finish", "budget", "time-history"}) {
+    const size_t at = html.find(std::string("<figure id=\"") + chart + "\">");
+    ASSERT_NE(at, std::string::npos) << chart;
+    const std::string figure = html.substr(at, html.find("</figure>", at) - at);
+    EXPECT_NE(figure.find("no data yet"), std::string::npos) << chart;
+    EXPECT_EQ(figure.find("<path class=\"series\""), std::string::npos) << chart;
+  }
 }
 
 }  // namespace
