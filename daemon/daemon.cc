@@ -27,10 +27,7 @@ constexpr int kPageRefreshSeconds = 60;
 // One run's page: its status and its forecast history (read through the writer, as
 // GetHistory does; a page without it after 5 s). nullopt for an unknown run.
 std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
-  std::shared_ptr<const RunView> view;
-  for (const auto& v : tracker.List()) {
-    if (v->name == name) view = v;
-  }
+  const std::shared_ptr<const RunView> view = tracker.Find(name);
   if (!view) return std::nullopt;
   exporters::RunPageInput in;
   in.status = tracker.StatusOf(*view);
@@ -39,7 +36,7 @@ std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   std::future<HistoryResult> got = history->get_future();
   if (tracker.SubmitHistoryRead(name, [history](HistoryResult r) { history->set_value(std::move(r)); }).ok() &&
       got.wait_for(std::chrono::seconds(5)) == std::future_status::ready) {
-    if (HistoryResult r = got.get(); r.ok()) in.history = HistoryToProto(name, *r);
+    if (HistoryResult r = got.get(); r.ok()) in.history = HistoryToProto(name, *r, &view->state);
   }
   in.refresh_seconds = in.status.state() == "finished" ? 0 : kPageRefreshSeconds;
   return exporters::RunPageHtml(in);

@@ -64,7 +64,8 @@ bool ShouldRecord(const std::optional<storage::ForecastPoint>& last,
   return since >= options.min_move_spacing && IsLargeMove(*last, next, options);
 }
 
-v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<storage::ForecastPoint>& points) {
+v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<storage::ForecastPoint>& points,
+                                   const forecast::RunState* state) {
   v1::ForecastHistory out;
   out.set_run(run);
   out.mutable_points()->Reserve(static_cast<int>(points.size()));
@@ -92,6 +93,14 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
     double elapsed = 0;
     for (const double x : p.seconds) elapsed += x;
     t->set_elapsed(elapsed);
+  }
+  if (state != nullptr) {
+    for (const forecast::InterruptionMark& m : state->interruption_marks) {
+      v1::InterruptionMark* q = out.add_interruptions();
+      *q->mutable_time() = TimeToProto(m.time);
+      q->set_cause(m.cause);
+      q->set_planned(m.planned);
+    }
   }
   return out;
 }

@@ -378,12 +378,13 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
   }
   // SQLite belongs to the writer thread: the read joins its queue and finishes from there.
   const std::string run = request->run();
-  absl::Status st = tracker_->SubmitHistoryRead(run, [=](HistoryResult points) {
+  absl::Status st = tracker_->SubmitHistoryRead(run, [=, this](HistoryResult points) {
     if (!points.ok()) {
       reactor->Finish(ToGrpc(points.status()));
       return;
     }
-    *response = HistoryToProto(run, *points);
+    const std::shared_ptr<const RunView> view = tracker_->Find(run);
+    *response = HistoryToProto(run, *points, view ? &view->state : nullptr);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));

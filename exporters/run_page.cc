@@ -246,6 +246,66 @@ std::string TimeBar(const v1::TimeSeconds& t) {
   return out + "</table></figure>\n";
 }
 
+// Interruptions on a timeline: one row per cause, a mark per interruption (a circle when
+// unplanned, a square when planned), coloured and labelled by cause.
+std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
+  constexpr double kW = 760, kLeft = 130, kRight = 16, kRow = 22, kTop = 8;
+  std::vector<std::string> causes;
+  for (const v1::InterruptionMark& m : history.interruptions()) {
+    if (std::find(causes.begin(), causes.end(), m.cause()) == causes.end()) causes.push_back(m.cause());
+    x0 = std::min(x0, Seconds(m.time())), x1 = std::max(x1, Seconds(m.time()));
+  }
+  const double h = kTop + kRow * static_cast<double>(std::max<size_t>(1, causes.size())) + 46;
+  std::string out = absl::StrCat(
+      "<figure id=\"interruptions-timeline\"><figcaption>Interruptions over the run's life, by cause "
+      "(circle: unplanned, square: planned)</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 ", kW, " ", h,
+      "\" role=\"img\" aria-label=\"interruptions by cause over time\">\n");
+  if (causes.empty() || !std::isfinite(x0) || !std::isfinite(x1)) {
+    return out + absl::StrFormat("<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no "
+                                 "interruptions</text>\n</svg></figure>\n", kW / 2, h / 2);
+  }
+  if (x0 == x1) x0 -= 3600, x1 += 3600;
+  auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); };
+  static constexpr const char* kColours[] = {kVermillion, kBlue, kOrange, kGreen, kPurple, kSky, kBlack, kYellow};
+  const double axis = kTop + kRow * static_cast<double>(causes.size());
+  for (size_t i = 0; i < causes.size(); ++i) {
+    absl::StrAppend(&out, absl::StrFormat("<text class=\"tick y\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s"
+                                          "</text><line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                                          "y2=\"%.1f\" stroke=\"#eee\"/>\n",
+                                          kLeft - 8, kTop + kRow * (static_cast<double>(i) + 0.5) + 4,
+                                          HtmlEscape(causes[i]), kLeft, kTop + kRow * (static_cast<double>(i) + 0.5),
+                                          kW - kRight, kTop + kRow * (static_cast<double>(i) + 0.5)));
+  }
+  for (const v1::InterruptionMark& m : history.interruptions()) {
+    const size_t row = static_cast<size_t>(std::find(causes.begin(), causes.end(), m.cause()) - causes.begin());
+    const double x = X(Seconds(m.time())), y = kTop + kRow * (static_cast<double>(row) + 0.5);
+    const char* colour = kColours[row % 8];
+    const std::string title = absl::StrCat(HtmlEscape(m.cause()), m.planned() ? " (planned), " : ", ",
+                                           Date(Seconds(m.time())));
+    if (m.planned()) {
+      absl::StrAppend(&out, absl::StrFormat("<rect class=\"mark\" x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" "
+                                            "fill=\"%s\"><title>%s</title></rect>\n",
+                                            x - 4, y - 4, colour, title));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("<circle class=\"mark\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
+                                            "fill-opacity=\"0.8\"><title>%s</title></circle>\n",
+                                            x, y, colour, title));
+    }
+  }
+  absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>",
+                                        kLeft, axis, kW - kRight, axis));
+  for (int i = 0; i <= 4; ++i) {
+    const double x = x0 + (x1 - x0) * i / 4;
+    absl::StrAppend(&out, absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>",
+                                          X(x), axis + 16, i == 0 ? "start" : i == 4 ? "end" : "middle",
+                                          Tick(x, true, x1 - x0)));
+  }
+  absl::StrAppend(&out, absl::StrFormat("<text class=\"label x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+                                        "time (UTC)</text>\n</svg></figure>\n",
+                                        (kLeft + kW - kRight) / 2, axis + 34));
+  return out;
+}
+
 const char kStyle[] =
     "<style>body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:800px;color:#111}"
     "h1{font-size:1.4em;margin:0 0 .3em}table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left}"
@@ -391,7 +451,11 @@ std::string RunPageHtml(const RunPageInput& in) {
     }
     time.areas.push_back(std::move(a));
   }
-  absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), TimeBar(s.time_seconds()));
+  // The timeline spans the run's history (the interruptions widen it if need be).
+  double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
+  for (const v1::ForecastPoint& p : in.history.points()) t0 = std::min(t0, Seconds(p.as_of())), t1 = std::max(t1, Seconds(p.as_of()));
+  absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), TimeBar(s.time_seconds()),
+                  Timeline(in.history, t0, t1));
 
   absl::StrAppend(&out, "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
                         "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");

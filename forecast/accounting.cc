@@ -66,7 +66,10 @@ void AddFlag(RunState& s, std::string flag) {
   s.flags.push_back(std::move(flag));
 }
 
-void CountInterruption(RunState& s, const std::string& cause, bool planned) {
+void CountInterruption(RunState& s, const std::string& cause, bool planned, absl::Time at) {
+  // To the microsecond, as snapshots keep times: the same after a restart.
+  s.interruption_marks.push_back({absl::FromUnixMicros(absl::ToUnixMicros(at)), cause, planned});
+  if (s.interruption_marks.size() > kMaxInterruptionMarks) s.interruption_marks.erase(s.interruption_marks.begin());
   std::set<std::string> causes;
   for (InterruptionCount& c : s.interruptions) {
     if (c.cause == cause && c.planned == planned) {
@@ -76,7 +79,9 @@ void CountInterruption(RunState& s, const std::string& cause, bool planned) {
     causes.insert(c.cause);
   }
   if (!causes.count(cause) && causes.size() >= s.max_causes && cause != "other") {
-    CountInterruption(s, "other", planned);
+    s.interruption_marks.pop_back();  // counted as "other", marked with its own cause
+    CountInterruption(s, "other", planned, at);
+    s.interruption_marks.back().cause = cause;
     return;
   }
   s.interruptions.push_back({cause, planned, 1});
@@ -413,7 +418,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         // No interruption was reported: the previous attempt died at its latest event.
         OpenIncident(s);
         s.seconds.down_unplanned += gap;
-        CountInterruption(s, "unknown", false);
+        CountInterruption(s, "unknown", false, s.last_time);  // the attempt died at its latest event
         ++s.unplanned_interruptions;
         s.down_planned = false;
         s.last_stop_unplanned = true;
@@ -502,7 +507,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         // Work since the latest report produced no step that counts.
         ChargeWork(s, gap, s.seconds.lost);
       }
-      CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned);
+      CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned, e.time);
       if (!e.planned) ++s.unplanned_interruptions;
       if (e.planned) ++s.planned_interruptions;
       s.phase = Phase::kDown;

@@ -32,6 +32,7 @@ inline constexpr double kStallUnknownSeconds = 1800.0;
 inline constexpr double kStartupStallMinSeconds = 600.0;
 // Attempt start times remembered to resolve an event's attempt from its time.
 inline constexpr size_t kMaxAttemptStarts = 4096;
+inline constexpr size_t kMaxInterruptionMarks = 4096;
 // Checkpoints remembered for restores (the newest); older restores are interpolated.
 inline constexpr size_t kMaxCheckpointMarks = 512;
 // Window of the recent throughput.
@@ -46,6 +47,13 @@ struct TimeSeconds {
   [[nodiscard]] double Sum() const {
     return productive + checkpoint + lost + startup + down_unplanned + down_planned + stalled;
   }
+};
+
+// One interruption on the run's timeline (reported, or implied by a relaunch).
+struct InterruptionMark {
+  absl::Time time;
+  std::string cause;
+  bool planned = false;
 };
 
 struct InterruptionCount {
@@ -159,6 +167,7 @@ struct RunState {
   std::vector<AttemptStart> attempt_starts;     // oldest first, at most kMaxAttemptStarts
 
   std::vector<InterruptionCount> interruptions;
+  std::vector<InterruptionMark> interruption_marks;  // oldest first, the newest kMaxInterruptionMarks
   uint32_t unplanned_interruptions = 0;
   uint32_t planned_interruptions = 0;
   // An incident is an unplanned stop, from the last work before it to the first step after
@@ -248,6 +257,7 @@ struct RunSnapshot {
   double elapsed_seconds = 0;
   double failure_budget_consumed_seconds = 0;
   std::vector<InterruptionCount> interruptions;
+  std::vector<InterruptionMark> interruption_marks;  // oldest first, the newest kMaxInterruptionMarks
   double tokens_per_second = 0;
   double recent_tokens_per_second = 0;
   // Seconds the job was up: startup, productive, checkpoint, lost, stalled.

@@ -158,6 +158,12 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pa->set_attempt(a.attempt);
     pa->set_time_us(Micros(a.time));
   }
+  for (const auto& m : s.interruption_marks) {
+    auto* pm = p.add_interruption_marks();
+    pm->set_time_us(Micros(m.time));
+    pm->set_cause(m.cause);
+    pm->set_planned(m.planned);
+  }
   p.set_unplanned_interruptions(s.unplanned_interruptions);
   p.set_incident_open(s.incident_open);
   p.set_incident_start_budget(s.incident_start_budget);
@@ -225,6 +231,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.tokens_uncertain = p.tokens_uncertain();
   s.checkpoints_evicted = p.checkpoints_evicted();
   for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
+  for (const auto& m : p.interruption_marks()) s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
   s.unplanned_interruptions = p.unplanned_interruptions();
   s.incident_open = p.incident_open();
   s.incident_start_budget = p.incident_start_budget();

@@ -7,7 +7,8 @@ bad at 40% (`--scenario bad-rack-40`) in chunks, and a second run whose plan is 
 script tag. Then loads /runs/ and both /runs/NAME pages in chromium, keeps the DOM as the
 browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and checks:
   - every chart of the run page is drawn with data: a path through two points or more (or
-    a filled area), date ticks on its time axis, its axis labels;
+    a filled area), date ticks on its time axis, its axis labels; the interruptions are
+    marks on a timeline, a row per cause;
   - the screenshot shows the page: thousands of pixels in the palette's blue, many colours;
   - the browser reported no error in the page's console;
   - the script tag in the plan's name is text on the page, not a script: no script element,
@@ -128,7 +129,7 @@ def main():
         time.sleep(1)  # the last forecasts reach the history
 
         base = f"http://127.0.0.1:{http_port}"
-        dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 2350)
+        dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 2750)
         if console:
             failures.append(f"run page console: {console[:3]}")
         for chart in ("tokens", "finish", "budget", "time-history"):
@@ -147,6 +148,13 @@ def main():
                 failures.append(f"chart {chart}: axis labels")
             print(f"ok   chart {chart}: {len(drawn)} paths, ticks {ticks[0]} .. {ticks[-1]}" if drawn and ticks else
                   f"FAIL chart {chart}")
+        m = re.search(r'<figure id="interruptions-timeline">(.*?)</figure>', dom, re.S)
+        marks = len(re.findall(r'class="mark"', m.group(1))) if m else 0
+        causes = re.findall(r'<text class="tick y"[^>]*>([^<]*)</text>', m.group(1)) if m else []
+        if marks < 50 or not {"gpu", "nccl"} <= set(causes):
+            failures.append(f"interruptions timeline: {marks} marks, causes {causes}")
+        else:
+            print(f"ok   interruptions timeline: {marks} marks on rows {causes}")
         width, height, rows = png_pixels(shot)
         blue = sum(1 for row in rows for px in row if px == (0, 114, 178))
         colours = len({px for row in rows[::4] for px in row[::4]})
