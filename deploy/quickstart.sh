@@ -97,7 +97,7 @@ YAML
 else
   echo "quickstart: prometheus is not installed (deploy/install-deps.sh installs it); skipping it"
 fi
-echo "quickstart: metrics on $METRICS_URL; Grafana: import deploy/grafana/flightplan-run.json"
+echo "quickstart: metrics on $METRICS_URL; the run's page on ${METRICS_URL%/metrics}/runs/$RUN; Grafana: import deploy/grafana/flightplan-run.json"
 echo "quickstart: feeding run $RUN over ${FEED_SECONDS} s; status every 10 s"
 
 total=$(wc -l < "$WORK/events.jsonl")
