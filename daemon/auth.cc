@@ -57,8 +57,9 @@ absl::Status Auth::CheckRead(const grpc::CallbackServerContext& context) const {
 }
 
 bool Auth::ReadAllowed(const std::string& presented) const {
+  // The read token only: HTTP carries it in clear, and the write token should not travel so.
   if (read_.empty()) return true;
-  return ConstantTimeEquals(presented, read_) || (!write_.empty() && ConstantTimeEquals(presented, write_));
+  return ConstantTimeEquals(presented, read_);
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {

@@ -23,7 +23,8 @@ class Auth {
   // OK; UNAUTHENTICATED without a token; PERMISSION_DENIED with a wrong one.
   [[nodiscard]] absl::Status CheckWrite(const grpc::CallbackServerContext& context) const;
   [[nodiscard]] absl::Status CheckRead(const grpc::CallbackServerContext& context) const;
-  // For the HTTP pages: whether `presented` (a bearer token or a Basic password) may read.
+  // For the HTTP pages: whether `presented` (a bearer token or a Basic password) is the read
+  // token (only it: plain HTTP is no place for the write token).
   [[nodiscard]] bool ReadAllowed(const std::string& presented) const;
   bool read_protected() const { return !read_.empty(); }
 

@@ -25,7 +25,7 @@ namespace {
 constexpr int kPageRefreshSeconds = 60;
 
 // One run's page: its status and its forecast history (read through the writer, as
-// GetHistory does; a page without it after 5 s). nullopt for an unknown run.
+// GetHistory does; a page without it after 2 s). nullopt for an unknown run.
 std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   const std::shared_ptr<const RunView> view = tracker.Find(name);
   if (!view) return std::nullopt;
@@ -35,7 +35,7 @@ std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   auto history = std::make_shared<std::promise<HistoryResult>>();
   std::future<HistoryResult> got = history->get_future();
   if (tracker.SubmitHistoryRead(name, [history](HistoryResult r) { history->set_value(std::move(r)); }).ok() &&
-      got.wait_for(std::chrono::seconds(5)) == std::future_status::ready) {
+      got.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
     if (HistoryResult r = got.get(); r.ok()) in.history = HistoryToProto(name, *r, &view->state);
   }
   in.refresh_seconds = in.status.state() == "finished" ? 0 : kPageRefreshSeconds;
@@ -126,8 +126,8 @@ void Daemon::Shutdown(absl::Duration grace) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();
   }
+  http_.reset();  // no page or scrape reads a stopping tracker
   if (tracker_) tracker_->Stop();
-  http_.reset();
 }
 
 }  // namespace flightplan::daemon

@@ -2,9 +2,7 @@
 
 #include <CivetServer.h>
 
-#include <cctype>
 #include <exception>
-#include <string_view>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -23,19 +21,15 @@ void Respond(mg_connection* conn, int code, const char* reason, const char* type
   mg_write(conn, body.data(), body.size());
 }
 
-std::string UrlDecode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
+// The request's path as sent (decoded, not "cleaned": civetweb's cleaning drops a trailing
+// '.', and run names may end in one).
+std::string RawPath(mg_connection* conn) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  if (info->local_uri_raw != nullptr) return info->local_uri_raw;
+  return info->local_uri != nullptr ? info->local_uri : "";
 }
+
+void NotFound(mg_connection* conn) { Respond(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n"); }
 
 }  // namespace
 
@@ -44,14 +38,24 @@ class HttpServer::MetricsHandler : public CivetHandler {
   explicit MetricsHandler(std::vector<std::weak_ptr<prometheus::Collectable>> collectables)
       : collectables_(std::move(collectables)) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
-    std::vector<prometheus::MetricFamily> families;
-    for (const auto& weak : collectables_) {
-      if (auto c = weak.lock()) {
-        auto more = c->Collect();
-        families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-      }
+    // civetweb falls back to a case-insensitive prefix match: only /metrics itself here.
+    if (RawPath(conn) != "/metrics") {
+      NotFound(conn);
+      return true;
     }
-    Respond(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", prometheus::TextSerializer().Serialize(families));
+    try {
+      std::vector<prometheus::MetricFamily> families;
+      for (const auto& weak : collectables_) {
+        if (auto c = weak.lock()) {
+          auto more = c->Collect();
+          families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        }
+      }
+      Respond(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+              prometheus::TextSerializer().Serialize(families));
+    } catch (const std::exception&) {
+      Respond(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "the metrics could not be collected\n");
+    }
     return true;
   }
 
@@ -63,9 +67,18 @@ class HttpServer::RunsHandler : public CivetHandler {
  public:
   RunsHandler(HttpPages pages, Auth auth) : pages_(std::move(pages)), auth_(std::move(auth)) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
-    const mg_request_info* info = mg_get_request_info(conn);
-    const std::string uri = info->local_uri != nullptr ? info->local_uri : "";
-    if (!Authorized(conn)) {
+    const std::string uri = RawPath(conn);
+    // civetweb falls back to a case-insensitive prefix match: only /runs and /runs/... here.
+    if (uri != "/runs" && uri.rfind("/runs/", 0) != 0) {
+      NotFound(conn);
+      return true;
+    }
+    bool authorized = false;
+    try {
+      authorized = Authorized(conn);
+    } catch (const std::exception&) {
+    }
+    if (!authorized) {
       Respond(conn, 401, "Unauthorized", "text/plain; charset=utf-8",
               "the read token is required: Authorization: Bearer TOKEN, or the token as the password\n",
               "WWW-Authenticate: Basic realm=\"flightplan\", charset=\"UTF-8\"\r\n");
@@ -75,7 +88,7 @@ class HttpServer::RunsHandler : public CivetHandler {
       Respond(conn, 301, "Moved Permanently", "text/plain; charset=utf-8", "/runs/\n", "Location: /runs/\r\n");
       return true;
     }
-    const std::string name = UrlDecode(uri.size() > 6 ? std::string_view(uri).substr(6) : std::string_view());
+    const std::string name = uri.substr(std::min<size_t>(uri.size(), 6));  // already decoded
     try {
       if (name.empty()) {
         Respond(conn, 200, "OK", "text/html; charset=utf-8", pages_.list());
@@ -120,7 +133,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   s->metrics_ = std::make_unique<MetricsHandler>(std::move(collectables));
   s->runs_ = std::make_unique<RunsHandler>(std::move(pages), std::move(auth));
   try {
-    s->server_ = std::make_unique<CivetServer>(std::vector<std::string>{"listening_ports", address, "num_threads", "4"});
+    // Scrapes and pages share these threads; a page may wait up to 2 s for its history.
+    s->server_ = std::make_unique<CivetServer>(std::vector<std::string>{"listening_ports", address, "num_threads", "8"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", address, ": ", e.what()));
   }

@@ -61,6 +61,9 @@ absl::Status ValidateRunName(const std::string& run) {
     return absl::InvalidArgumentError(
         absl::StrCat("run name '", run.substr(0, 40), "' must be 1 to 128 characters"));
   }
+  if (run == "." || run == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("run name '", run, "' is a path segment (its page could not be reached)"));
+  }
   for (char c : run) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '_' || c == '-';

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git openssl
+  build-essential cmake ninja-build pkg-config git openssl curl
   # the sanitized and fuzzing build of the test suite: clang 14 with libFuzzer's runtime
   clang libclang-rt-14-dev llvm  # llvm: llvm-symbolizer, for readable sanitizer reports
   # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)

@@ -20,7 +20,7 @@ FEED_SECONDS=${FLIGHTPLAN_QUICKSTART_SECONDS:-90}
 LISTEN=${FLIGHTPLAN_LISTEN:-127.0.0.1:50051}
 METRICS=${FLIGHTPLAN_METRICS:-127.0.0.1:9464}
 PROM=${FLIGHTPLAN_PROMETHEUS:-127.0.0.1:9090}
-ALERTMANAGER=${FLIGHTPLAN_ALERTMANAGER:-127.0.0.1:9093}
+ALERTMANAGER=${FLIGHTPLAN_ALERTMANAGER-127.0.0.1:9093}  # empty: no Alertmanager
 WEBHOOK=${FLIGHTPLAN_WEBHOOK:-127.0.0.1:9099}
 for bin in "$DAEMON" "$CLI"; do
   [ -x "$bin" ] || { echo "quickstart: $bin is not built (cmake --build $BUILD)" >&2; exit 2; }
@@ -58,7 +58,7 @@ RUN="dense-70b-10t-$(date +%Y%m%d-%H%M%S)"
 "$CLI" simulate "$PLAN" --run "$RUN" --seed "$RANDOM" --failure-rate-factor 2 > "$WORK/events.jsonl"
 
 alerting=""
-if command -v prometheus > /dev/null && command -v prometheus-alertmanager > /dev/null; then
+if [ -n "$ALERTMANAGER" ] && command -v prometheus > /dev/null && command -v prometheus-alertmanager > /dev/null; then
   # Alertmanager with the project's routing; its webhooks go to the example receiver, which
   # prints each notification here.
   sed "s|http://127.0.0.1:9099|http://$WEBHOOK|" deploy/alertmanager/alertmanager.yml > "$WORK/alertmanager.yml"
@@ -72,7 +72,17 @@ if command -v prometheus > /dev/null && command -v prometheus-alertmanager > /de
   alertmanagers:
     - static_configs:
         - targets: [\"$ALERTMANAGER\"]"
-  echo "quickstart: Alertmanager with the project's routing on http://$ALERTMANAGER; notifications print here"
+  am_up=""
+  for _ in $(seq 50); do
+    if curl -sf "http://$ALERTMANAGER/-/ready" > /dev/null 2>&1; then am_up=1; break; fi
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -n "$am_up" ]; then
+    echo "quickstart: Alertmanager with the project's routing on http://$ALERTMANAGER; notifications print here"
+  else
+    echo "quickstart: Alertmanager did not start on $ALERTMANAGER (another one there? see $WORK/alertmanager.log)"
+  fi
 elif command -v prometheus > /dev/null; then
   echo "quickstart: prometheus-alertmanager is not installed (deploy/install-deps.sh installs it); alerts stay in Prometheus"
 fi

@@ -250,11 +250,29 @@ std::string TimeBar(const v1::TimeSeconds& t) {
 // unplanned, a square when planned), coloured and labelled by cause.
 std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
   constexpr double kW = 760, kLeft = 130, kRight = 16, kRow = 22, kTop = 8;
-  std::vector<std::string> causes;
+  // A row per cause, the most frequent first; past eight, one "other" row (each mark keeps
+  // its own cause in its title).
+  std::vector<std::pair<int, std::string>> counted;
   for (const v1::InterruptionMark& m : history.interruptions()) {
-    if (std::find(causes.begin(), causes.end(), m.cause()) == causes.end()) causes.push_back(m.cause());
+    auto it = std::find_if(counted.begin(), counted.end(), [&](const auto& c) { return c.second == m.cause(); });
+    if (it == counted.end()) {
+      counted.emplace_back(1, m.cause());
+    } else {
+      ++it->first;
+    }
     x0 = std::min(x0, Seconds(m.time())), x1 = std::max(x1, Seconds(m.time()));
   }
+  std::stable_sort(counted.begin(), counted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  constexpr size_t kMaxRows = 8;
+  std::vector<std::string> causes;
+  for (size_t i = 0; i < counted.size() && i < (counted.size() > kMaxRows ? kMaxRows - 1 : kMaxRows); ++i) {
+    causes.push_back(counted[i].second);
+  }
+  if (counted.size() > kMaxRows) causes.push_back("other");
+  auto row_of = [&](const std::string& cause) {
+    const auto it = std::find(causes.begin(), causes.end(), cause);
+    return static_cast<size_t>(it != causes.end() ? it - causes.begin() : causes.size() - 1);
+  };
   const double h = kTop + kRow * static_cast<double>(std::max<size_t>(1, causes.size())) + 46;
   std::string out = absl::StrCat(
       "<figure id=\"interruptions-timeline\"><figcaption>Interruptions over the run's life, by cause "
@@ -277,7 +295,7 @@ std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
                                           kW - kRight, kTop + kRow * (static_cast<double>(i) + 0.5)));
   }
   for (const v1::InterruptionMark& m : history.interruptions()) {
-    const size_t row = static_cast<size_t>(std::find(causes.begin(), causes.end(), m.cause()) - causes.begin());
+    const size_t row = row_of(m.cause());
     const double x = X(Seconds(m.time())), y = kTop + kRow * (static_cast<double>(row) + 0.5);
     const char* colour = kColours[row % 8];
     const std::string title = absl::StrCat(HtmlEscape(m.cause()), m.planned() ? " (planned), " : ", ",

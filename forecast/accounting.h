@@ -257,7 +257,6 @@ struct RunSnapshot {
   double elapsed_seconds = 0;
   double failure_budget_consumed_seconds = 0;
   std::vector<InterruptionCount> interruptions;
-  std::vector<InterruptionMark> interruption_marks;  // oldest first, the newest kMaxInterruptionMarks
   double tokens_per_second = 0;
   double recent_tokens_per_second = 0;
   // Seconds the job was up: startup, productive, checkpoint, lost, stalled.

@@ -186,10 +186,16 @@ scrape_configs:
             ["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
              f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
         wait_for("Alertmanager to serve", lambda: _ok(f"http://127.0.0.1:{am_port}/-/ready"))
+        wait_for("Prometheus to serve", lambda: _ok(f"http://127.0.0.1:{prom_port}/-/ready"))
+
+        def scraped():
+            try:
+                return len(query(prom_port, 'count_over_time(flightplan_failure_budget_consumed_seconds[1m]) >= 3')) == 2
+            except OSError:
+                return False
 
         # A few scrapes of the runs as they stand, so that the 5-minute window sees the loss.
-        wait_for("Prometheus to scrape both runs", lambda: len(query(
-            prom_port, 'count_over_time(flightplan_failure_budget_consumed_seconds[1m]) >= 3')) == 2)
+        wait_for("Prometheus to scrape both runs", scraped)
         relaunch = os.path.join(work, "relaunch.jsonl")
         at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         open(relaunch, "w").write(json.dumps({"run": "burning", "time": at,
@@ -220,7 +226,7 @@ scrape_configs:
                     and a["labels"].get("run") == "burning" and a["status"]["inhibitedBy"]]
 
         wait_for("Alertmanager to hold the ticket back", inhibited, timeout=30)
-        time.sleep(4)  # several group intervals: an uninhibited ticket would have been sent by now
+        time.sleep(8)  # past the scaled group_wait (1 s) and group_interval (5 s): an uninhibited ticket would be out
         print(f"ok   ticket firing and inhibited at {time.monotonic() - START:.1f} s")
         failures = []
         if got("/ticket", "FlightplanFailureBudgetBurnDay", "burning"):
