@@ -58,7 +58,9 @@ RUN="dense-70b-10t-$(date +%Y%m%d-%H%M%S)"
 "$CLI" simulate "$PLAN" --run "$RUN" --seed "$RANDOM" --failure-rate-factor 2 > "$WORK/events.jsonl"
 
 alerting=""
-if [ -n "$ALERTMANAGER" ] && command -v prometheus > /dev/null && command -v prometheus-alertmanager > /dev/null; then
+if [ -z "$ALERTMANAGER" ]; then
+  :  # FLIGHTPLAN_ALERTMANAGER empty: none wanted
+elif command -v prometheus > /dev/null && command -v prometheus-alertmanager > /dev/null; then
   # Alertmanager with the project's routing; its webhooks go to the example receiver, which
   # prints each notification here.
   sed "s|http://127.0.0.1:9099|http://$WEBHOOK|" deploy/alertmanager/alertmanager.yml > "$WORK/alertmanager.yml"
