@@ -19,7 +19,6 @@ Bounded: gives up after 150 s. Usage: run_page_test.py FLIGHTPLAND FLIGHTPLAN RE
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -27,17 +26,10 @@ import tempfile
 import time
 import zlib
 
-DEADLINE = time.monotonic() + 150
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import deadline, set_deadline, start_daemon, stop  # noqa: E402
 
-
-def wait_for(what, check, interval=0.2, timeout=30):
-    give_up = min(DEADLINE, time.monotonic() + timeout)
-    while time.monotonic() < give_up:
-        result = check()
-        if result:
-            return result
-        time.sleep(interval)
-    raise SystemExit(f"FAIL: timed out waiting for {what}")
+set_deadline(150)
 
 
 def png_pixels(path, max_rows):
@@ -82,7 +74,7 @@ def run_browser(argv):
     """chromium in its own process group, all of it killed if it outlives the deadline."""
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out, err = p.communicate(timeout=max(5, min(60, DEADLINE - time.monotonic())))
+        out, err = p.communicate(timeout=max(5, min(60, deadline() - time.monotonic())))
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, 9)
         p.communicate()
@@ -110,17 +102,8 @@ def main():
     failures = []
     daemon = None
     try:
-        log = open(os.path.join(work, "daemon.log"), "w+")
-        daemon = subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen", "127.0.0.1:0",
-                                   "--metrics", "127.0.0.1:0", "--clock", "events", "--forecast-interval", "0.02"],
-                                  stdout=log, stderr=subprocess.STDOUT)
-
-        def ports():
-            log.seek(0)
-            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
-            return m and (int(m.group(1)), int(m.group(2)))
-
-        grpc_port, http_port = wait_for("flightpland to listen", ports)
+        daemon, grpc_port, http_port = start_daemon(daemon_bin, work,
+                                                    ["--clock", "events", "--forecast-interval", "0.02"])
         cli = [cli_bin, "--server", f"127.0.0.1:{grpc_port}"]
         plan = os.path.join(repo, "deploy/examples/dense-70b-10t.yaml")
         subprocess.run(cli + ["create", plan], check=True, stdout=subprocess.DEVNULL)
@@ -196,11 +179,7 @@ def main():
         return 1 if failures else 0
     finally:
         if daemon:
-            daemon.terminate()
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+            stop([daemon])
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -22,45 +22,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 import urllib.request
 
-DEADLINE = time.monotonic() + 120
-START = time.monotonic()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import (START, free_port, get_json, http_ok, query, set_deadline, start_daemon,  # noqa: E402
+                         stop, wait_for)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, check, interval=0.25, timeout=60):
-    give_up = min(DEADLINE, time.monotonic() + timeout)
-    while time.monotonic() < give_up:
-        result = check()
-        if result:
-            return result
-        time.sleep(interval)
-    raise SystemExit(f"FAIL: timed out waiting for {what}")
-
-
-def get_json(url):
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.load(r)
-
-
-def query(port, expr):
-    body = get_json(f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
-    if body.get("status") != "success":
-        raise SystemExit(f"FAIL: {expr}: {body}")
-    return body["data"]["result"]
+set_deadline(120)
 
 
 def scaled_minutes(text, pattern):
@@ -131,16 +104,8 @@ def main():
         plan = os.path.join(work, "plan.yaml")
         open(plan, "w").write(plan_text)
 
-        log = open(os.path.join(work, "daemon.log"), "w+")
-        procs.append(subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen", "127.0.0.1:0",
-                                       "--metrics", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT))
-
-        def ports():
-            log.seek(0)
-            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
-            return m and (int(m.group(1)), int(m.group(2)))
-
-        grpc_port, metrics_port = wait_for("flightpland to listen", ports)
+        daemon, grpc_port, metrics_port = start_daemon(daemon_bin, work)
+        procs.append(daemon)
         server = ["--server", f"127.0.0.1:{grpc_port}"]
         for run, burning in (("quiet", False), ("burning", True)):
             subprocess.run([cli_bin, *server, "create", plan, "--run", run], check=True, stdout=subprocess.DEVNULL)
@@ -185,8 +150,8 @@ scrape_configs:
         procs.append(subprocess.Popen(
             ["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
              f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
-        wait_for("Alertmanager to serve", lambda: _ok(f"http://127.0.0.1:{am_port}/-/ready"))
-        wait_for("Prometheus to serve", lambda: _ok(f"http://127.0.0.1:{prom_port}/-/ready"))
+        wait_for("Alertmanager to serve", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
+        wait_for("Prometheus to serve", lambda: http_ok(f"http://127.0.0.1:{prom_port}/-/ready"))
 
         def scraped():
             try:
@@ -245,22 +210,8 @@ scrape_configs:
         print("ok   nothing for the quiet run")
         return 0
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _ok(url):
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 if __name__ == "__main__":

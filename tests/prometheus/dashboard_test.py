@@ -11,41 +11,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
-DEADLINE = time.monotonic() + 90
-START = time.monotonic()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2e_support import START, free_port, query, set_deadline, start_daemon, stop, wait_for  # noqa: E402
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, check, interval=0.2, timeout=30):
-    give_up = min(DEADLINE, time.monotonic() + timeout)
-    while time.monotonic() < give_up:
-        result = check()
-        if result:
-            return result
-        time.sleep(interval)
-    raise SystemExit(f"FAIL: timed out waiting for {what}")
-
-
-def query(port, expr):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        raise SystemExit(f"FAIL: {expr}: {body}")
-    return body["data"]["result"]
+set_deadline(90)
 
 
 def main():
@@ -56,18 +30,8 @@ def main():
     work = tempfile.mkdtemp(prefix="flightplan-prom-")
     procs = []
     try:
-        log = open(os.path.join(work, "daemon.log"), "w+")
-        daemon = subprocess.Popen([daemon_bin, "--db", os.path.join(work, "f.db"), "--listen",
-                                   "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--clock", "events"],
-                                  stdout=log, stderr=subprocess.STDOUT)
+        daemon, grpc_port, metrics_port = start_daemon(daemon_bin, work, ["--clock", "events"])
         procs.append(daemon)
-
-        def ports():
-            log.seek(0)
-            m = re.search(r"gRPC on 127\.0\.0\.1:(\d+), metrics on http://127\.0\.0\.1:(\d+)", log.read())
-            return m and (int(m.group(1)), int(m.group(2)))
-
-        grpc_port, metrics_port = wait_for("flightpland to listen", ports)
         server = ["--server", f"127.0.0.1:{grpc_port}"]
         subprocess.run([cli_bin, *server, "create", plan], check=True, stdout=subprocess.DEVNULL)
         sim = subprocess.run([cli_bin, "simulate", plan, "--seed", "11", "--failure-rate-factor", "2"],
@@ -130,13 +94,7 @@ scrape_configs:
         print(f"{len(exprs)} passed, 0 failed")
         return 0
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         shutil.rmtree(work, ignore_errors=True)
 
 
