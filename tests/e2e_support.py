@@ -75,6 +75,32 @@ def start_daemon(daemon_bin, work, extra=()):
     return proc, grpc_port, http_port
 
 
+def start_prometheus(work, metrics_port, rules, alertmanager_port=None):
+    """Debian's Prometheus on a free port, scraping flightpland every second with `rules`
+    (and sending alerts to Alertmanager on alertmanager_port): (process, port)."""
+    port = free_port()
+    alerting = "" if alertmanager_port is None else f"""alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ["127.0.0.1:{alertmanager_port}"]
+"""
+    with open(f"{work}/prometheus.yml", "w") as f:
+        f.write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - {rules}
+{alerting}scrape_configs:
+  - job_name: flightpland
+    static_configs:
+      - targets: ["127.0.0.1:{metrics_port}"]
+""")
+    log = open(f"{work}/prometheus.log", "w")
+    proc = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
+                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    return proc, port
+
+
 def stop(procs):
     """SIGTERM, then SIGKILL whatever has not exited after 10 s."""
     for p in procs:

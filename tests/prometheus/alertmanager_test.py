@@ -31,7 +31,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from e2e_support import (START, free_port, get_json, http_ok, query, set_deadline, start_daemon,  # noqa: E402
-                         stop, wait_for)
+                         start_prometheus, stop, wait_for)
 
 set_deadline(120)
 
@@ -131,25 +131,8 @@ def main():
         rules = scaled_minutes(open(os.path.join(repo, "deploy/prometheus/rules.yml")).read(),
                                r"(\bfor: )(\d+)([smh])")
         open(os.path.join(work, "rules.yml"), "w").write(rules)
-        prom_port = free_port()
-        open(os.path.join(work, "prometheus.yml"), "w").write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {work}/rules.yml
-alerting:
-  alertmanagers:
-    - static_configs:
-        - targets: ["127.0.0.1:{am_port}"]
-scrape_configs:
-  - job_name: flightpland
-    static_configs:
-      - targets: ["127.0.0.1:{metrics_port}"]
-""")
-        prom_log = open(os.path.join(work, "prometheus.log"), "w")
-        procs.append(subprocess.Popen(
-            ["prometheus", f"--config.file={work}/prometheus.yml", f"--storage.tsdb.path={work}/tsdb",
-             f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
+        prometheus, prom_port = start_prometheus(work, metrics_port, f"{work}/rules.yml", am_port)
+        procs.append(prometheus)
         wait_for("Alertmanager to serve", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
         wait_for("Prometheus to serve", lambda: http_ok(f"http://127.0.0.1:{prom_port}/-/ready"))
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2e_support import START, free_port, query, set_deadline, start_daemon, stop, wait_for  # noqa: E402
+from e2e_support import START, query, set_deadline, start_daemon, start_prometheus, stop, wait_for  # noqa: E402
 
 set_deadline(90)
 
@@ -42,23 +42,8 @@ def main():
         subprocess.run([cli_bin, *server, "replay", half, "--no-progress"], check=True,
                        stdout=subprocess.DEVNULL)
 
-        prom_port = free_port()
-        config = os.path.join(work, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {rules}
-scrape_configs:
-  - job_name: flightpland
-    static_configs:
-      - targets: ["127.0.0.1:{metrics_port}"]
-""")
-        prom_log = open(os.path.join(work, "prometheus.log"), "w")
-        procs.append(subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work}/tsdb",
-             f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=prom_log, stderr=subprocess.STDOUT))
+        prometheus, prom_port = start_prometheus(work, metrics_port, rules)
+        procs.append(prometheus)
 
         def ready():
             try:
