@@ -24,6 +24,13 @@ namespace {
 // A live run's page reloads itself this often.
 constexpr int kPageRefreshSeconds = 60;
 
+// Every run's status, as the metrics and the runs' list show them.
+std::vector<v1::RunStatus> AllStatuses(const Tracker& tracker) {
+  std::vector<v1::RunStatus> statuses;
+  for (const auto& view : tracker.List()) statuses.push_back(tracker.StatusOf(*view));
+  return statuses;
+}
+
 // One run's page: its status and its forecast history (read through the writer, as
 // GetHistory does; a page without it after 2 s). nullopt for an unknown run.
 std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
@@ -66,19 +73,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
 
   if (!options.metrics.empty()) {
     Tracker* tracker_ptr = d->tracker_.get();
-    d->run_collector_ = std::make_shared<exporters::RunCollector>(
-        [tracker_ptr] {
-          std::vector<v1::RunStatus> statuses;
-          for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
-          return statuses;
-        },
-        options.tracker.max_label_values);
+    d->run_collector_ = std::make_shared<exporters::RunCollector>([tracker_ptr] { return AllStatuses(*tracker_ptr); },
+                                                                  options.tracker.max_label_values);
     HttpPages pages;
-    pages.list = [tracker_ptr] {
-      std::vector<v1::RunStatus> statuses;
-      for (const auto& view : tracker_ptr->List()) statuses.push_back(tracker_ptr->StatusOf(*view));
-      return exporters::RunListHtml(statuses, kPageRefreshSeconds);
-    };
+    pages.list = [tracker_ptr] { return exporters::RunListHtml(AllStatuses(*tracker_ptr), kPageRefreshSeconds); };
     pages.run = [tracker_ptr](const std::string& name) { return RunPage(*tracker_ptr, name); };
     absl::StatusOr<std::unique_ptr<HttpServer>> http =
         HttpServer::Start(options.metrics, {d->registry_, d->run_collector_}, std::move(pages),

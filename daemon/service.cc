@@ -404,6 +404,19 @@ grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* co
   return reactor;
 }
 
+namespace {
+
+// The run's i-th plan revision, as GetRun lists them and GetPlan returns one.
+void RevisionToProto(const RunInfo& info, size_t i, v1::PlanRevision& out) {
+  out.set_revision(info.plans[i]->revision);
+  *out.mutable_created() = TimeToProto(info.plan_created[i]);
+  if (info.plan_effective[i]) *out.mutable_effective() = TimeToProto(*info.plan_effective[i]);
+  *out.mutable_plan() = info.plans[i]->plan;
+  *out.mutable_report() = ReportToProto(info.plans[i]->report);
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* context,
                                                   const v1::GetPlanRequest* request, v1::PlanRevision* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -420,11 +433,7 @@ grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* c
     }
     for (size_t i = info->plans.size(); i-- > 0;) {
       if (wanted != 0 && info->plans[i]->revision != wanted) continue;
-      response->set_revision(info->plans[i]->revision);
-      *response->mutable_created() = TimeToProto(info->plan_created[i]);
-      if (info->plan_effective[i]) *response->mutable_effective() = TimeToProto(*info->plan_effective[i]);
-      *response->mutable_plan() = info->plans[i]->plan;
-      *response->mutable_report() = ReportToProto(info->plans[i]->report);
+      RevisionToProto(*info, i, *response);
       reactor->Finish(grpc::Status::OK);
       return;
     }
@@ -450,12 +459,7 @@ grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* co
     }
     response->set_run(info->run);
     for (size_t i = 0; i < info->plans.size(); ++i) {
-      v1::PlanRevision* p = response->add_plans();
-      p->set_revision(info->plans[i]->revision);
-      *p->mutable_created() = TimeToProto(info->plan_created[i]);
-      if (info->plan_effective[i]) *p->mutable_effective() = TimeToProto(*info->plan_effective[i]);
-      *p->mutable_plan() = info->plans[i]->plan;
-      *p->mutable_report() = ReportToProto(info->plans[i]->report);
+      RevisionToProto(*info, i, *response->add_plans());
     }
     for (const forecast::AttemptStart& a : info->attempts) {
       v1::Attempt* out = response->add_attempts();
