@@ -173,7 +173,12 @@ int main(int argc, char** argv) {
   whatif->add_flag("--async-checkpoint", whatif_options.async_checkpoint,
                    "asynchronous saves (only the copy to host memory blocks)");
   whatif->add_option("--node-mtbf-hours", whatif_options.node_mtbf_hours,
-                     "the node MTBF from now on (quarantining bad nodes faster); repeatable")
+                     "the node MTBF from now on, whatever the run has shown (the fleet fixed: the "
+                     "plan's own value returns the run to its plan); repeatable")
+      ->check(CLI::PositiveNumber);
+  whatif->add_option("--node-mtbf-factor", whatif_options.node_mtbf_factor,
+                     "the plan's node MTBF times this from now on, applied to the run's own failure "
+                     "rate (2: bad nodes quarantined twice as fast, half the node failures); repeatable")
       ->check(CLI::PositiveNumber);
   whatif->add_option("--restart-seconds", whatif_options.restart_seconds,
                      "seconds to reschedule and relaunch; repeatable")
@@ -282,6 +287,9 @@ int main(int argc, char** argv) {
   knob("--regime-throughput-factor", &SO::regime_throughput_factor, "throughput x f after the regime change");
   knob("--early-until", &SO::early_until, "progress (0-1) until which failures are x --early-failure-factor");
   knob("--early-failure-factor", &SO::early_failure_factor, "failures x k before --early-until (a chaotic start)");
+  knob("--early-failure-ramp-to", &SO::early_failure_ramp_to,
+       "failures rise linearly to x k at --early-until (0 = constant): the worst stretch last");
+  knob("--step-time-noise", &SO::step_time_noise, "log-normal sigma of each report interval's time");
   knob("--bad-day-every-days", &SO::bad_day_every_days, "mean days between bad days (bursty failures); 0 = none");
   knob("--bad-day-hours", &SO::bad_day_hours, "length of a bad day");
   knob("--bad-day-failure-factor", &SO::bad_day_failure_factor, "failures x k on a bad day");
@@ -385,7 +393,7 @@ int main(int argc, char** argv) {
       for (const auto& apply : overrides) apply(preset);
       sim.simulation = preset;
     }
-    sim.simulation.maintenance = !no_maintenance;
+    if (no_maintenance) sim.simulation.maintenance = false;  // a scenario may have none already
     return flightplan::RunSimulate(sim, std::cout, std::cerr);
   }
   if (app.got_subcommand(backtest)) {

@@ -44,6 +44,18 @@ const std::vector<Scenario>& Scenarios() {
           o.early_until = 0.3;
           o.early_failure_factor = 8;
         });
+    add("crisis-then-settle",
+        "a crisis: failures 3x rising to 10x the plan's until 30% (the worst stretch last), then the plan's",
+        0.3, [](SimulationOptions& o) {
+          o.early_until = 0.3;
+          o.early_failure_factor = 3;
+          o.early_failure_ramp_to = 10;
+        });
+    add("calm", "no failures, the plan's maintenance, 5% step-time noise (the band should be narrow)", 0,
+        [](SimulationOptions& o) {
+          o.failure_rate_factor = 0;
+          o.step_time_noise = 0.05;
+        });
     add("worsening", "from 50% on, failures x3", 0.5, [](SimulationOptions& o) {
       o.regime_at = 0.5;
       o.regime_failure_factor = 3;
@@ -80,6 +92,7 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
   std::mt19937_64 rng(o.seed);
   // The calendar of bad days has its own stream, so it does not depend on the failures.
   std::mt19937_64 calendar_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::mt19937_64 noise_rng(o.seed ^ 0x5851f42d4c957f2dULL);
   std::uniform_real_distribution<double> uniform(0, 1);
   std::exponential_distribution<double> unit_exp(1.0);
   std::vector<Event> out;
@@ -159,7 +172,12 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
       speed *= o.regime_throughput_factor;
       failure_factor *= o.regime_failure_factor;
     }
-    if (progress < o.early_until) failure_factor *= o.early_failure_factor;
+    if (progress < o.early_until) {
+      failure_factor *= o.early_failure_ramp_to > 0
+                            ? o.early_failure_factor +
+                                  (o.early_failure_ramp_to - o.early_failure_factor) * progress / o.early_until
+                            : o.early_failure_factor;
+    }
     while (t >= bad_end) next_bad_day(bad_end);
     if (t >= bad_start) failure_factor *= o.bad_day_failure_factor;
     const double hazard_per_second = failure_factor / mtbf;
@@ -173,8 +191,13 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
     const int64_t to_report = report_every - (step % report_every);
     const int64_t chunk = std::min({to_report, to_checkpoint, total_steps - step});
     // Small jitter per report interval: real step times wobble.
-    const double chunk_seconds =
+    double chunk_seconds =
         static_cast<double>(chunk) * plan_step_seconds / speed * (1 + 0.02 * (uniform(rng) - 0.5));
+    if (o.step_time_noise > 0) {
+      // Its own stream, so the failures drawn do not depend on the noise.
+      std::normal_distribution<double> noise(-0.5 * o.step_time_noise * o.step_time_noise, o.step_time_noise);
+      chunk_seconds *= std::exp(noise(noise_rng));
+    }
     if (hazard_per_second > 0 && chunk_seconds * hazard_per_second >= hazard_left) {
       // A failure inside this chunk: the work since the last checkpoint is lost.
       t += hazard_left / hazard_per_second;

@@ -28,6 +28,9 @@ struct SimulationOptions {
   // A chaotic start: failures x k (on top of failure_rate_factor) until this progress.
   double early_until = 0.0;
   double early_failure_factor = 1.0;
+  // ... rising linearly to this factor at `early_until` (0 = constant): a crisis whose worst
+  // stretch comes last, then settles.
+  double early_failure_ramp_to = 0.0;
   // Bursty failures: "bad days" (a flaky switch, a cooling fault) arrive every
   // `bad_day_every_days` on average (exponential gaps, wall clock) and last
   // `bad_day_hours`, with failures x `bad_day_failure_factor` inside them. 0 = none.
@@ -50,6 +53,9 @@ struct SimulationOptions {
   double unreported_fraction = 0.0;   // crashes nobody reports
   double duplicate_fraction = 0.0;    // events sent twice
   bool maintenance = true;            // the plan's planned downtime, as windows
+  // Step-time noise: each report interval's time is multiplied by a log-normal factor with
+  // this sigma (on top of a 2% uniform wobble). 0 = the wobble only.
+  double step_time_noise = 0.0;
   // Step reports per run (the report interval is chosen to give about this many).
   int64_t target_reports = 2000;
 };
