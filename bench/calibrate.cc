@@ -33,9 +33,9 @@ int main(int argc, char** argv) {
                  "recent window / half-life as a share of the elapsed time")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 1.0));
-  app.add_option("--model", model, "lifetime | discounted | changepoint | all")
+  app.add_option("--model", model, "lifetime | discounted | changepoint | futures | all")
       ->capture_default_str()
-      ->check(CLI::IsMember({"lifetime", "discounted", "changepoint", "all"}));
+      ->check(CLI::IsMember({"lifetime", "discounted", "changepoint", "futures", "all"}));
   app.add_option("--scenario", only, "only these scenarios (default: every one)");
   bool points = false;
   app.add_flag("--points", points, "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h)");
@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<EvidenceModel> models;
-  for (EvidenceModel m : {EvidenceModel::kLifetime, EvidenceModel::kDiscounted, EvidenceModel::kChangepoint}) {
+  for (EvidenceModel m : {EvidenceModel::kLifetime, EvidenceModel::kDiscounted, EvidenceModel::kChangepoint,
+                          EvidenceModel::kFutures}) {
     if (model == "all" || model == EvidenceModelName(m)) models.push_back(m);
   }
   for (EvidenceModel m : models) {

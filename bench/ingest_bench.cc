@@ -157,7 +157,8 @@ static void ForecasterCost() {
     (void)fc::ApplyEvent(state, e);
   }
   using Clock = std::chrono::steady_clock;
-  for (fc::EvidenceModel model : {fc::EvidenceModel::kLifetime, fc::EvidenceModel::kChangepoint}) {
+  for (fc::EvidenceModel model :
+       {fc::EvidenceModel::kLifetime, fc::EvidenceModel::kChangepoint, fc::EvidenceModel::kFutures}) {
     fc::ForecastOptions options;
     options.model = model;
     constexpr int kRepeats = 50;

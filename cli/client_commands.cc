@@ -830,12 +830,18 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
       variants.push_back(v);
     }
   };
+  if (o.combined && !o.node_mtbf_hours.empty() && !o.node_mtbf_factor.empty()) {
+    err << "flightplan whatif: --combined with both --node-mtbf-hours and --node-mtbf-factor: the combined "
+           "variant can take one of them (the MTBF ahead, or a factor on the run's)\n";
+    return 2;
+  }
   each(o.node_mtbf_hours, &v1::WhatIfVariant::set_node_mtbf_hours);
+  each(o.node_mtbf_factor, &v1::WhatIfVariant::set_node_mtbf_factor);
   each(o.restart_seconds, &v1::WhatIfVariant::set_restart_seconds);
   each(o.mfu, &v1::WhatIfVariant::set_mfu);
   if (variants.empty() && o.deadline.empty()) {
     err << "flightplan whatif: give at least one change (--gpus, --checkpoint-interval, --async-checkpoint, "
-           "--node-mtbf-hours, --restart-seconds, --mfu) or a --deadline\n";
+           "--node-mtbf-hours, --node-mtbf-factor, --restart-seconds, --mfu) or a --deadline\n";
     return 2;
   }
   if (o.combined && variants.size() > 1) {

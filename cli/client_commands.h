@@ -103,7 +103,7 @@ struct WhatIfOptions {
   std::vector<std::string> gpus;                  // "8192", "+512", "-256"
   std::vector<std::string> checkpoint_intervals;  // "5m", "300s", "300"
   bool async_checkpoint = false;
-  std::vector<double> node_mtbf_hours, restart_seconds, mfu;
+  std::vector<double> node_mtbf_hours, node_mtbf_factor, restart_seconds, mfu;
   bool combined = false;
   std::string deadline;  // RFC 3339 or a date; "" = the plan's
   bool json = false;

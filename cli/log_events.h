@@ -1,5 +1,5 @@
 // Training logs to events: Megatron-LM (and Megatron-DeepSpeed) and torchtitan log lines
-// turned into the events of DESIGN.md §4 (the `flightplan tail` converter). No I/O: lines
+// turned into the events of docs/contract.md §4 (the `flightplan tail` converter). No I/O: lines
 // in, events out; the caller reads the file and sends. Not thread-safe (one per log).
 //
 // The lines it reads are those the projects print, from their own source (the fixtures in

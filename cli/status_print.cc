@@ -102,6 +102,14 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
                                           Date(TimeFromProto(fc.plan_finish()))));
   }
+  // The two futures, when the failures are far from the plan's (docs/contract.md).
+  for (const v1::Future& fu : s.futures()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s P50 %s, budget at finish %s, weight %s\n",
+                                          fu.name() == "plan" ? "  back to plan" : "  last days continue",
+                                          Date(TimeFromProto(fu.finish_p50())),
+                                          Duration(fu.budget_at_finish_seconds()), Percent(fu.weight(), 0)));
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "", fu.reason()));
+  }
   absl::StrAppend(&out, FormatForecastFreshness(s));
   if (fc.has_deadline()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",

@@ -1,4 +1,4 @@
-// Forecast history: which of a run's forecasts flightpland keeps (DESIGN.md §8).
+// Forecast history: which of a run's forecasts flightpland keeps (docs/contract.md §8).
 //
 // Every simulation of a run gives a candidate point (its finish P10/P50/P90, failure budget
 // consumed, projected at finish, P(exhausted), burn rate, as of the run's "now"). The

@@ -585,10 +585,11 @@ absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& requ
     if (in.has_checkpoint_interval_seconds()) v.checkpoint_interval_seconds = in.checkpoint_interval_seconds();
     if (in.has_async_checkpoint()) v.async_checkpoint = in.async_checkpoint();
     if (in.has_node_mtbf_hours()) v.node_mtbf_hours = in.node_mtbf_hours();
+    if (in.has_node_mtbf_factor()) v.node_mtbf_factor = in.node_mtbf_factor();
     if (in.has_restart_seconds()) v.restart_seconds = in.restart_seconds();
     if (in.has_mfu()) v.mfu = in.mfu();
     if (!(v.gpus || v.add_gpus || v.checkpoint_interval_seconds || v.async_checkpoint || v.node_mtbf_hours ||
-          v.restart_seconds || v.mfu)) {
+          v.node_mtbf_factor || v.restart_seconds || v.mfu)) {
       return absl::InvalidArgumentError(absl::StrCat("variants[", i, "] changes nothing"));
     }
     variants.push_back(std::move(v));

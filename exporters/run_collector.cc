@@ -115,7 +115,7 @@ std::vector<MetricFamily> RunCollector::Collect() const {
 
     const v1::Forecast& fc = s.forecast();
     // `percentile`, not `quantile`: Prometheus reserves that label for summaries
-    // (DESIGN.md section 7; promtool check metrics refuses it on a gauge).
+    // (docs/contract.md §7; promtool check metrics refuses it on a gauge).
     const std::pair<const char*, const google::protobuf::Timestamp*> percentiles[] = {
         {"10", fc.has_finish_p10() ? &fc.finish_p10() : nullptr},
         {"50", fc.has_finish_p50() ? &fc.finish_p50() : nullptr},
@@ -126,6 +126,22 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "Forecast finish, Unix time, at the percentile (P10/P50/P90 of a Monte Carlo over "
             "throughput, interruptions and their losses).",
             with("percentile", q), Seconds(*ts));
+    }
+    // The two futures (docs/contract.md §10): their median finish under a `future` label of
+    // their own (no `percentile`, so a selector on percentile="50" still finds one series).
+    for (const v1::Future& fu : s.futures()) {
+      f.Add("flightplan_forecast_finish_timestamp_seconds", kGauge,
+            "Forecast finish, Unix time, at the percentile (P10/P50/P90 of a Monte Carlo over "
+            "throughput, interruptions and their losses).",
+            with("future", fu.name()), Seconds(fu.finish_p50()));
+      f.Add("flightplan_forecast_future_weight_ratio", kGauge,
+            "Share of the forecast's draws in each future: recent (the last days continue) or plan "
+            "(the run returns to its plan).",
+            with("future", fu.name()), fu.weight());
+      f.Add("flightplan_forecast_future_budget_at_finish_seconds", kGauge,
+            "Failure budget consumed at the finish in each future: consumed so far plus the median "
+            "loss still to come, seconds.",
+            with("future", fu.name()), fu.budget_at_finish_seconds());
     }
     const v1::RunCost& cost = s.cost();
     for (const v1::CategoryCost& c : cost.categories()) {

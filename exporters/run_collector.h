@@ -1,5 +1,5 @@
 // RunCollector: every run's metrics, computed at scrape time from run statuses
-// (DESIGN.md §7): progress against the plan's line, wall time by category, interruptions,
+// (docs/contract.md §7): progress against the plan's line, wall time by category, interruptions,
 // finish forecasts, the failure budget and its burn rates, reliability.
 //
 // Thread-safe if `source` is: Collect() may run on any exposer thread, and only reads.

@@ -374,6 +374,11 @@ std::string RunPageHtml(const RunPageInput& in) {
   row("as of", Date(Seconds(s.as_of())));
   row("finish, P50", absl::StrCat(Date(Seconds(f.finish_p50())), " (P10 ", Date(Seconds(f.finish_p10()), "%Y-%m-%d"),
                                   ", P90 ", Date(Seconds(f.finish_p90()), "%Y-%m-%d"), ")"));
+  for (const v1::Future& fu : s.futures()) {
+    row(fu.name() == "plan" ? "future: back to plan" : "future: the last days continue",
+        absl::StrCat(Date(Seconds(fu.finish_p50())), ", budget at finish ", Hours(fu.budget_at_finish_seconds()),
+                     ", weight ", Percent(fu.weight()), "<br><small>", HtmlEscape(fu.reason()), "</small>"));
+  }
   row("plan finish", absl::StrCat(Date(Seconds(f.plan_finish())), ", slip ", Hours(f.slip_seconds())));
   if (f.has_deadline()) {
     row("deadline", absl::StrCat(Date(Seconds(f.deadline())), ", met with probability ",

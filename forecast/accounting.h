@@ -1,4 +1,4 @@
-// Run accounting (DESIGN.md §5): folds a run's events, one at a time, into the seconds of
+// Run accounting (docs/contract.md §5): folds a run's events, one at a time, into the seconds of
 // each time category, the lineage's progress, interruptions and throughput.
 //
 // Pure: no I/O, no clock; `now` is a parameter of Snapshot(). A RunState is a value: the

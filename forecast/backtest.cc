@@ -21,7 +21,38 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A share of the remaining time, capped at 10 (a naive estimate at a rate of ~0).
+double Share(double seconds, double remaining) {
+  if (!std::isfinite(seconds)) return 10;
+  return remaining > 0 ? std::min(10.0, seconds / remaining) : 0;
+}
+
 }  // namespace
+
+void ScorePoint(BacktestPoint& p, const Forecast& f, absl::Time actual) {
+  const double y = absl::ToDoubleSeconds(actual - f.as_of);
+  p.remaining_seconds = std::max(1.0, y);
+  auto at = [&](absl::Time t) { return absl::ToDoubleSeconds(t - f.as_of); };
+  const double lo = at(p.p10), hi = at(p.p90);
+  constexpr double kAlpha = 0.2;
+  double winkler = hi - lo;
+  if (y < lo) winkler += 2 / kAlpha * (lo - y);
+  if (y > hi) winkler += 2 / kAlpha * (y - hi);
+  p.interval_score = Share(winkler, p.remaining_seconds);
+  p.width_share = Share(hi - lo, p.remaining_seconds);
+  double crps = 0;
+  if (!f.finish_quantiles.empty()) {
+    for (size_t i = 0; i < f.finish_quantiles.size(); ++i) {
+      const double tau = FinishQuantileLevel(static_cast<int>(i)), q = at(f.finish_quantiles[i]);
+      crps += 2 * (y - q) * (tau - (y < q ? 1.0 : 0.0)) / static_cast<double>(f.finish_quantiles.size());
+    }
+  } else {
+    crps = std::fabs(at(p.p50) - y);
+  }
+  p.crps = Share(crps, p.remaining_seconds);
+  p.naive_crps = Share(p.naive_lifetime_error_seconds, p.remaining_seconds);
+  p.futures = !f.futures.empty();
+}
 
 absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const ForecastPrior& prior,
                                      const ForecastOptions& options) {
@@ -72,6 +103,7 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
       p.p50_error_seconds = Error(p.p50, bt.actual_finish);
       p.naive_lifetime_error_seconds = Error(p.naive_lifetime, bt.actual_finish);
       p.naive_recent_error_seconds = Error(p.naive_recent, bt.actual_finish);
+      ScorePoint(p, f, bt.actual_finish);
       bt.points.push_back(p);
     }
     return true;
@@ -86,7 +118,7 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
 
 BacktestSummary Summarize(const std::vector<Backtest>& backtests) {
   BacktestSummary s;
-  std::vector<double> p50, life, recent, width;
+  std::vector<double> p50, life, recent, width, width_share;
   size_t inside = 0;
   for (const Backtest& b : backtests) {
     for (const BacktestPoint& p : b.points) {
@@ -96,8 +128,20 @@ BacktestSummary Summarize(const std::vector<Backtest>& backtests) {
       life.push_back(p.naive_lifetime_error_seconds);
       recent.push_back(p.naive_recent_error_seconds);
       width.push_back(absl::ToDoubleSeconds(p.p90 - p.p10));
+      width_share.push_back(p.width_share);
+      s.mean_interval_score += p.interval_score;
+      s.mean_crps += p.crps;
+      s.mean_naive_crps += p.naive_crps;
     }
   }
+  if (s.points > 0) {
+    const double n = static_cast<double>(s.points);
+    s.mean_interval_score /= n;
+    s.mean_crps /= n;
+    s.mean_naive_crps /= n;
+    s.mean_naive_interval_score = 10 * s.mean_naive_crps;  // a point's interval: 2/alpha x its error
+  }
+  s.median_width_share = Median(width_share);
   s.coverage = s.points ? static_cast<double>(inside) / static_cast<double>(s.points) : 0;
   s.median_p50_error_seconds = Median(p50);
   s.median_naive_lifetime_error_seconds = Median(life);

@@ -21,6 +21,17 @@ struct BacktestPoint {
   double p50_error_seconds = 0;    // |p50 - actual|
   double naive_lifetime_error_seconds = 0;
   double naive_recent_error_seconds = 0;
+  // Proper scores, as shares of the time that was actually left (actual - as_of): the 80%
+  // interval (Winkler) score of P10..P90, its width + 10 x how far outside the actual fell
+  // (Gneiting and Raftery 2007, section 6.2, alpha = 0.2); the CRPS from the 20 quantiles
+  // (twice the mean pinball loss); and the naive lifetime estimate's, a point forecast,
+  // whose CRPS is its absolute error and whose interval score is 10 x that.
+  double remaining_seconds = 0;
+  double interval_score = 0;
+  double crps = 0;
+  double naive_crps = 0;
+  double width_share = 0;  // (P90 - P10) / remaining
+  bool futures = false;    // the forecast showed two futures
 };
 
 struct Backtest {
@@ -39,6 +50,9 @@ struct Backtest {
                                                    const ForecastPrior& prior,
                                                    const ForecastOptions& options = {});
 
+// Fills the point's scores from the forecast it was made from (BacktestPoint's comment).
+void ScorePoint(BacktestPoint& point, const Forecast& forecast, absl::Time actual_finish);
+
 // Medians over many backtests' points, and their coverage.
 struct BacktestSummary {
   size_t points = 0;
@@ -47,6 +61,12 @@ struct BacktestSummary {
   double median_naive_lifetime_error_seconds = 0;
   double median_naive_recent_error_seconds = 0;
   double median_interval_width_seconds = 0;
+  // Means of the shares above (proper scores are averaged), and the median width share.
+  double mean_interval_score = 0;
+  double mean_crps = 0;
+  double mean_naive_crps = 0;
+  double mean_naive_interval_score = 0;
+  double median_width_share = 0;
 };
 [[nodiscard]] BacktestSummary Summarize(const std::vector<Backtest>& backtests);
 

@@ -57,12 +57,19 @@ BacktestSummary Overall(const std::vector<ScenarioCalibration>& scenarios) {
 }
 
 std::string CalibrationTable(const std::vector<ScenarioCalibration>& scenarios) {
-  std::string out = absl::StrFormat("%-26s %9s %9s %10s %11s %12s %9s\n", "scenario", "coverage",
-                                    "after chg", "P50 err h", "lifetime h", "last hour h", "width h");
+  // Errors in hours (medians); the width and the proper scores as percentages of the time
+  // that was actually left: the median P10..P90 width, the mean 80% interval (Winkler)
+  // score and the mean CRPS, beside the naive lifetime estimate's CRPS (its absolute
+  // error; its interval score is 10x that).
+  std::string out = absl::StrFormat("%-26s %8s %9s %9s %10s %11s %7s %8s %7s %8s\n", "scenario", "coverage",
+                                    "after chg", "P50 err h", "lifetime h", "last hour h", "width%",
+                                    "winkler%", "crps%", "naive%");
   auto row = [&](const std::string& name, const BacktestSummary& s, const std::string& after) {
-    absl::StrAppendFormat(&out, "%-26s %8.0f%% %9s %10.1f %11.1f %12.1f %9.1f\n", name, s.coverage * 100, after,
-                          s.median_p50_error_seconds / 3600, s.median_naive_lifetime_error_seconds / 3600,
-                          s.median_naive_recent_error_seconds / 3600, s.median_interval_width_seconds / 3600);
+    absl::StrAppendFormat(&out, "%-26s %7.0f%% %9s %9.1f %10.1f %11.1f %7.1f %8.1f %7.2f %8.2f\n", name,
+                          s.coverage * 100, after, s.median_p50_error_seconds / 3600,
+                          s.median_naive_lifetime_error_seconds / 3600, s.median_naive_recent_error_seconds / 3600,
+                          s.median_width_share * 100, s.mean_interval_score * 100, s.mean_crps * 100,
+                          s.mean_naive_crps * 100);
   };
   for (const ScenarioCalibration& s : scenarios) {
     row(s.scenario, s.all,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,8 @@ constexpr double kShiftThreshold = 0.03;
 // remaining fraction of the run (a slower rack, a new data mix happen; the past can't say
 // when).
 constexpr double kFutureRateSigma = 0.06;
+// Once the run has shown how steady it is (kFutures): what its own history cannot show.
+constexpr double kUnforeseenRateSigma = 0.03;
 
 double Div(double a, double b) { return b > 0 ? a / b : 0; }
 
@@ -475,7 +478,58 @@ struct Processes {
   // Regular planned stops (a weekly window): seconds to add to the Poisson expectation,
   // from the time since the last stop against the usual gap (negative right after one).
   double overhead_phase_seconds = 0;
+  // "The run returns to its plan": the plan's rate (its prior alone) and losses.
+  RateRegime plan_failures;
+  LossPool plan_losses;
+  // The recent regime's failure cost (rate x loss) over the plan's; the probability that
+  // an excess is a crisis that will be fixed rather than the fleet's level, and its age in
+  // running seconds (see CrisisProbability).
+  double excess_ratio = 1;
+  double crisis_probability = 0;
+  double crisis_age_seconds = 0;   // as observed
+  double crisis_scale_seconds = 0; // the age the fix time is drawn from (a week at least)
+  double recent_seconds = 0;       // the recent window's span
 };
+
+// An excess of failures over the plan is read two ways: the fleet is like that (the plan
+// was wrong, and it stays), or a crisis on top of the fleet's level (burn-in, a batch of
+// bad hosts, a flaky switch) that the team will find and fix. The fleet's level is the
+// plan's failure cost times a log-normal factor of sigma kPlanMissSigma; that figure is an
+// assumption of ours, not a measurement: what plans assume and what large runs report
+// differ by about that much (deploy/examples' node MTBF of 2,000 h against Llama 3's 419
+// unexpected interruptions in 54 days on 2,048 nodes, about 6,300 node-hours: Dubey et al.
+// 2024, "The Llama 3 Herd of Models", section 3.3.4). A crisis multiplies the level by a
+// factor log-uniform on [1, kMaxCrisisRatio], and is a priori as likely as not
+// (kCrisisPrior: we know of no published base rate, so even odds). The posterior that the
+// excess is a crisis, from the observed ratio alone: 0.22 at the plan, 0.45 at 2x, 0.9 at
+// 5x (tests/forecaster_test.cc checks these).
+constexpr double kPlanMissSigma = 0.6931471805599453;  // ln 2
+constexpr double kMaxCrisisRatio = 20;
+constexpr double kCrisisPrior = 0.5;
+// An excess is read as a possible crisis, and the two futures shown, when the recent
+// failure cost is this far above the plan's.
+constexpr double kFarRatio = 2;
+// The least a crisis is taken to have lasted when its fix time is drawn: teams take days
+// to weeks to find and fix one. BLOOM-176B's slow GPU of late April 2022 was found after
+// several days and restarts with --exclude (bigscience-workshop/bigscience,
+// train/tr11-176B-ml/chronicles.md); OPT-175B's worst stretch, 40+ restarts from mid
+// November 2021, ended about two weeks later after GPU burn-in tests and a pool of spare
+// hosts (facebookresearch/metaseq, projects/OPT/chronicles, the 27% and 56% updates).
+constexpr double kMinCrisisSeconds = 7 * 86400.0;
+double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+}  // namespace
+
+double CrisisProbability(double ratio) {
+  if (!(ratio > 0)) return 0;
+  const double x = std::log(ratio), span = std::log(kMaxCrisisRatio);
+  const double level = std::exp(-0.5 * (x / kPlanMissSigma) * (x / kPlanMissSigma)) /
+                       (kPlanMissSigma * std::sqrt(2 * 3.14159265358979323846));
+  const double crisis = (NormalCdf(x / kPlanMissSigma) - NormalCdf((x - span) / kPlanMissSigma)) / span;
+  return kCrisisPrior * crisis / (kCrisisPrior * crisis + (1 - kCrisisPrior) * level);
+}
+
+namespace {
 
 // Compute seconds at each planned stop, oldest first, read from the evidence samples.
 std::vector<double> PlannedStopsAt(const RunState& s) {
@@ -518,6 +572,8 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
   const std::vector<double> all_losses(s.incident_losses.begin(), s.incident_losses.end());
   const double incidents = Incidents(s);
 
+  p.plan_failures = {kPriorInterruptions, kPriorInterruptions * prior.job_mtbf_seconds};
+  p.plan_losses = MakePool({}, plan_loss);
   // The past continues: the whole history, the plan as the prior.
   p.failures[0] = {kPriorInterruptions + incidents,
                    kPriorInterruptions * prior.job_mtbf_seconds + snap.running_seconds};
@@ -638,6 +694,26 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
   // from 6.0 h to 5.7 h without it). Its lifetime estimate above learns a heavier schedule,
   // and regular stops are phased.
   if (life.stops > 0) p.overhead_phase_seconds = OverheadPhaseSeconds(stops_at, now, unit);
+
+  p.recent_seconds = recent.seconds;
+  // The recent regime against the plan (see CrisisProbability). It is believed as the
+  // window is long enough to be one (a cluster of crashes within a day is not a crisis).
+  const double plan_cost = Div(plan_loss, prior.job_mtbf_seconds);
+  auto cost = [](const RateRegime& r, const LossPool& l) { return Div(r.alpha, r.beta) * l.mean; };
+  p.excess_ratio = Div(cost(p.failures[1], p.losses[1]), plan_cost);
+  if (options.model == EvidenceModel::kFutures && p.excess_ratio >= kFarRatio && plan_cost > 0) {
+    // Only an excess far from the plan is read as a crisis (nearer, the plan's own error
+    // explains it, and the changepoint estimate stands); a run better than its plan is not
+    // expected to get worse.
+    p.crisis_probability = believed * CrisisProbability(p.excess_ratio);
+    // Its age: the whole run when the older part was in excess too (more than half way, in
+    // logs, to the recent level), else the recent window.
+    const double older_cost = Div(kPriorInterruptions + n_older, kPriorInterruptions * prior.job_mtbf_seconds + older.running) *
+                              p.losses[0].mean;
+    p.crisis_age_seconds = Div(older_cost, plan_cost) >= std::sqrt(p.excess_ratio) ? snap.running_seconds : recent.running;
+    // Finding and fixing takes days to weeks, however young the crisis: a week at least.
+    p.crisis_scale_seconds = std::max(p.crisis_age_seconds, kMinCrisisSeconds);
+  }
   return p;
 }
 
@@ -650,9 +726,16 @@ constexpr int kTrendChunks = 16;
 struct ThroughputTrend {
   double slope = 0;   // d log(rate) / d productive second
   double weight = 0;
+  // How well the run's own rate so far has predicted its rate later (below); unknown
+  // (false) before there are kTrendChunks spans to read it from.
+  bool drift_known = false;
+  double drift_variance_per_horizon = 0;
 };
+// With a plan in phases, each span's rate is read against the plan's for the tokens it
+// covers (`plan_seconds(from, to)`: the plan's compute seconds for them, empty without
+// phases), so that a batch ramp or a longer sequence is not read as a drift.
 ThroughputTrend EstimateTrend(const std::deque<EvidenceSample>& evidence, const EvidenceSample& now,
-                              double change_prior) {
+                              double change_prior, const std::function<double(double, double)>& plan_seconds = {}) {
   ThroughputTrend t;
   const double total = now.productive_seconds;
   if (total <= 0 || evidence.size() < 2 * kTrendChunks) return t;
@@ -660,8 +743,9 @@ ThroughputTrend EstimateTrend(const std::deque<EvidenceSample>& evidence, const 
   double prev_p = 0, prev_t = 0;
   auto close = [&](double p, double tokens) {
     if (p - prev_p > 0 && tokens - prev_t > 0) {
+      const double planned = plan_seconds ? plan_seconds(prev_t, tokens) : 0;
       x.push_back(0.5 * (p + prev_p));
-      y.push_back(std::log((tokens - prev_t) / (p - prev_p)));
+      y.push_back(planned > 0 ? std::log(planned / (p - prev_p)) : std::log((tokens - prev_t) / (p - prev_p)));
     }
     prev_p = p;
     prev_t = tokens;
@@ -709,6 +793,43 @@ ThroughputTrend EstimateTrend(const std::deque<EvidenceSample>& evidence, const 
                w_lin = std::exp(-0.5 * (b_lin - best));
   t.slope = slope;
   t.weight = w_lin / (w_const + w_step + w_lin);
+  // The run's own forecast errors: at each split from the second quarter of the spans on,
+  // the mean log rate of the spans before it against that of the spans after, whose
+  // squared difference grows with the horizon (spans after over spans before) when the
+  // rate wanders, and stays at the noise when it does not. Its mean per unit of horizon
+  // scales to the horizon ahead (Simulate): a steady run's band narrows, a wandering one's
+  // widens, by what the run has shown.
+  // With a trend, the predictor is the trend fitted to the spans before the split,
+  // extrapolated, weighed with the mean as the forecast weighs them.
+  double sum = 0;
+  int splits = 0;
+  for (size_t j = n / 4; j + 1 < n; ++j) {
+    double bx = 0, by = 0;
+    for (size_t i = 0; i < j; ++i) {
+      bx += x[i];
+      by += y[i];
+    }
+    bx /= static_cast<double>(j);
+    by /= static_cast<double>(j);
+    double bxx = 0, bxy = 0;
+    for (size_t i = 0; i < j; ++i) {
+      bxx += (x[i] - bx) * (x[i] - bx);
+      bxy += (x[i] - bx) * (y[i] - by);
+    }
+    const double b_slope = bxx > 0 ? bxy / bxx : 0;
+    double mean_err = 0, trend_err = 0;
+    for (size_t i = j; i < n; ++i) {
+      mean_err += (y[i] - by) / static_cast<double>(n - j);
+      trend_err += (y[i] - by - b_slope * (x[i] - bx)) / static_cast<double>(n - j);
+    }
+    const double horizon = static_cast<double>(n - j) / static_cast<double>(j);
+    sum += ((1 - t.weight) * mean_err * mean_err + t.weight * trend_err * trend_err) / horizon;
+    ++splits;
+  }
+  if (splits > 0) {
+    t.drift_known = true;
+    t.drift_variance_per_horizon = sum / splits;
+  }
   return t;
 }
 
@@ -734,6 +855,8 @@ const char* EvidenceModelName(EvidenceModel model) {
       return "discounted";
     case EvidenceModel::kChangepoint:
       return "changepoint";
+    case EvidenceModel::kFutures:
+      return "futures";
   }
   return "?";
 }
@@ -805,10 +928,12 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   sim.forecast_tokens_per_second = center;
   const EvidenceSample evidence_now = EvidenceNow(s, snap);
   ThroughputTrend trend;
-  if (options.model == EvidenceModel::kChangepoint) {
+  if (options.model == EvidenceModel::kChangepoint || options.model == EvidenceModel::kFutures) {
     const double change_prior = std::clamp(options.recent_share, 0.01, 0.5);
     if (!prior.revised_at) {
-      trend = EstimateTrend(s.evidence, evidence_now, change_prior);
+      std::function<double(double, double)> planned;
+      if (!prior.phases.empty()) planned = [&](double a, double b) { return PlannedActiveSeconds(prior, a, b); };
+      trend = EstimateTrend(s.evidence, evidence_now, change_prior, planned);
     } else {
       // Across a revision the new fleet's step would read as a drift: the evidence since.
       std::deque<EvidenceSample> since;
@@ -820,7 +945,13 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
       for (const EvidenceSample& e : s.evidence) {
         if (e.time > *prior.revised_at) since.push_back(rebase(e));
       }
-      trend = EstimateTrend(since, rebase(evidence_now), change_prior);
+      std::function<double(double, double)> planned;
+      if (!prior.phases.empty()) {
+        planned = [&](double a, double b) {
+          return PlannedActiveSeconds(prior, a + at.productive_tokens, b + at.productive_tokens);
+        };
+      }
+      trend = EstimateTrend(since, rebase(evidence_now), change_prior, planned);
     }
   }
   sim.trend_weight = trend.weight;
@@ -828,9 +959,20 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   const double remaining_tokens =
       static_cast<double>(std::max<int64_t>(0, prior.target_tokens - s.tokens));
   const double remaining_fraction = Div(remaining_tokens, static_cast<double>(prior.target_tokens));
+  // Change ahead: while the run has not shown how its rate wanders, the prior's
+  // kFutureRateSigma per remaining fraction; then its own (EstimateTrend), scaled from its
+  // horizons to this one (the compute ahead over the compute so far), beside a change no
+  // history can show (kUnforeseenRateSigma per remaining fraction), never wider than the
+  // prior (the history narrows the band; widening is the trend regime's and the
+  // disagreement's).
+  double future_sigma = kFutureRateSigma * remaining_fraction;
+  if (options.model == EvidenceModel::kFutures && trend.drift_known && produced > 0 && center > 0) {
+    const double horizon = remaining_tokens / center / produced;
+    future_sigma = std::min(future_sigma, std::hypot(std::sqrt(trend.drift_variance_per_horizon * horizon),
+                                                     kUnforeseenRateSigma * remaining_fraction));
+  }
   const double rate_sigma = std::sqrt(std::pow((1 - w_obs) * kPlanRateSigma, 2) +
-                                      std::pow(kObservedRateSigma + disagreement, 2) +
-                                      std::pow(kFutureRateSigma * remaining_fraction, 2));
+                                      std::pow(kObservedRateSigma + disagreement, 2) + std::pow(future_sigma, 2));
 
   // Checkpoint overhead ahead in proportion to the compute ahead, as observed (the plan's
   // until an hour of evidence).
@@ -879,58 +1021,97 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // For many interruptions in one draw, their total loss by the central limit theorem.
   constexpr long kExactLossDraws = 256;
 
-  const int draws = std::max(1, options.draws);
-  std::vector<double> finish(static_cast<size_t>(draws)), future_loss(static_cast<size_t>(draws));
-  int exhausted = 0, on_time = 0;
+  // One draw: the whole run ahead. kMixture is the forecast: each process picks a regime
+  // by its weight, and an excess over the plan that is a crisis (crisis_probability) is
+  // fixed after a time drawn from its age (below), from which the failures and losses are
+  // the plan's. kRecent and kPlan are the two futures: the recent regime for the rest of
+  // the run, or the plan's from now on.
+  enum class Mode { kMixture, kRecent, kPlan };
+  struct Outcome {
+    double total = 0, loss = 0;
+    bool recovered = false;  // the crisis was fixed before the finish (kMixture)
+  };
   const double consumed = snap.failure_budget_consumed_seconds;
-  for (int i = 0; i < draws; ++i) {
+  // A change shifts each loss (never below a tenth of what it was).
+  auto shifted = [&](double l) { return std::max(0.1 * l, l + prior.change.loss_shift_seconds); };
+  auto draw = [&](int i, Mode mode) {
     auto stream = [&](uint64_t stage) { return SplitMix64(base + static_cast<uint64_t>(i) * 16 + stage); };
     SplitMix64 throughput_rng = stream(0), regime_rng = stream(1), rate_rng = stream(2), count_rng = stream(3),
-               loss_rng = stream(4), overhead_rng = stream(5);
+               loss_rng = stream(4), overhead_rng = stream(5), crisis_rng = stream(6);
     std::normal_distribution<double> normal(0, 1);
     std::uniform_real_distribution<double> uniform(0, 1);
+    Outcome out;
     const double rate = center * std::exp(rate_sigma * normal(throughput_rng));
     const double compute = uniform(regime_rng) < trend.weight ? ComputeWithTrend(remaining_tokens, rate, trend.slope)
                            : rate > 0                         ? remaining_tokens / rate
                                                               : 0;
     const double running = compute * (1 + ckpt_ratio);
-    const RateRegime& fr = proc.failures[uniform(regime_rng) < proc.p_failures ? 1 : 0];
-    const LossPool& pool = proc.losses[uniform(regime_rng) < proc.p_losses ? 1 : 0];
-    const RatioRegime& over = proc.overhead;
-    std::gamma_distribution<double> gamma(fr.alpha, 1.0 / std::max(fr.beta, 1.0));
-    const double lambda = gamma(rate_rng) * prior.change.failure_scale;
-    double expected = std::max(0.0, lambda * running);
-    if (proc.failure_dispersion > 1 && expected > 0) {
-      // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
-      std::gamma_distribution<double> burst(expected / (proc.failure_dispersion - 1), proc.failure_dispersion - 1);
-      expected = burst(rate_rng);
+    const bool recent_failures = uniform(regime_rng) < proc.p_failures;
+    const bool recent_losses = uniform(regime_rng) < proc.p_losses;
+    const RateRegime& fr = mode == Mode::kPlan     ? proc.plan_failures
+                           : mode == Mode::kRecent ? proc.failures[1]
+                                                   : proc.failures[recent_failures ? 1 : 0];
+    const LossPool& pool = mode == Mode::kPlan     ? proc.plan_losses
+                           : mode == Mode::kRecent ? proc.losses[1]
+                                                   : proc.losses[recent_losses ? 1 : 0];
+    // The running seconds ahead under `fr` and `pool`; the rest at the plan's. A crisis
+    // is fixed after a time with the scale-free law of a process that has lasted `age`:
+    // P(it lasts x more | it lasted age) = age / (age + x) (Gott 1993, Nature 363:315).
+    double before = running;
+    if (mode == Mode::kMixture && !prior.change.failure_rate_ahead && uniform(crisis_rng) < proc.crisis_probability) {
+      const double u = uniform(crisis_rng);
+      before = std::min(running, proc.crisis_scale_seconds * u / std::max(1e-12, 1 - u));
+      out.recovered = before < running;
     }
-    std::poisson_distribution<long> count(expected);
-    const long n = count(count_rng);
-    double loss = 0;
-    // A change shifts each loss (never below a tenth of what it was).
-    auto shifted = [&](double l) { return std::max(0.1 * l, l + prior.change.loss_shift_seconds); };
-    if (n <= kExactLossDraws) {
-      for (long k = 0; k < n; ++k) loss += shifted(draw_loss(pool, loss_rng));
-    } else {
-      const double nd = static_cast<double>(n);
-      loss = std::max(0.0, nd * shifted(pool.mean) + std::sqrt(nd * pool.var) * normal(loss_rng));
-    }
+    auto losses_over = [&](const RateRegime& regime, const LossPool& from, double seconds, bool bursty) {
+      std::gamma_distribution<double> gamma(regime.alpha, 1.0 / std::max(regime.beta, 1.0));
+      const double lambda = prior.change.failure_rate_ahead ? *prior.change.failure_rate_ahead
+                                                            : gamma(rate_rng) * prior.change.failure_scale;
+      double expected = std::max(0.0, lambda * seconds);
+      if (bursty && proc.failure_dispersion > 1 && expected > 0) {
+        // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
+        std::gamma_distribution<double> burst(expected / (proc.failure_dispersion - 1), proc.failure_dispersion - 1);
+        expected = burst(rate_rng);
+      }
+      std::poisson_distribution<long> count(expected);
+      const long n = count(count_rng);
+      double loss = 0;
+      if (n <= kExactLossDraws) {
+        for (long k = 0; k < n; ++k) loss += shifted(draw_loss(from, loss_rng));
+      } else {
+        const double nd = static_cast<double>(n);
+        loss = std::max(0.0, nd * shifted(from.mean) + std::sqrt(nd * from.var) * normal(loss_rng));
+      }
+      return loss;
+    };
+    double loss = losses_over(fr, pool, before, mode != Mode::kPlan);
+    if (running > before) loss += losses_over(proc.plan_failures, proc.plan_losses, running - before, false);
     if (in_incident) {
       const double whole = draw_loss(pool, regime_rng);
       loss += whole > incident_so_far ? whole - incident_so_far : 0.1 * incident_so_far;
     }
+    const RatioRegime& over = proc.overhead;
     double overhead_ratio = over.ratio;
     if (over.shape < 1e8 && over.ratio > 0) {
       std::gamma_distribution<double> spread(over.shape, over.ratio / over.shape);
       overhead_ratio = spread(overhead_rng);
     }
     const double planned_ahead = std::max(0.0, compute * overhead_ratio + proc.overhead_phase_seconds);
-    const double total = wait + running + loss + planned_ahead + planned_down_left;
-    finish[static_cast<size_t>(i)] = total;
-    future_loss[static_cast<size_t>(i)] = loss;
-    if (consumed + loss > prior.budget_seconds) ++exhausted;
-    if (prior.deadline && AtOffset(sim.as_of, total) <= *prior.deadline) ++on_time;
+    out.total = wait + running + loss + planned_ahead + planned_down_left;
+    out.loss = loss;
+    return out;
+  };
+
+  const int draws = std::max(1, options.draws);
+  std::vector<double> finish(static_cast<size_t>(draws)), future_loss(static_cast<size_t>(draws));
+  int exhausted = 0, on_time = 0, recovered = 0;
+  for (int i = 0; i < draws; ++i) {
+    const Outcome o = draw(i, Mode::kMixture);
+    finish[static_cast<size_t>(i)] = o.total;
+    future_loss[static_cast<size_t>(i)] = o.loss;
+    if (consumed + o.loss > prior.budget_seconds) ++exhausted;
+    if (prior.deadline && AtOffset(sim.as_of, o.total) <= *prior.deadline) ++on_time;
+    recovered += o.recovered ? 1 : 0;
   }
   sim.finish_p10_seconds = Quantile(finish, 0.1);
   sim.finish_p50_seconds = Quantile(finish, 0.5);
@@ -938,6 +1119,61 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   sim.future_loss_p50_seconds = Quantile(future_loss, 0.5);
   sim.exhaustion_probability = static_cast<double>(exhausted) / draws;
   sim.deadline_probability = prior.deadline ? static_cast<double>(on_time) / draws : 0;
+  std::sort(finish.begin(), finish.end());
+  for (int q = 0; q < kFinishQuantiles; ++q) {
+    const size_t k = std::min(finish.size() - 1, static_cast<size_t>(FinishQuantileLevel(q) * draws));
+    sim.quantile_seconds.push_back(finish[k]);
+  }
+  sim.excess_ratio = proc.excess_ratio;
+  sim.crisis_probability = proc.crisis_probability;
+  sim.crisis_age_seconds = proc.crisis_age_seconds;
+  sim.recovery_weight = static_cast<double>(recovered) / draws;
+
+  // The two futures, when the recent failure cost is far above the plan's (the same
+  // random numbers, so they differ only by the regime), unless they agree.
+  // "The last days" are a day at least: a younger window is a burst, not a future.
+  if (options.model == EvidenceModel::kFutures && proc.excess_ratio >= kFarRatio && proc.recent_seconds >= 86400 &&
+      !prior.change.failure_rate_ahead) {
+    const int n = std::max(1, draws / 2);
+    Future futures[2];
+    futures[0].name = "recent";
+    futures[1].name = "plan";
+    for (int m = 0; m < 2; ++m) {
+      std::vector<double> total(static_cast<size_t>(n)), loss(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        const Outcome o = draw(i, m == 0 ? Mode::kRecent : Mode::kPlan);
+        total[static_cast<size_t>(i)] = o.total;
+        loss[static_cast<size_t>(i)] = o.loss;
+      }
+      futures[m].finish_p50_seconds = Quantile(total, 0.5);
+      futures[m].budget_at_finish_seconds = consumed + Quantile(loss, 0.5);
+    }
+    const RateRegime& r = proc.failures[1];
+    futures[0].mtbf_seconds = Div(r.beta, r.alpha);
+    futures[0].loss_per_incident_seconds = proc.losses[1].mean;
+    futures[1].mtbf_seconds = prior.job_mtbf_seconds;
+    futures[1].loss_per_incident_seconds = proc.plan_losses.mean;
+    futures[1].weight = sim.recovery_weight;
+    futures[0].weight = 1 - sim.recovery_weight;
+    const double recent_days = proc.recent_seconds / 86400;
+    futures[0].reason = absl::StrFormat(
+        "failures in the last %.1f days cost %.1fx the plan's per running hour (an incident every %.1f h, "
+        "%.0f min lost each); it goes on to the finish unless fixed",
+        recent_days, proc.excess_ratio, futures[0].mtbf_seconds / 3600, futures[0].loss_per_incident_seconds / 60);
+    futures[1].reason = absl::StrFormat(
+        "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's cost; a "
+        "plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before the finish in %.0f%% "
+        "of the draws: it has lasted %.1f running days%s, and what has lasted that long lasts as long again with even "
+        "odds (Gott 1993); after the fix, the plan's incident every %.1f h",
+        100 * proc.crisis_probability, proc.excess_ratio, 100 * sim.recovery_weight, proc.crisis_age_seconds / 86400,
+        proc.crisis_scale_seconds > proc.crisis_age_seconds ? " (a fix takes a week at least)" : "",
+        futures[1].mtbf_seconds / 3600);
+    // They agree when their medians are within 1% of the time ahead (an hour at least).
+    const double apart = std::fabs(futures[0].finish_p50_seconds - futures[1].finish_p50_seconds);
+    if (apart > std::max(3600.0, 0.01 * sim.finish_p50_seconds)) {
+      sim.futures.assign(std::begin(futures), std::end(futures));
+    }
+  }
   return sim;
 }
 
@@ -961,6 +1197,13 @@ Forecast Combine(Forecast f, const Simulation& sim) {
   f.finish_p10 = std::max(f.finish_p10, f.as_of);
   f.finish_p50 = std::max(f.finish_p50, f.as_of);
   f.finish_p90 = std::max(f.finish_p90, f.as_of);
+  const double shift = stale > 0 && f.events == sim.events ? stale : 0;
+  f.finish_quantiles.clear();
+  for (double q : sim.quantile_seconds) f.finish_quantiles.push_back(std::max(f.as_of, AtOffset(sim.as_of, q + shift)));
+  f.futures.clear();
+  for (const Future& fu : sim.futures) {
+    f.futures.push_back({fu, std::max(f.as_of, AtOffset(sim.as_of, fu.finish_p50_seconds + shift))});
+  }
   f.slip_seconds = absl::ToDoubleSeconds(f.finish_p50 - f.plan_finish);
   f.deadline_probability = sim.deadline_probability;
   f.exhaustion_probability = sim.exhaustion_probability;

@@ -1,4 +1,4 @@
-// The forecaster (DESIGN.md §6): from the plan (the prior) and the run so far (the
+// The forecaster (docs/contract.md §6): from the plan (the prior) and the run so far (the
 // evidence), when the run will finish (P10/P50/P90 by Monte Carlo) and how its failure
 // budget stands.
 //
@@ -58,6 +58,10 @@ struct ForecastPrior {
   // overhead scaled by the ratio of overhead per compute second. Identity by default.
   struct Change {
     double rate_scale = 1, failure_scale = 1, loss_shift_seconds = 0, checkpoint_scale = 1;
+    // Set: the failure rate ahead is this (incidents per running second), whatever the run
+    // has shown (an operator who types an MTBF means that MTBF ahead); failure_scale then
+    // does not apply.
+    std::optional<double> failure_rate_ahead;
   } change;
   // Prices and power for the run's cost (the plan's cost section and power model).
   struct Cost {
@@ -108,18 +112,40 @@ enum class EvidenceModel {
   // posterior probability of a change between them (an exact Gamma-Poisson Bayes factor,
   // tempered by overdispersion); each draw picks a regime, so the P10..P90 covers both
   // while they disagree. A throughput trend regime (BIC against a constant and a step);
-  // planned overhead from the evidence, censored and phased. The default.
+  // planned overhead from the evidence, censored and phased. The default of issue 11.
   kChangepoint,
+  // kChangepoint, and an excess of failures over the plan read as a crisis that will be
+  // fixed with the probability CrisisProbability gives, after a time drawn from how long
+  // it has lasted (the "plan" future); the two futures are reported. The default.
+  kFutures,
 };
 [[nodiscard]] const char* EvidenceModelName(EvidenceModel model);
 
 struct ForecastOptions {
   int draws = 2000;
-  EvidenceModel model = EvidenceModel::kChangepoint;
-  // The recent window (kChangepoint) or half-life (kDiscounted), as a share of the time
+  EvidenceModel model = EvidenceModel::kFutures;
+  // The recent window (kChangepoint, kFutures) or half-life (kDiscounted), as a share of the time
   // elapsed: scale-free, so a week-old run and a three-month one are read alike.
   double recent_share = 0.25;
 };
+
+// Two futures of the failure process, when the run's recent one is far from its plan's
+// (docs/contract.md §10): "the last days continue" and "the run returns to its plan", each with its
+// median finish and budget at finish, and the weight the forecast gives it, with why.
+struct Future {
+  std::string name;  // "recent" | "plan"
+  double finish_p50_seconds = 0;        // from the simulation's as_of
+  double budget_at_finish_seconds = 0;  // consumed + the median loss still to come
+  double mtbf_seconds = 0;              // running seconds per incident ahead
+  double loss_per_incident_seconds = 0;
+  double weight = 0;
+  std::string reason;
+};
+
+// The quantile levels of Forecast::finish_quantiles: the midpoints of 20 equal bins, so
+// that twice the mean pinball loss over them approximates the CRPS.
+inline constexpr int kFinishQuantiles = 20;
+[[nodiscard]] inline double FinishQuantileLevel(int i) { return (i + 0.5) / kFinishQuantiles; }
 
 struct Forecast {
   absl::Time as_of = absl::UnixEpoch();
@@ -162,6 +188,15 @@ struct Forecast {
   double recommended_checkpoint_interval_seconds = 0;  // Daly, observed cost and MTBF
   double plan_checkpoint_interval_seconds = 0;
 
+  // The finish at FinishQuantileLevel(0..kFinishQuantiles-1), for scoring (empty before a
+  // simulation); the futures, when the failure process is far from the plan's.
+  std::vector<absl::Time> finish_quantiles;
+  struct FutureFinish {
+    Future future;
+    absl::Time finish_p50 = absl::UnixEpoch();
+  };
+  std::vector<FutureFinish> futures;
+
   // Naive estimates, for backtests: remaining tokens / lifetime tokens per wall second,
   // and / the last hour's (InfiniteFuture when the rate is 0).
   absl::Time naive_lifetime_finish = absl::InfiniteFuture();
@@ -194,9 +229,22 @@ struct Simulation {
   double loss_per_incident_seconds = 0;
   double overhead_ratio = 0;               // planned overhead per compute second ahead
   double trend_weight = 0;                 // weight of "the throughput trend continues"
+  // The failure process ahead against the plan's: the recent regime's cost per running
+  // second over the plan's, the probability that an excess is a crisis that will be fixed,
+  // and how long it has lasted (running seconds).
+  double excess_ratio = 1;
+  double crisis_probability = 0;
+  double crisis_age_seconds = 0;
+  double recovery_weight = 0;  // P(fixed before the finish): the "plan" future's weight
+  std::vector<double> quantile_seconds;  // at FinishQuantileLevel
+  std::vector<Future> futures;           // empty while they agree
 };
 [[nodiscard]] Simulation Simulate(const RunState& state, const ForecastPrior& prior, absl::Time now,
                                   const ForecastOptions& options = {});
+
+// The probability that failures costing `excess_ratio` times the plan's are a crisis the
+// team will fix rather than the fleet's own level (forecaster.cc: kPlanMissSigma).
+[[nodiscard]] double CrisisProbability(double excess_ratio);
 
 // Both: ForecastNow with the simulation's fields filled in.
 [[nodiscard]] Forecast Combine(Forecast now_part, const Simulation& simulation);

@@ -28,6 +28,7 @@ std::string Describe(const Variant& v) {
   if (v.checkpoint_interval_seconds) parts.push_back(absl::StrCat("checkpoint every ", Minutes(*v.checkpoint_interval_seconds)));
   if (v.async_checkpoint) parts.push_back(*v.async_checkpoint ? "async checkpoints" : "sync checkpoints");
   if (v.node_mtbf_hours) parts.push_back(absl::StrCat("node MTBF ", *v.node_mtbf_hours, " h"));
+  if (v.node_mtbf_factor) parts.push_back(absl::StrCat("node MTBF x", *v.node_mtbf_factor));
   if (v.restart_seconds) parts.push_back(absl::StrCat("restart ", Minutes(*v.restart_seconds)));
   if (v.mfu) parts.push_back(absl::StrCat("MFU ", *v.mfu));
   return parts.empty() ? "no change" : absl::StrJoin(parts, ", ");
@@ -45,10 +46,11 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
   };
   const double base_ckpt = ckpt_per_compute(base);
 
-  auto forecast = [&](Outcome& out, const PlanReport& r) {
+  auto forecast = [&](Outcome& out, const PlanReport& r, bool absolute_mtbf) {
     ForecastPrior p = prior;
     p.change.rate_scale = Ratio(r.compute.tokens_per_second, base.compute.tokens_per_second);
     p.change.failure_scale = Ratio(base.failures.job_mtbf_seconds, r.failures.job_mtbf_seconds);
+    if (absolute_mtbf && r.failures.job_mtbf_seconds > 0) p.change.failure_rate_ahead = 1 / r.failures.job_mtbf_seconds;
     p.change.loss_shift_seconds =
         r.failures.loss_per_interruption_seconds - base.failures.loss_per_interruption_seconds;
     p.change.checkpoint_scale = base_ckpt > 0 ? ckpt_per_compute(r) / base_ckpt : 1.0;
@@ -56,7 +58,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     const Forecast f = Combine(ForecastNow(state, p, now), sim);
     out.gpus = r.fleet.gpus;
     out.tokens_per_second = sim.forecast_tokens_per_second;
-    out.mtbf_seconds = sim.mtbf_seconds / p.change.failure_scale;
+    out.mtbf_seconds = p.change.failure_rate_ahead ? r.failures.job_mtbf_seconds : sim.mtbf_seconds / p.change.failure_scale;
     out.finish_p10 = f.finish_p10;
     out.finish_p50 = f.finish_p50;
     out.finish_p90 = f.finish_p90;
@@ -77,7 +79,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
   std::vector<Outcome> out;
   Outcome baseline;
   baseline.name = "baseline";
-  forecast(baseline, base);
+  forecast(baseline, base, false);
   out.push_back(std::move(baseline));
 
   for (const Variant& v : variants) {
@@ -102,9 +104,20 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     }
     if (v.checkpoint_interval_seconds) changed.checkpoint.interval_seconds = *v.checkpoint_interval_seconds;
     if (v.async_checkpoint) changed.checkpoint.async = *v.async_checkpoint;
-    if (v.node_mtbf_hours) {
+    if (v.node_mtbf_hours && v.node_mtbf_factor) {
+      o.errors.push_back("node_mtbf_hours and node_mtbf_factor: give one (the MTBF ahead, or a factor on the run's)");
+    } else if (v.node_mtbf_hours) {
       changed.failures.node_mtbf_hours = *v.node_mtbf_hours;
       changed.failures.failures_per_1000_node_days.reset();
+    } else if (v.node_mtbf_factor) {
+      // The plan's node MTBF, however it was given, times the factor.
+      const double node_mtbf = base.failures.node_mtbf_seconds / 3600;
+      if (!(*v.node_mtbf_factor > 0) || !(node_mtbf > 0)) {
+        o.errors.push_back(absl::StrCat("node_mtbf_factor ", *v.node_mtbf_factor, ": a factor needs to be positive"));
+      } else {
+        changed.failures.node_mtbf_hours = node_mtbf * *v.node_mtbf_factor;
+        changed.failures.failures_per_1000_node_days.reset();
+      }
     }
     if (v.restart_seconds) changed.failures.restart_seconds = *v.restart_seconds;
     if (v.mfu) {
@@ -119,7 +132,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
       }
     }
     o.broken = !o.errors.empty();
-    if (!o.broken) forecast(o, r);
+    if (!o.broken) forecast(o, r, v.node_mtbf_hours.has_value());
     out.push_back(std::move(o));
   }
   return out;

@@ -4,7 +4,8 @@
 // interval, asynchronous saves, a node MTBF, a restart time, an MFU); the planner computes
 // the changed plan, and its ratios to the plan move what the forecaster believes of the run
 // (ForecastPrior::Change): the run's evidence where it has shown some, the plan where not,
-// then the change as the planner computes it. A variant the planner finds broken is
+// then the change as the planner computes it. A node MTBF in hours is the exception: it is
+// the failure rate ahead, absolutely (node_mtbf_factor is the ratio). A variant the planner finds broken is
 // reported with its findings and not forecast. Pure: `now` is a parameter.
 #ifndef FLIGHTPLAN_FORECAST_WHATIF_H_
 #define FLIGHTPLAN_FORECAST_WHATIF_H_
@@ -26,7 +27,12 @@ struct Variant {
   std::optional<int64_t> add_gpus;        // or this many more (negative: fewer)
   std::optional<double> checkpoint_interval_seconds;
   std::optional<bool> async_checkpoint;
-  std::optional<double> node_mtbf_hours;  // the node MTBF from now on
+  // The node MTBF from now on, as typed: the failure rate ahead is the changed plan's,
+  // whatever the run has shown so far (an operator who types an MTBF means that MTBF).
+  std::optional<double> node_mtbf_hours;
+  // Or the run's own failure rate so far, as the forecast reads it, divided by this (2:
+  // bad nodes quarantined twice as fast).
+  std::optional<double> node_mtbf_factor;
   std::optional<double> restart_seconds;
   std::optional<double> mfu;
 };

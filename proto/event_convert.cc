@@ -327,6 +327,19 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
   fc->set_forecast_tokens_per_second(f.forecast_tokens_per_second);
   fc->set_throughput_shifted(f.throughput_shifted);
 
+  p.clear_futures();
+  for (const forecast::Forecast::FutureFinish& fu : f.futures) {
+    if (!finite(fu.finish_p50)) continue;
+    v1::Future* out = p.add_futures();
+    out->set_name(fu.future.name);
+    *out->mutable_finish_p50() = TimeToProto(fu.finish_p50);
+    out->set_budget_at_finish_seconds(fu.future.budget_at_finish_seconds);
+    out->set_weight(fu.future.weight);
+    out->set_reason(fu.future.reason);
+    out->set_mtbf_seconds(fu.future.mtbf_seconds);
+    out->set_loss_per_incident_seconds(fu.future.loss_per_incident_seconds);
+  }
+
   v1::FailureBudget* b = p.mutable_failure_budget();
   b->set_budget_seconds(f.budget_seconds);
   b->set_schedule_seconds(f.schedule_seconds);

@@ -7,7 +7,9 @@
 //     for a scenario that does not change; before a change nobody can see it coming);
 //   - the median P50 error is at most 0.6x the lifetime-rate estimate's overall, and no
 //     worse than it in any scenario.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "forecast/calibration.h"
 #include "planner/plan_engine.h"
 #include "gtest/gtest.h"
+#include "proto/event_convert.h"
+#include "proto/event_json.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan::forecast {
@@ -43,6 +47,50 @@ TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
   EXPECT_GE(all.coverage, 0.75);
   EXPECT_LE(all.coverage, 0.88);
   EXPECT_LE(all.median_p50_error_seconds, 0.6 * all.median_naive_lifetime_error_seconds);
+  // Proper scores: the forecast's CRPS beats the naive estimate's (its absolute error).
+  EXPECT_LT(all.mean_crps, 0.6 * all.mean_naive_crps);
+
+  // The crisis cut at its worst moment (30%, where it settles): both futures shown in
+  // every seed, and the band within reach of the real finish: P10 no more than a day
+  // past it (it holds it in about a third of the seeds; issue 22 asks for most).
+  for (const ScenarioCalibration& s : *cal) {
+    if (s.scenario != "crisis-then-settle") continue;
+    for (const Backtest& b : s.runs) {
+      for (const BacktestPoint& p : b.points) {
+        if (p.tenth != 3) continue;
+        EXPECT_TRUE(p.futures);
+        EXPECT_LT(absl::ToDoubleSeconds(p.p10 - b.actual_finish), 86400);
+        EXPECT_GT(p.p90, b.actual_finish);
+      }
+    }
+  }
+}
+
+// The futures model against the changepoint model it extends, on the same runs: better
+// by both proper scores overall, and far better where a crisis settles.
+TEST(Calibration, FuturesScoreBetterThanTheChangepointModel) {
+  absl::StatusOr<v1::Plan> proto = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  ASSERT_TRUE(proto.ok());
+  const PlanSpec plan = PlanFromProto(*proto);
+  const PlanReport report = ComputePlan(plan);
+  CalibrationOptions options;
+  options.seeds = 6;
+  options.forecast.draws = 500;
+  options.forecast.model = EvidenceModel::kChangepoint;
+  absl::StatusOr<std::vector<ScenarioCalibration>> before = Calibrate(plan, report, Scenarios(), options);
+  options.forecast.model = EvidenceModel::kFutures;
+  absl::StatusOr<std::vector<ScenarioCalibration>> after = Calibrate(plan, report, Scenarios(), options);
+  ASSERT_TRUE(before.ok() && after.ok());
+  const BacktestSummary b = Overall(*before), a = Overall(*after);
+  std::printf("interval score %.3f -> %.3f, CRPS %.4f -> %.4f, width %.3f -> %.3f\n", b.mean_interval_score,
+              a.mean_interval_score, b.mean_crps, a.mean_crps, b.median_width_share, a.median_width_share);
+  EXPECT_LT(a.mean_interval_score, 0.9 * b.mean_interval_score);
+  EXPECT_LT(a.mean_crps, b.mean_crps);
+  EXPECT_LT(a.median_width_share, b.median_width_share);
+  for (size_t i = 0; i < after->size(); ++i) {
+    if ((*after)[i].scenario != "crisis-then-settle" && (*after)[i].scenario != "chaotic-start") continue;
+    EXPECT_LT((*after)[i].all.mean_interval_score, 0.6 * (*before)[i].all.mean_interval_score) << (*after)[i].scenario;
+  }
 }
 
 // A change the window can see moves the forecast: the same chaotic start backtested with
@@ -64,6 +112,58 @@ TEST(Calibration, ChangepointBeatsLifetimeAfterAChaoticStart) {
   EXPECT_LT((*after)[0].after_change.median_p50_error_seconds,
             (*before)[0].after_change.median_p50_error_seconds);
   EXPECT_GT((*after)[0].after_change.coverage, (*before)[0].after_change.coverage);
+}
+
+// A real run: BLOOM-176B, rebuilt from its team's records (tests/timelines/bloom-176b,
+// FACTS.md), replayed against the team's prior plan. Every event is accepted, and the
+// forecast beats the naive lifetime-rate estimate at the median while holding the finish
+// in most cuts; the table is the README's.
+TEST(Calibration, ARealRunBloom176b) {
+  const std::string dir = std::string(FLIGHTPLAN_TIMELINES_DIR) + "/bloom-176b";
+  absl::StatusOr<v1::Plan> proto = LoadPlanFile(dir + "/plan.yaml");
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  const PlanSpec plan = PlanFromProto(*proto);
+  const PlanReport report = ComputePlan(plan);
+  std::ifstream in(dir + "/bloom-176b.events.jsonl");
+  ASSERT_TRUE(in.good());
+  std::vector<Event> events;
+  std::string line;
+  while (std::getline(in, line)) {
+    v1::Event e;
+    ASSERT_TRUE(ParseEventJson(line, e).ok()) << line;
+    absl::StatusOr<Event> event = EventFromProto(e);
+    ASSERT_TRUE(event.ok()) << event.status();
+    events.push_back(*std::move(event));
+  }
+  ASSERT_GT(events.size(), 10000u);
+  RunState folded;
+  for (const Event& e : events) ASSERT_TRUE(ApplyEvent(folded, e).ok()) << Describe(e);
+  ASSERT_EQ(folded.phase, Phase::kFinished);
+  const ForecastPrior prior = PriorFromPlan(plan, report);
+  ASSERT_EQ(folded.tokens, prior.target_tokens);
+  for (EvidenceModel model : {EvidenceModel::kChangepoint, EvidenceModel::kFutures}) {
+    ForecastOptions options;
+    options.model = model;
+    absl::StatusOr<Backtest> bt = RunBacktest(events, prior, options);
+    ASSERT_TRUE(bt.ok()) << bt.status();
+    ASSERT_EQ(bt->points.size(), 9u);
+    std::printf("BLOOM-176B, model %s\n  cut  P10..P90 (days from the actual finish)  P50   lifetime  inside futures\n",
+                EvidenceModelName(model));
+    for (const BacktestPoint& p : bt->points) {
+      auto d = [&](absl::Time t) { return absl::ToDoubleSeconds(t - bt->actual_finish) / 86400; };
+      std::printf("  %d0%%  %+6.1f .. %+6.1f  %+6.1f  %+6.1f  %s %s\n", p.tenth, d(p.p10), d(p.p90), d(p.p50),
+                  d(p.naive_lifetime), p.inside ? "yes" : "no ", p.futures ? "two" : "one");
+    }
+    const BacktestSummary sum = Summarize({*bt});
+    std::printf("  coverage %.0f%%, P50 error %.1f h against %.1f h (lifetime), interval score %.1f%%, CRPS %.2f%% "
+                "against %.2f%%\n",
+                100 * sum.coverage, sum.median_p50_error_seconds / 3600, sum.median_naive_lifetime_error_seconds / 3600,
+                100 * sum.mean_interval_score, 100 * sum.mean_crps, 100 * sum.mean_naive_crps);
+    if (model != EvidenceModel::kFutures) continue;
+    EXPECT_GE(sum.coverage, 6.0 / 9);
+    EXPECT_LT(sum.median_p50_error_seconds, sum.median_naive_lifetime_error_seconds);
+    EXPECT_LT(sum.mean_crps, sum.mean_naive_crps);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Each estimator of the forecaster on hand-built runs.
 #include "forecast/forecaster.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "cli/plan_file.h"
 #include "planner/formulas.h"
 #include "planner/plan_engine.h"
+#include "forecast/backtest.h"
 #include "forecast/simulator.h"
 #include "proto/event_convert.h"
 #include "proto/plan_convert.h"
@@ -492,6 +494,110 @@ TEST(Regimes, ARefreshWithNothingNewMovesTheFinishOnlyByTheTimeThatPassed) {
 
 // Progress the plan makes implausible is accepted but flagged, naming the numbers
 // (issue 12): beyond the target, faster than the fleet at 100% MFU, finished far short.
+// How likely an excess is a crisis to be fixed, from its ratio to the plan alone.
+TEST(Futures, CrisisProbabilityRisesWithTheExcess) {
+  EXPECT_NEAR(CrisisProbability(1), 0.225, 0.01);
+  EXPECT_NEAR(CrisisProbability(2), 0.446, 0.01);
+  EXPECT_NEAR(CrisisProbability(5), 0.893, 0.01);
+  EXPECT_GT(CrisisProbability(10), 0.98);
+  double last = 0;
+  for (double r = 0.5; r < 30; r *= 1.2) {
+    EXPECT_GE(CrisisProbability(r), last) << r;
+    last = CrisisProbability(r);
+  }
+}
+
+// A crisis cut at its worst moment (failures rising to 10x the plan's until 30%): both
+// futures are shown, days apart, each weighted, and the band spans them.
+TEST(Futures, ACrisisAtItsWorstShowsBothFuturesAndTheBandSpansThem) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    const RunState s = FoldTo("crisis-then-settle", 0.28, seed);
+    ForecastOptions o;
+    o.draws = 1000;
+    const Simulation sim = Simulate(s, FlagshipPlan().prior, s.last_time, o);
+    ASSERT_EQ(sim.futures.size(), 2u) << "excess " << sim.excess_ratio;
+    const Future& recent = sim.futures[0];
+    const Future& plan = sim.futures[1];
+    EXPECT_EQ(recent.name, "recent");
+    EXPECT_EQ(plan.name, "plan");
+    EXPECT_GT(sim.excess_ratio, 3);
+    EXPECT_GT(recent.finish_p50_seconds, plan.finish_p50_seconds + 86400);
+    EXPECT_GT(recent.budget_at_finish_seconds, plan.budget_at_finish_seconds);
+    EXPECT_NEAR(recent.weight + plan.weight, 1, 1e-12);
+    EXPECT_GT(plan.weight, 0.2);
+    EXPECT_GT(recent.weight, 0.2);
+    EXPECT_FALSE(plan.reason.empty());
+    // The band from the plan's future to the recent one's.
+    EXPECT_LE(sim.finish_p10_seconds, plan.finish_p50_seconds + 0.25 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
+    EXPECT_GE(sim.finish_p90_seconds, plan.finish_p50_seconds + 0.75 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
+    // The forecast carries them, dated.
+    const Forecast f = Combine(ForecastNow(s, FlagshipPlan().prior, s.last_time), sim);
+    ASSERT_EQ(f.futures.size(), 2u);
+    EXPECT_EQ(f.futures[1].finish_p50, sim.as_of + absl::Seconds(plan.finish_p50_seconds));
+    ASSERT_EQ(f.finish_quantiles.size(), static_cast<size_t>(kFinishQuantiles));
+    EXPECT_TRUE(std::is_sorted(f.finish_quantiles.begin(), f.finish_quantiles.end()));
+  }
+}
+
+// Failures near the plan's: one future, the forecast.
+TEST(Futures, ARunNearItsPlanHasOneFuture) {
+  for (uint64_t seed : {1, 2}) {
+    SCOPED_TRACE(seed);
+    const Simulation sim = SimulateAt(FoldTo("as-planned", 0.5, seed));
+    EXPECT_TRUE(sim.futures.empty()) << "excess " << sim.excess_ratio;
+    EXPECT_LT(sim.excess_ratio, 2);
+    // A chaotic start that has settled: the recent regime is calm, one future.
+    const Simulation settled = SimulateAt(FoldTo("chaotic-start", 0.6, seed));
+    EXPECT_TRUE(settled.futures.empty()) << "excess " << settled.excess_ratio;
+  }
+}
+
+// The proper scores of one cut, by hand: 100 h actually left.
+TEST(Scores, IntervalScoreAndCrpsAsSharesOfTheTimeLeft) {
+  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
+  const absl::Time actual = t0 + absl::Hours(100);
+  Forecast f;
+  f.as_of = t0;
+  // Quantiles 90, 91, ..., 109 h: the actual, 100 h, falls between the 10th and 11th.
+  for (int i = 0; i < kFinishQuantiles; ++i) f.finish_quantiles.push_back(t0 + absl::Hours(90 + i));
+  BacktestPoint p;
+  p.p10 = t0 + absl::Hours(95);
+  p.p50 = t0 + absl::Hours(100);
+  p.p90 = t0 + absl::Hours(105);
+  p.naive_lifetime_error_seconds = 20 * 3600;
+  ScorePoint(p, f, actual);
+  EXPECT_DOUBLE_EQ(p.remaining_seconds, 100 * 3600);
+  // Inside: the width alone, 10 h of 100.
+  EXPECT_NEAR(p.interval_score, 0.10, 1e-12);
+  EXPECT_NEAR(p.width_share, 0.10, 1e-12);
+  // CRPS: twice the mean pinball loss, sum over i of 2 (y - q_i)(tau_i - [y < q_i]) / 20.
+  double crps = 0;
+  for (int i = 0; i < kFinishQuantiles; ++i) {
+    const double q = 90 + i, tau = (i + 0.5) / 20;
+    crps += 2 * (100 - q) * (tau - (100 < q ? 1 : 0)) / 20;
+  }
+  EXPECT_NEAR(p.crps, crps / 100, 1e-12);
+  // Near the uniform distribution's, width / 12 at its centre: 1.67 h of 100.
+  EXPECT_NEAR(p.crps, 20.0 / 12 / 100, 2e-4);
+  EXPECT_NEAR(p.naive_crps, 0.20, 1e-12);
+  // Outside, 5 h past P90: the width plus 10 x the miss.
+  BacktestPoint late = p;
+  ScorePoint(late, f, t0 + absl::Hours(110));
+  EXPECT_NEAR(late.interval_score, (10 + 10 * 5) / 110.0, 1e-12);
+  // A sharper band that still holds the truth scores better; a miss scores worse than a
+  // band that held it.
+  BacktestPoint sharp = p;
+  sharp.p10 = t0 + absl::Hours(98);
+  sharp.p90 = t0 + absl::Hours(102);
+  ScorePoint(sharp, f, actual);
+  EXPECT_LT(sharp.interval_score, p.interval_score);
+  EXPECT_GT(late.interval_score, p.interval_score);
+  const BacktestSummary sum = Summarize({Backtest{actual, {p, late}}});
+  EXPECT_NEAR(sum.mean_interval_score, (p.interval_score + late.interval_score) / 2, 1e-12);
+  EXPECT_NEAR(sum.mean_naive_interval_score, 10 * sum.mean_naive_crps, 1e-12);
+}
+
 TEST(Plausibility, FlagsProgressThePlanMakesImplausible) {
   const ForecastPrior& prior = FlagshipPlan().prior;
   ASSERT_GT(prior.peak_tokens_per_second, prior.plan_tokens_per_second);  // MFU < 1

@@ -111,7 +111,7 @@ TEST(WhatIf, EvidenceStandsWhereTheChangeLeavesThePlanAsItWas) {
   // forecast is the baseline's, evidence and all, draw for draw.
   const RunState s = FailingRun(0.3);
   Variant same;
-  same.node_mtbf_hours = 2000;
+  same.node_mtbf_factor = 1;
   const std::vector<Outcome> out = WhatIf(FlagshipPlan().plan, s, s.last_time, {same});
   EXPECT_EQ(out[1].finish_p50, out[0].finish_p50);
   EXPECT_EQ(out[1].budget_projected_seconds, out[0].budget_projected_seconds);
@@ -121,13 +121,60 @@ TEST(WhatIf, EvidenceStandsWhereTheChangeLeavesThePlanAsItWas) {
   const Outcome fresh = WhatIf(FlagshipPlan().plan, none, FlagshipPlan().report.schedule.start_time, {})[0];
   EXPECT_NEAR(Hours(fresh.finish_p50, FlagshipPlan().report.schedule.finish_time), 0,
               0.1 * FlagshipPlan().report.schedule.total_seconds / 3600);
-  // Quarantining nodes faster (twice the node MTBF from now on) halves the failure rate
-  // the run showed, not the plan's.
+  // Quarantining nodes faster (a factor of 2 on the node MTBF from now on) halves the
+  // failure rate the run showed, not the plan's.
   Variant better;
-  better.node_mtbf_hours = 4000;
+  better.node_mtbf_factor = 2;
   const Outcome b = WhatIf(FlagshipPlan().plan, s, s.last_time, {better})[1];
   EXPECT_NEAR(b.mtbf_seconds / out[0].mtbf_seconds, 2, 1e-9);
   EXPECT_LT(b.finish_p50, out[0].finish_p50);
+}
+
+// An operator who types an MTBF means that MTBF ahead: on a run failing at 5x its plan,
+// the plan's own node MTBF is the "returns to its plan" future, not the baseline.
+TEST(WhatIf, TheNodeMtbfTypedIsTheRateAheadAndThePlansReturnsTheRunToItsPlan) {
+  SimulationOptions o;
+  o.failure_rate_factor = 5;
+  o.seed = 11;
+  const std::vector<Event> events = SimulateRun(FlagshipPlan().plan, FlagshipPlan().report, o);
+  RunState s;
+  for (const Event& e : events) {
+    if (static_cast<double>(s.tokens) >= 0.3 * static_cast<double>(FlagshipPlan().plan.data.tokens)) break;
+    ASSERT_TRUE(ApplyEvent(s, e).ok());
+  }
+  ForecastOptions options;
+  options.draws = 2000;
+  const Simulation sim = Simulate(s, FlagshipPlan().prior, s.last_time, options);
+  ASSERT_EQ(sim.futures.size(), 2u) << "excess " << sim.excess_ratio;
+  const Future& recent = sim.futures[0];
+  const Future& plan = sim.futures[1];
+  ASSERT_EQ(plan.name, "plan");
+  ASSERT_GT(recent.finish_p50_seconds - plan.finish_p50_seconds, 86400) << "the futures should be days apart";
+
+  Variant fixed;
+  fixed.node_mtbf_hours = *FlagshipPlan().plan.failures.node_mtbf_hours;  // the plan's own, 2,000 h
+  const std::vector<Outcome> out = WhatIf(FlagshipPlan().plan, s, s.last_time, {fixed}, std::nullopt, options);
+  ASSERT_FALSE(out[1].broken);
+  EXPECT_DOUBLE_EQ(out[1].mtbf_seconds, FlagshipPlan().report.failures.job_mtbf_seconds);
+  const double whatif = absl::ToDoubleSeconds(out[1].finish_p50 - sim.as_of);
+  const double apart = recent.finish_p50_seconds - plan.finish_p50_seconds;
+  // Within a fifth of the distance between the futures from the plan's, and well before
+  // the baseline (which weighs the recent future too).
+  EXPECT_LT(std::fabs(whatif - plan.finish_p50_seconds), 0.2 * apart)
+      << "what-if " << whatif / 86400 << " d, plan future " << plan.finish_p50_seconds / 86400 << " d, recent "
+      << recent.finish_p50_seconds / 86400 << " d";
+  EXPECT_LT(out[1].finish_p50, out[0].finish_p50);
+  // A factor of 1 on the run's own rate is the baseline.
+  Variant same;
+  same.node_mtbf_factor = 1;
+  EXPECT_EQ(WhatIf(FlagshipPlan().plan, s, s.last_time, {same}, std::nullopt, options)[1].finish_p50,
+            out[0].finish_p50);
+  // Both at once is refused.
+  Variant both;
+  both.node_mtbf_hours = 2000;
+  both.node_mtbf_factor = 2;
+  const Outcome refused = WhatIf(FlagshipPlan().plan, s, s.last_time, {both})[1];
+  EXPECT_TRUE(refused.broken);
 }
 
 TEST(WhatIf, AVariantThePlannerRefusesIsReportedNotForecast) {

@@ -2,7 +2,8 @@
 """Every Grafana panel query and every recording rule returns data from a real Prometheus.
 
 Starts flightpland (loopback, free ports, the event clock), creates the flagship run, feeds
-it half of a simulated run, starts Debian's Prometheus with the project's rules scraping
+it the first quarter of a simulated crisis (failures rising to 10x the plan's, so that the
+two futures are drawn too), starts Debian's Prometheus with the project's rules scraping
 the daemon every second, then evaluates each query of deploy/grafana/flightplan-run.json
 (with $run set) and each recording rule of deploy/prometheus/rules.yml. Bounded: gives up
 after 90 seconds. Usage: dashboard_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
@@ -34,11 +35,11 @@ def main():
         procs.append(daemon)
         server = ["--server", f"127.0.0.1:{grpc_port}"]
         subprocess.run([cli_bin, *server, "create", plan], check=True, stdout=subprocess.DEVNULL)
-        sim = subprocess.run([cli_bin, "simulate", plan, "--seed", "11", "--failure-rate-factor", "2"],
+        sim = subprocess.run([cli_bin, "simulate", plan, "--seed", "11", "--scenario", "crisis-then-settle"],
                              check=True, capture_output=True, text=True).stdout.splitlines()
         half = os.path.join(work, "half.jsonl")
         with open(half, "w") as f:
-            f.write("\n".join(sim[: len(sim) // 2]) + "\n")
+            f.write("\n".join(sim[: len(sim) // 4]) + "\n")
         subprocess.run([cli_bin, *server, "replay", half, "--no-progress"], check=True,
                        stdout=subprocess.DEVNULL)
 
