@@ -28,7 +28,7 @@ namespace {
 
 // Defaults of optional plan fields (documented in plan.proto).
 constexpr uint32_t kDefaultGpusPerNode = 8;
-constexpr double kDefaultPue = 1.2;  // BLOOM's Jean Zay reported 1.2 (REFERENCE.md, power)
+constexpr double kDefaultPue = 1.2;  // BLOOM's Jean Zay reported 1.2 (docs/reference-figures.md, power)
 constexpr double kDefaultDetectSeconds = 120;
 // Meta reports 5-20 minutes of restart overhead in large clusters (Kokolis et al. 2024).
 constexpr double kDefaultRestartSeconds = 600;
@@ -84,7 +84,7 @@ constexpr double kDefaultReservedFraction = 0.10;
 // 2024, "The Llama 3 Herd of Models"). The bound itself is a judgment, 8x below that.
 constexpr double kMinCpChunkTokens = 1024;
 
-// Dense BF16 peaks (REFERENCE.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
+// Dense BF16 peaks (docs/reference-figures.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
 // datasheets). A plan quoting twice these used the sparse figure.
 const std::map<std::string, double>& KnownDensePeaks() {
   static const auto* peaks = new std::map<std::string, double>{

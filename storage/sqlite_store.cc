@@ -49,7 +49,7 @@ const std::vector<const char*>& Migrations() {
       // watermark: every run's snapshot covers all of its events with seq <= this.
       "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
       "INSERT INTO meta(key, value) VALUES('snapshot_watermark', 0);",
-      // 2: each run's forecast trajectory, thinned by the writer (DESIGN.md §8). Keyed by
+      // 2: each run's forecast trajectory, thinned by the writer (docs/contract.md §8). Keyed by
       // time, so a run's points are stored in time order and never two at one as_of.
       "CREATE TABLE forecast_history("
       "  run_id INTEGER NOT NULL REFERENCES runs(id),"

@@ -1,4 +1,4 @@
-// Run accounting on hand-built event logs, to the second (DESIGN.md §5).
+// Run accounting on hand-built event logs, to the second (docs/contract.md §5).
 #include "forecast/accounting.h"
 
 #include <algorithm>

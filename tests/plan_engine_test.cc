@@ -659,7 +659,7 @@ TEST(PublishedRuns, Gpt3TotalCompute) {
 }
 
 TEST(PublishedRuns, DgxH100NodePower) {
-  // A DGX H100 peaks at ~10.2 kW with 8 x 700 W GPUs (REFERENCE.md, power): 4.6 kW other.
+  // A DGX H100 peaks at ~10.2 kW with 8 x 700 W GPUs (docs/reference-figures.md, power): 4.6 kW other.
   PlanSpec p = HandPlan();
   p.fleet.gpus = 8;
   p.layout.dp = 8;

@@ -28,8 +28,8 @@ PlanSpec Base() {
   return p;
 }
 
-constexpr double kA100 = 312e12;  // dense BF16 (REFERENCE.md, hardware)
-constexpr double kH100 = 989e12;  // dense BF16; the H800 is the same die (REFERENCE.md)
+constexpr double kA100 = 312e12;  // dense BF16 (docs/reference-figures.md, hardware)
+constexpr double kH100 = 989e12;  // dense BF16 (docs/reference-figures.md, hardware); the H800 taken at the H100 SXM peak
 
 // Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
 // Using Megatron-LM", sec. 5.1: GPT-3 175B on 300e9 tokens on 1,024 A100 at 140 TFLOP/s per
@@ -170,7 +170,7 @@ TEST(PublishedRuns, DeepSeekV3GpuHoursWithTheShapeGiven) {
 }
 
 TEST(PublishedRuns, ChinchillaComputeMatchesGophersBudget) {
-  // Hoffmann et al. 2022: 70e9 parameters on 1.4e12 tokens, 5.76e23 FLOPs (REFERENCE.md).
+  // Hoffmann et al. 2022: 70e9 parameters on 1.4e12 tokens, 5.76e23 FLOPs (docs/reference-figures.md).
   // ±2.5%. 6ND, as the paper counts it: the attention term is left out.
   PlanSpec p = Base();
   p.model.params = 70e9;
@@ -185,7 +185,7 @@ TEST(PublishedRuns, ChinchillaComputeMatchesGophersBudget) {
 
 TEST(PublishedRuns, Llama2At43PercentMfuSpendsItsPublishedGpuHours) {
   // Llama 2 70B model card: 2.0e12 tokens, 1,720,320 A100-80GB GPU-hours; the MFU that
-  // implies over 6N is 43% (REFERENCE.md). The plan at that MFU, with the "none"
+  // implies over 6N is 43% (docs/reference-figures.md). The plan at that MFU, with the "none"
   // convention the figure is in, spends the published GPU-hours ±1%.
   PlanSpec p = Base();
   p.model.params = 70e9;
@@ -467,7 +467,7 @@ TEST(PlanFailures, NoSparesAtAShortNodeMtbfIsAFinding) {
 // `--rampup-batch-size 192 16 9_765_625` (bigscience-workshop/bigscience,
 // train/tr11-176B-ml/tr11-176B-ml.slurm): 9,765,625 samples = 20e9 tokens. ~150 TFLOP/s
 // per GPU (Megatron-DeepSpeed's count: full recomputation, full score matrix) at the full
-// batch; 1-2 GPU failures a week, a checkpoint every ~3 hours (REFERENCE.md).
+// batch; 1-2 GPU failures a week, a checkpoint every ~3 hours (docs/reference-figures.md).
 PlanSpec Bloom() {
   PlanSpec p = Base();
   p.name = "bloom-176b";

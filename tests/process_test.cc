@@ -167,7 +167,7 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   EXPECT_NE(metrics.find("flightplan_failure_budget_burn_rate{run=\"dense-70b-10t\",window=\"6h\"}"),
             std::string::npos);
   // A live scrape passes promtool's lint: no `_total` on a gauge, no `quantile` label
-  // outside a summary (the names DESIGN.md section 7 asks for).
+  // outside a summary (the names docs/contract.md §7 asks for).
   const size_t body = metrics.find("\r\n\r\n");
   ASSERT_NE(body, std::string::npos);
   const testing::ProcessResult lint =
