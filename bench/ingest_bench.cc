@@ -283,6 +283,27 @@ int main(int argc, char** argv) {
     std::printf("  the same stream with --sync full:                              %10.0f events/s (%.0f%% of normal)\n",
                 rate, 100 * rate / streamed);
   }
+  {
+    // The same stream without the backfill's history states (--backfill-spacing 0), and
+    // with them again after it (the first stream of the process runs cold): what keeping
+    // a state per hour of the run's time, and simulating them, costs the ingest (this
+    // stream spans SyntheticRun's 10-second steps, weeks of the run).
+    flightplan::daemon::DaemonOptions off = Options(dir + "/nobackfill.db", 20000);
+    off.tracker.backfill_spacing = absl::ZeroDuration();
+    double without = 0, with = 0;
+    {
+      std::unique_ptr<flightplan::daemon::Daemon> d;
+      without = StreamInto(d, off, *plan, log, batch);
+    }
+    {
+      std::unique_ptr<flightplan::daemon::Daemon> d;
+      with = StreamInto(d, Options(dir + "/backfill.db", 20000), *plan, log, batch);
+    }
+    if (without == 0 || with == 0) return 1;
+    std::printf("  the same stream without backfill states, then with them again: %10.0f, %.0f events/s "
+                "(with / without %.2f; ratios to the ceiling %.2f, %.2f)\n",
+                without, with, with / without, without / ceiling, with / ceiling);
+  }
 
   // Restart on the database just written: with snapshots (every 20,000 events), then
   // forcing a fold of the whole log.

@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
                  "Carlo per run each time)")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
+  std::string backfill_spacing = absl::FormatDuration(options.tracker.backfill_spacing);
+  app.add_option("--backfill-spacing", backfill_spacing,
+                 "during a backfill (events arriving faster than the run's time passed: a replay, "
+                 "tail --from-start), a history point per this much of the run's time, simulated "
+                 "as the forecast would have stood then (0: none; a run's whole life in at most "
+                 "512 points at a time, evenly thinned)")
+      ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();
   app.add_option("--max-db-bytes", options.max_db_bytes,
@@ -123,6 +130,12 @@ int main(int argc, char** argv) {
     }
   }
   options.tracker.forecast_min_interval = absl::Seconds(forecast_interval);
+  if (!absl::ParseDuration(backfill_spacing, &options.tracker.backfill_spacing) ||
+      options.tracker.backfill_spacing < absl::ZeroDuration()) {
+    std::cerr << "flightpland: --backfill-spacing '" << backfill_spacing
+              << "' is not a duration of 0 or more (say 0, 30m or 2h)\n";
+    return 2;
+  }
   if (tls_cert.empty() != tls_key.empty()) {
     std::cerr << "flightpland: --tls-cert and --tls-key go together\n";
     return 2;

@@ -1,5 +1,9 @@
 #include "daemon/tracker.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -459,6 +463,10 @@ void Tracker::ForecasterLoop() {
   // ago or more; those a reader waits for (urgent) first, then the one simulated longest
   // ago. On the wall clock, a run not simulated for `refresh` is ready too (a silent run's
   // forecast moves as time passes).
+  // Best effort: the simulations yield the CPU to the writer and the gRPC threads (a
+  // backfill's hundreds of simulations would otherwise slow the ingest of every run on a
+  // small machine). Linux's per-thread nice; nothing else changes where it is refused.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
   const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
   std::set<std::string> waiting;  // changed since their latest simulation
@@ -515,7 +523,62 @@ void Tracker::ForecasterLoop() {
   }
 }
 
+namespace {
+
+// The history point of a simulation of `state` at `now`: the forecast, and the run as it
+// stood (the page's burn-up and time charts).
+storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forecast::ForecastPrior& prior,
+                                    absl::Time now, const forecast::Simulation& sim) {
+  storage::ForecastPoint point = PointFromForecast(forecast::Combine(forecast::ForecastNow(state, prior, now), sim));
+  point.tokens = state.tokens;
+  const forecast::TimeSeconds& t = state.seconds;
+  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
+  std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
+  return point;
+}
+
+}  // namespace
+
+bool Tracker::SimulateBackfill(const std::string& run) {
+  std::deque<BackfillState> queued;
+  {
+    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    auto it = backfill_.find(run);
+    if (it == backfill_.end()) return false;
+    queued.swap(it->second);
+    backfill_.erase(it);
+    backfill_scale_.erase(run);
+  }
+  if (queued.empty()) return false;
+  forecast::ForecastOptions options;
+  options.draws = std::max(1, options_.backfill_draws);
+  // Each as it would have stood then: its "now" is its latest event, under either clock.
+  // While requests wait for the writer, the rest waits for a later turn: the ingest goes
+  // first (on a small machine the simulations would take its CPU).
+  size_t done = 0;
+  for (; done < queued.size(); ++done) {
+    if (done > 0 && QueueDepth() > 0) break;
+    const BackfillState& b = queued[done];
+    const absl::Time at = b.state->last_time;
+    const forecast::Simulation sim = forecast::Simulate(*b.state, b.plan->prior, at, options);
+    OfferForecastPoint(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
+  }
+  std::lock_guard<std::mutex> lock(forecasts_mu_);
+  absl::Time& mark = simulated_at_[run];
+  mark = std::max(mark, queued[done - 1].state->last_time);
+  if (done < queued.size()) {
+    std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
+    rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
+                std::make_move_iterator(queued.end()));
+    forecast_due_.insert(run);
+    return true;
+  }
+  return false;
+}
+
 void Tracker::SimulateRun(const std::string& run) {
+  // While backfill states wait, the current state's point would close the history to them.
+  const bool backfill_waits = SimulateBackfill(run);
   std::shared_ptr<const RunView> view = Find(run);
   if (!view) return;
   absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
@@ -525,19 +588,23 @@ void Tracker::SimulateRun(const std::string& run) {
   auto sim = std::make_shared<const forecast::Simulation>(
       forecast::Simulate(view->state, view->plan->prior, now, options));
   last_simulated_[run] = absl::Now();
+  // Under the wall clock, a run whose events are still arriving for a stretch well behind
+  // now is being backfilled: a point now would close the history to the states behind it,
+  // which the backfill is about to give.
+  const bool backfilling = !options_.events_clock && view->state.events > 0 &&
+                           now - view->state.last_time > options_.backfill_spacing &&
+                           clock_->Now() - view->received < options_.forecast_refresh &&
+                           options_.backfill_spacing > absl::ZeroDuration();
   // The point goes to the writer before the simulation is published: once a status reads
   // fresh, a history read that follows it sees the point (when it was kept).
-  storage::ForecastPoint point =
-      PointFromForecast(forecast::Combine(forecast::ForecastNow(view->state, view->plan->prior, now), *sim));
-  // The run as it stood (the page's burn-up and time charts).
-  point.tokens = view->state.tokens;
-  const forecast::TimeSeconds& t = view->state.seconds;
-  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
-  std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
-  OfferForecastPoint(view->id, view->version, point);
+  if (!backfilling && !backfill_waits) {
+    OfferForecastPoint(view->id, view->version, HistoryPoint(view->state, view->plan->prior, now, *sim));
+  }
   {
     std::lock_guard<std::mutex> store(forecasts_mu_);
     simulations_[run] = CachedSimulation{std::move(sim), view->plan->revision};
+    absl::Time& mark = simulated_at_[run];
+    if (view->state.events > 0) mark = std::max(mark, view->state.last_time);
   }
   std::lock_guard<std::mutex> subs(subscribers_mu_);
   for (const auto& [id, sub] : subscribers_) {
@@ -715,6 +782,7 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
   // The seq each item was stored under (0: not stored), for a refold's refusal message.
   std::vector<int64_t> stored(request.items.size(), 0);
   const bool many = request.items.size() > 1;
+  const absl::Time received = clock_->Now();
   absl::Status status;
   for (const Request::Item& item : request.items) {
     auto it = group.working.find(item.run);
@@ -727,8 +795,16 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
         break;
       }
       it = group.working.emplace(item.run, std::make_unique<RunView>(*base)).first;
+      // States the forecaster has simulated need not be kept for the history.
+      std::lock_guard<std::mutex> lock(forecasts_mu_);
+      if (auto at = simulated_at_.find(item.run); at != simulated_at_.end()) {
+        it->second->backfill_mark = std::max(it->second->backfill_mark, at->second);
+      }
+      auto scale = backfill_scale_.find(item.run);
+      it->second->backfill_spacing = options_.backfill_spacing * (scale == backfill_scale_.end() ? 1 : scale->second);
     }
     RunView& run = *it->second;
+    run.received = received;
     const forecast::RunState& state = run.state;
     if (state.events > 0 && item.event.time - state.last_time > options_.max_event_gap) {
       status = Annotate(
@@ -797,9 +873,12 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
         // fold will (the copy is replaced by the fold).
         run.state.attempt_starts.push_back({item.event.attempt, item.event.time});
       }
-    } else if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
-      status = Annotate(applied, item.index, item.run, item.event.id);
-      break;
+    } else {
+      KeepBackfillState(run);
+      if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
+        status = Annotate(applied, item.index, item.run, item.event.id);
+        break;
+      }
     }
     stored[static_cast<size_t>(&item - request.items.data())] = inserted->seq;
     run.last_seq = std::max(run.last_seq, inserted->seq);
@@ -873,7 +952,33 @@ absl::Status Tracker::RefoldRun(RunView& run, Group& group, int64_t& failed_seq,
   return absl::OkStatus();
 }
 
+void Tracker::KeepBackfillState(RunView& run) const {
+  const forecast::RunState& s = run.state;  // (moved from and back below, never changed)
+  if (run.backfill_spacing <= absl::ZeroDuration() || options_.max_backfill_states == 0 || s.events == 0 ||
+      s.phase == forecast::Phase::kFinished) {
+    return;
+  }
+  if (run.backfill_mark == absl::InfinitePast()) run.backfill_mark = s.first_time;
+  if (s.last_time - run.backfill_mark < run.backfill_spacing) return;
+  // What a forecast reads: the marks a restore needs (checkpoints, launches, the timeline's
+  // interruptions), most of a state's size, are moved aside rather than copied.
+  forecast::RunState& state = run.state;
+  auto checkpoints = std::move(state.checkpoints);
+  auto attempt_starts = std::move(state.attempt_starts);
+  auto interruption_marks = std::move(state.interruption_marks);
+  state.checkpoints.clear();
+  state.attempt_starts.clear();
+  state.interruption_marks.clear();
+  run.backfill.push_back(std::make_shared<const forecast::RunState>(state));
+  state.checkpoints = std::move(checkpoints);
+  state.attempt_starts = std::move(attempt_starts);
+  state.interruption_marks = std::move(interruption_marks);
+  run.backfill_mark = s.last_time;
+}
+
 void Tracker::AdoptRefold(RunView& run, forecast::RunState state, Group& group) {
+  // States kept before a late event are not what the run was: the fold says what it is.
+  run.backfill.clear();
   run.state = std::move(state);
   ++run.version;
   ++run.events_since_snapshot;  // snapshotted with the group (Group::refolded)
@@ -1259,6 +1364,28 @@ void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
 
 void Tracker::Publish(Group& group) {
   if (group.working.empty()) return;
+  // The backfill states the group kept go to the forecaster, in order; past the bound,
+  // every other older one goes (the history coarser there, never emptied).
+  {
+    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    for (auto& [name, view] : group.working) {
+      if (view->backfill.empty()) continue;
+      std::deque<BackfillState>& queue = backfill_[name];
+      for (std::shared_ptr<const forecast::RunState>& state : view->backfill) {
+        queue.push_back(BackfillState{view->id, view->version, std::move(state), view->plan});
+      }
+      view->backfill.clear();
+      while (queue.size() > options_.max_backfill_states) {
+        std::deque<BackfillState> kept;
+        for (size_t i = 0; i < queue.size(); ++i) {
+          if (i % 2 == 1 || i + 1 == queue.size()) kept.push_back(std::move(queue[i]));
+        }
+        queue.swap(kept);
+        int64_t& scale = backfill_scale_.try_emplace(name, 1).first->second;
+        scale = std::min<int64_t>(scale * 2, int64_t{1} << 20);
+      }
+    }
+  }
   std::set<std::string> changed;
   size_t runs = 0;
   {

@@ -24,7 +24,10 @@
 // writer as a candidate point (pending_points_, drained with the next group); the writer
 // keeps it when ShouldRecord (daemon/forecast_history.h) says so and stores it in that
 // group's transaction. History reads go through the queue too and are answered by the
-// writer after the group's commit: SQLite has one owner, the writer thread.
+// writer after the group's commit: SQLite has one owner, the writer thread. In a backfill
+// (TrackerOptions::backfill_spacing) the writer also keeps the run's state at past points
+// the forecaster has not seen (RunView::backfill, handed over on publish), and the
+// forecaster simulates them into the history before the current state.
 //
 // Thread-safe: every public method may be called from any thread. Completions run on the
 // writer thread, subscriber callbacks on the writer or the forecaster thread; neither may
@@ -104,6 +107,17 @@ struct TrackerOptions {
   int forecast_draws = 2000;
   // Which forecasts each run's history keeps, and how many.
   HistoryOptions history;
+  // Backfills: events that arrive faster than the run's time passed (a replay, `tail
+  // --from-start`, a client's spool after an outage) would leave the history a point or
+  // two. The writer keeps the run's state every `backfill_spacing` of the run's time the
+  // forecaster has not seen, and the forecaster simulates each (`backfill_draws`) into the
+  // history before the current state, so the history is what it would have been live. At
+  // most `max_backfill_states` wait per run (about 100 KB each at most): past it every
+  // other one goes and the run's spacing doubles until they are drained, so the history
+  // stays evenly spaced, only coarser. 0 spacing keeps none.
+  absl::Duration backfill_spacing = absl::Hours(1);
+  int backfill_draws = 500;
+  size_t max_backfill_states = 512;
 };
 
 // What a run's plan says, fixed per plan revision.
@@ -123,6 +137,14 @@ struct RunView {
   int64_t last_seq = 0;                 // seq of the latest event folded
   uint64_t events_since_snapshot = 0;
   uint64_t version = 0;                 // bumps on every change
+  // Backfills (TrackerOptions::backfill_spacing): the run time up to which states were
+  // kept or simulated, the states kept by the group being written (handed to the
+  // forecaster when it is published: empty in a published view), and when its latest
+  // events were accepted (the tracker's clock).
+  absl::Time backfill_mark = absl::InfinitePast();
+  absl::Duration backfill_spacing = absl::ZeroDuration();  // the writer's, for this group
+  std::vector<std::shared_ptr<const forecast::RunState>> backfill;
+  absl::Time received = absl::InfinitePast();
 };
 
 // The batches of one ReportEvents stream form an ordered log: once one is refused, the
@@ -252,6 +274,13 @@ class Tracker {
     uint64_t version = 0;  // of the run view it was simulated from
     storage::ForecastPoint point;
   };
+  // A run's state kept by the writer during a backfill, for the forecaster to simulate.
+  struct BackfillState {
+    int64_t run_id = 0;
+    uint64_t version = 0;
+    std::shared_ptr<const forecast::RunState> state;
+    std::shared_ptr<const RunPlan> plan;
+  };
   // The latest simulation of a run, and the plan revision it was made with.
   struct CachedSimulation {
     std::shared_ptr<const forecast::Simulation> sim;
@@ -296,6 +325,12 @@ class Tracker {
   // Simulates `run` now, caches it, offers its point to the history, tells subscribers.
   void SimulateRun(const std::string& run);
   void OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point);
+  // The writer: keeps `run`'s state for the history when its run time has moved on by
+  // backfill_spacing past what was kept or simulated (before an event is applied).
+  void KeepBackfillState(RunView& run) const;
+  // The forecaster: simulates the states kept for `run` into its history, oldest first,
+  // until requests wait for the writer; whether some are left for a later turn.
+  bool SimulateBackfill(const std::string& run);
   // `urgent`: a reader found its forecast stale; it goes ahead of the other ready runs.
   void MarkForForecast(const std::string& run, bool urgent = false) const;
 
@@ -337,6 +372,12 @@ class Tracker {
   mutable std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
   mutable std::set<std::string> forecast_urgent_ ABSL_GUARDED_BY(forecasts_mu_);
   std::map<std::string, CachedSimulation> simulations_ ABSL_GUARDED_BY(forecasts_mu_);
+  // Backfill states waiting for the forecaster, oldest first, and the run time each run's
+  // latest simulation was made at (the writer keeps no state before it).
+  std::map<std::string, std::deque<BackfillState>> backfill_ ABSL_GUARDED_BY(forecasts_mu_);
+  std::map<std::string, absl::Time> simulated_at_ ABSL_GUARDED_BY(forecasts_mu_);
+  // The factor on backfill_spacing while a run's queue has been thinned (1 when absent).
+  std::map<std::string, int64_t> backfill_scale_ ABSL_GUARDED_BY(forecasts_mu_);
   // When each run was last simulated (wall time).
   std::map<std::string, absl::Time> last_simulated_;  // forecaster thread only
   bool forecasts_stop_ ABSL_GUARDED_BY(forecasts_mu_) = false;

@@ -24,7 +24,9 @@
 #include "cli/client_commands.h"
 #include "cli/plan_file.h"
 #include "cli/status_print.h"
+#include "forecast/simulator.h"
 #include "planner/plan_engine.h"
+#include "proto/event_convert.h"
 #include "proto/plan_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/event_log.h"
@@ -52,12 +54,12 @@ class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(); }
 
-  void Start(daemon::TrackerOptions tracker = {}) {
+  void Start(daemon::TrackerOptions tracker = {}, bool events_clock = true) {
     daemon::DaemonOptions options;
     options.listen = "127.0.0.1:0";
     options.metrics = "";
     options.db = db_path_;
-    tracker.events_clock = true;  // deterministic "now": the latest event
+    tracker.events_clock = events_clock;  // by default a deterministic "now": the latest event
     options.tracker = tracker;
     absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -67,12 +69,12 @@ class DaemonTest : public ::testing::Test {
     stub_ = v1::Tracker::NewStub(channel_);
   }
 
-  void Restart(daemon::TrackerOptions tracker = {}) {
+  void Restart(daemon::TrackerOptions tracker = {}, bool events_clock = true) {
     stub_.reset();
     channel_.reset();
     daemon_->Shutdown();
     daemon_.reset();
-    Start(tracker);
+    Start(tracker, events_clock);
   }
 
   // A client on its own channel whose receive window stays at its default size (no BDP
@@ -853,6 +855,87 @@ TEST_F(DaemonTest, HistoryKeepsAPointPerTenMinutesAndLargeMovesAndSurvivesAResta
   EXPECT_EQ(History("nope", &again).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(History("bad name!", &again).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
+
+// A backfill: a month of a run's events sent at full speed, as `flightplan replay` and
+// `flightplan tail --from-start` send them. The history afterwards covers the run's whole
+// life, as it would have live: points a couple of hours of the run's time apart (the
+// writer keeps the state every hour the forecaster has not seen, the queue thinned to 512
+// at most), each with the run's tokens and time by category as they stood then.
+class BackfillTest : public DaemonTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(BackfillTest, AMonthSentAtFullSpeedKeepsTheRunsWholeHistory) {
+  const bool events_clock = GetParam();
+  Restart({}, events_clock);
+  v1::Plan plan = FlagshipPlan();
+  // Under the wall clock the month must be past: it ends half an hour ago, as a log tailed
+  // from its start catches up with the run.
+  const absl::Time start = events_clock ? absl::FromUnixSeconds(plan.start_time().seconds())
+                                        : absl::Now() - absl::Hours(24 * 30) - absl::Minutes(30);
+  *plan.mutable_start_time() = TimeToProto(start);
+  ASSERT_TRUE(Create(plan).ok());
+  const planner::PlanSpec spec = PlanFromProto(plan);
+  forecast::SimulationOptions sim;
+  sim.seed = 5;
+  std::vector<v1::Event> log;
+  for (const forecast::Event& e : forecast::SimulateRun(spec, planner::ComputePlan(spec), sim)) {
+    if (e.time > start + absl::Hours(24 * 30)) break;
+    log.push_back(EventToProto(e, kRun));
+  }
+  ASSERT_GT(log.size(), 8000u);
+  const auto sent = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < log.size(); i += 1000) {
+    ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin() + static_cast<long>(i),
+                                              log.begin() + static_cast<long>(std::min(log.size(), i + 1000))))
+                    .ok());
+  }
+  const double send_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  // Until the forecaster has worked through the backfill: the history stops growing.
+  v1::ForecastHistory history;
+  int last = -1;
+  for (int i = 0; i < 200 && (history.points_size() != last || history.points_size() == 0); ++i) {
+    last = history.points_size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    Status();
+    ASSERT_TRUE(History(kRun, &history).ok());
+  }
+  const double first = static_cast<double>(log.front().time().seconds());
+  const double end = static_cast<double>(log.back().time().seconds());
+  std::vector<double> gaps;
+  for (int i = 1; i < history.points_size(); ++i) {
+    gaps.push_back(testing::Seconds(history.points(i).as_of()) - testing::Seconds(history.points(i - 1).as_of()));
+  }
+  ASSERT_FALSE(gaps.empty());
+  std::vector<double> sorted = gaps;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("%s clock: %zu events sent in %.2f s; history of %d points, gaps median %.2f h, max %.2f h\n",
+              events_clock ? "events" : "wall", log.size(), send_seconds, history.points_size(),
+              sorted[sorted.size() / 2] / 3600, sorted.back() / 3600);
+  EXPECT_TRUE(testing::MonotoneAndThinned(history));
+  // From the run's first hours to its end (under the wall clock, the point of now).
+  EXPECT_LT(testing::Seconds(history.points(0).as_of()) - first, 4 * 3600);
+  EXPECT_GE(testing::Seconds(history.points(history.points_size() - 1).as_of()), end);
+  // Spread over its life: a point every couple of hours, none more than half a day apart
+  // (the plan's maintenance windows are 8 hours without an event).
+  EXPECT_GE(history.points_size(), 200);
+  EXPECT_LE(sorted[sorted.size() / 2], 3 * 3600);
+  EXPECT_LE(sorted.back(), 12 * 3600);
+  // Each point is the run as it stood then: its tokens, and the time by category adding
+  // up to the time since the first event (the points a backfill made, at an event).
+  int64_t tokens_before = 0;
+  int rising = 0;
+  for (int i = 0; i + 1 < history.points_size(); ++i) {
+    const v1::ForecastPoint& p = history.points(i);
+    ASSERT_GT(p.tokens(), 0) << i;
+    rising += p.tokens() > tokens_before ? 1 : 0;
+    tokens_before = p.tokens();
+    EXPECT_NEAR(p.time_seconds().elapsed(), testing::Seconds(p.as_of()) - first, 1) << i;
+    ASSERT_TRUE(p.has_finish_p50()) << i;
+  }
+  EXPECT_GT(rising, history.points_size() * 3 / 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Clocks, BackfillTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "EventsClock" : "WallClock"; });
 
 TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingReads) {
   // A 200 kB cap: writes fail as on a full disk.

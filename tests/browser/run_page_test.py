@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """The run's page in a real browser: Debian's chromium, headless.
 
-Starts flightpland (loopback, free ports, the event clock, a forecast every 20 ms so a fast
-replay leaves a trajectory), feeds the flagship plan's run a simulated run whose rack goes
-bad at 40% (`--scenario bad-rack-40`) in chunks, and a second run whose plan is named with a
-script tag. Then loads /runs/ and both /runs/NAME pages in chromium, keeps the DOM as the
+Starts flightpland (loopback, free ports, the event clock), backfills the flagship plan's
+run with three quarters of a simulated run whose rack goes bad at 40% (`--scenario
+bad-rack-40`) in one replay at full speed (the daemon rebuilds the history the run would
+have had live), and a second run whose plan is named with a script tag. Then loads /runs/ and both /runs/NAME pages in chromium, keeps the DOM as the
 browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and checks:
   - every chart of the run page is drawn with data: a path through two points or more (or
-    a filled area), date ticks on its time axis, its axis labels; the interruptions are
-    marks on a timeline, a row per cause;
+    a filled area), date ticks on its time axis, its axis labels; the history behind the
+    charts spans the run's life (the tokens line through a hundred points or more); the
+    interruptions are marks on a timeline, a row per cause;
   - the screenshot shows the page: thousands of pixels in the palette's blue, many colours;
   - the browser reported no error in the page's console;
   - the script tag in the plan's name is text on the page, not a script: no script element,
@@ -16,6 +17,7 @@ browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and che
   - the list links both runs.
 Bounded: gives up after 150 s. Usage: run_page_test.py FLIGHTPLAND FLIGHTPLAN REPO ARTIFACTS
 """
+import json
 import os
 import re
 import shutil
@@ -27,7 +29,7 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2e_support import deadline, set_deadline, start_daemon, stop  # noqa: E402
+from e2e_support import deadline, set_deadline, start_daemon, stop, wait_for  # noqa: E402
 
 set_deadline(150)
 
@@ -102,21 +104,28 @@ def main():
     failures = []
     daemon = None
     try:
-        daemon, grpc_port, http_port = start_daemon(daemon_bin, work,
-                                                    ["--clock", "events", "--forecast-interval", "0.02"])
+        daemon, grpc_port, http_port = start_daemon(daemon_bin, work, ["--clock", "events"])
         cli = [cli_bin, "--server", f"127.0.0.1:{grpc_port}"]
         plan = os.path.join(repo, "deploy/examples/dense-70b-10t.yaml")
         subprocess.run(cli + ["create", plan], check=True, stdout=subprocess.DEVNULL)
         events = subprocess.run([cli_bin, "simulate", plan, "--scenario", "bad-rack-40", "--seed", "5"],
                                 check=True, capture_output=True, text=True).stdout.splitlines()
-        # Three quarters of the run, in 60 chunks: the forecast moves as the rack goes bad.
+        # Three quarters of the run, in one replay at full speed (a backfill).
         events = events[: len(events) * 3 // 4]
-        per = len(events) // 60 + 1
-        for i in range(0, len(events), per):
-            chunk = os.path.join(work, "chunk.jsonl")
-            open(chunk, "w").write("\n".join(events[i:i + per]) + "\n")
-            subprocess.run(cli + ["replay", chunk, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
-            time.sleep(0.05)
+        log = os.path.join(work, "backfill.jsonl")
+        open(log, "w").write("\n".join(events) + "\n")
+        subprocess.run(cli + ["replay", log, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+
+        def history_settled(last=[-1]):
+            out = subprocess.run(cli + ["history", "dense-70b-10t", "--json"], check=True,
+                                 capture_output=True, text=True).stdout
+            n = len(json.loads(out).get("points", []))
+            settled = n == last[0] and n > 0
+            last[0] = n
+            return n if settled else None
+
+        points = wait_for("the backfill's history to settle", history_settled, interval=0.5, timeout=60)
+        print(f"ok   history after the backfill: {points} points")
         hostile = "<script>document.title='pwned'</script>"
         plan_text = re.sub(r"^name: .*$", f'name: "{hostile}"', open(plan).read(), flags=re.M)
         xss_plan = os.path.join(work, "xss.yaml")
@@ -137,6 +146,8 @@ def main():
             drawn = [d for d in re.findall(r'<path class="(?:series|area)" d="([^"]*)"', body) if d.count("L") >= 1]
             if not drawn:
                 failures.append(f"chart {chart}: no path through two points")
+            elif chart == "tokens" and max(d.count("L") for d in drawn) < 100:
+                failures.append(f"chart tokens: the longest line has {max(d.count('L') for d in drawn) + 1} points")
             ticks = re.findall(r'<text class="tick x"[^>]*>([^<]*)</text>', body)
             if not ticks or not all(re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{2}-\d{2} \d{2}:\d{2}", t) for t in ticks):
                 failures.append(f"chart {chart}: time ticks {ticks}")
