@@ -20,15 +20,14 @@
 #include "proto/event_convert.h"
 #include "proto/event_json.h"
 #include "proto/plan_convert.h"
+#include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
 namespace {
 
 TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
-  absl::StatusOr<v1::Plan> proto = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-  ASSERT_TRUE(proto.ok());
-  const PlanSpec plan = PlanFromProto(*proto);
-  const PlanReport report = ComputePlan(plan);
+  const PlanSpec& plan = testing::FlagshipPlan().plan;
+  const PlanReport& report = testing::FlagshipPlan().report;
   CalibrationOptions options;
   options.seeds = 16;
   options.forecast.draws = 1000;
@@ -69,10 +68,8 @@ TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
 // The futures model against the changepoint model it extends, on the same runs: better
 // by both proper scores overall, and far better where a crisis settles.
 TEST(Calibration, FuturesScoreBetterThanTheChangepointModel) {
-  absl::StatusOr<v1::Plan> proto = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-  ASSERT_TRUE(proto.ok());
-  const PlanSpec plan = PlanFromProto(*proto);
-  const PlanReport report = ComputePlan(plan);
+  const PlanSpec& plan = testing::FlagshipPlan().plan;
+  const PlanReport& report = testing::FlagshipPlan().report;
   CalibrationOptions options;
   options.seeds = 6;
   options.forecast.draws = 500;
@@ -96,10 +93,8 @@ TEST(Calibration, FuturesScoreBetterThanTheChangepointModel) {
 // A change the window can see moves the forecast: the same chaotic start backtested with
 // the lifetime baseline stays pessimistic after the run settles, the default does not.
 TEST(Calibration, ChangepointBeatsLifetimeAfterAChaoticStart) {
-  absl::StatusOr<v1::Plan> proto = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
-  ASSERT_TRUE(proto.ok());
-  const PlanSpec plan = PlanFromProto(*proto);
-  const PlanReport report = ComputePlan(plan);
+  const PlanSpec& plan = testing::FlagshipPlan().plan;
+  const PlanReport& report = testing::FlagshipPlan().report;
   const std::vector<Scenario> chaotic{*FindScenario("chaotic-start")};
   CalibrationOptions options;
   options.seeds = 2;
