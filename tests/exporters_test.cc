@@ -81,6 +81,38 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
   EXPECT_EQ(text.find("percentile=\"10\""), std::string::npos);
 }
 
+// The two futures: their median finish under `future`, beside the percentiles, with their
+// weights and budgets; none when the status has none.
+TEST(RunCollector, TheFuturesHaveAFutureLabelAndNoPercentile) {
+  v1::RunStatus s = Example();
+  EXPECT_EQ(Scrape({s}).find("future="), std::string::npos);
+  for (const auto& [name, finish, weight, budget] :
+       {std::tuple{"recent", 1800500000, 0.4, 9000.0}, std::tuple{"plan", 1800100000, 0.6, 4000.0}}) {
+    v1::Future* f = s.add_futures();
+    f->set_name(name);
+    f->mutable_finish_p50()->set_seconds(finish);
+    f->set_weight(weight);
+    f->set_budget_at_finish_seconds(budget);
+  }
+  const std::string text = Scrape({s});
+  for (const char* line : {
+           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",percentile=\"50\"} 1800000000",
+           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",future=\"recent\"} 1800500000",
+           "flightplan_forecast_finish_timestamp_seconds{run=\"r1\",future=\"plan\"} 1800100000",
+           "flightplan_forecast_future_weight_ratio{run=\"r1\",future=\"recent\"} 0.4",
+           "flightplan_forecast_future_weight_ratio{run=\"r1\",future=\"plan\"} 0.6",
+           "flightplan_forecast_future_budget_at_finish_seconds{run=\"r1\",future=\"recent\"} 9000",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  size_t helps = 0;
+  for (size_t at = 0; (at = text.find("# HELP flightplan_forecast_finish_timestamp_seconds ", at)) != std::string::npos;
+       ++at) {
+    ++helps;
+  }
+  EXPECT_EQ(helps, 1u);  // one family: the percentiles and the futures
+}
+
 TEST(RunCollector, OneFamilyPerNameAcrossRuns) {
   v1::RunStatus other = Example();
   other.set_run("r2");

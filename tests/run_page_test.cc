@@ -63,6 +63,32 @@ TEST(RunPage, EscapesEveryStringFromEventsAndPlans) {
   EXPECT_NE(list.find("href=\"r1%20%3Cscript%3Ealert%28%27x%27%29%3C%2Fscript%3E\""), std::string::npos) << list;
 }
 
+// The two futures in the summary, after the forecast, their reasons as text.
+TEST(RunPage, ShowsTheTwoFuturesWithTheirReasonsEscaped) {
+  RunPageInput in;
+  in.status = Status();
+  in.history = History();
+  EXPECT_EQ(RunPageHtml(in).find("future:"), std::string::npos);
+  for (const char* name : {"recent", "plan"}) {
+    v1::Future* f = in.status.add_futures();
+    f->set_name(name);
+    f->mutable_finish_p50()->set_seconds(1800000000);
+    f->set_budget_at_finish_seconds(7200);
+    f->set_weight(0.5);
+    f->set_reason(std::string("why ") + kHostile);
+  }
+  const std::string html = RunPageHtml(in);
+  const size_t forecast = html.find("finish, P50"), recent = html.find("future: the last days continue"),
+               plan = html.find("future: back to plan");
+  ASSERT_NE(recent, std::string::npos) << html;
+  ASSERT_NE(plan, std::string::npos) << html;
+  EXPECT_LT(forecast, recent);
+  EXPECT_LT(recent, plan);
+  EXPECT_NE(html.find("budget at finish 2.0 h, weight 50.0%"), std::string::npos) << html;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("why &lt;script&gt;"), std::string::npos);
+}
+
 TEST(RunPage, DrawsTheTrajectoryTheBudgetAndTheTime) {
   RunPageInput in;
   in.status = Status();

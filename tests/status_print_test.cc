@@ -52,6 +52,38 @@ TEST(StatusPrint, ARunWithEventsShowsItsFirstEventRatesAndBurn) {
   EXPECT_NE(text.find("goodput 83.3%"), std::string::npos) << text;
 }
 
+// The two futures, each on its own line with its reason, under the forecast's.
+TEST(StatusPrint, TheTwoFuturesAreShownWithTheirWeightsAndReasons) {
+  v1::RunStatus s = NewRun();
+  s.set_state("running");
+  s.mutable_forecast()->mutable_finish_p10()->set_seconds(1'801'000'000);
+  s.mutable_forecast()->mutable_finish_p50()->set_seconds(1'801'500'000);
+  s.mutable_forecast()->mutable_finish_p90()->set_seconds(1'802'500'000);
+  EXPECT_EQ(FormatRunStatus(s).find("back to plan"), std::string::npos);
+  v1::Future* recent = s.add_futures();
+  recent->set_name("recent");
+  recent->mutable_finish_p50()->set_seconds(1'802'400'000);
+  recent->set_budget_at_finish_seconds(5 * 86400);
+  recent->set_weight(0.4);
+  recent->set_reason("failures cost 7.0x the plan's");
+  v1::Future* plan = s.add_futures();
+  plan->set_name("plan");
+  plan->mutable_finish_p50()->set_seconds(1'801'100'000);
+  plan->set_budget_at_finish_seconds(2 * 86400);
+  plan->set_weight(0.6);
+  plan->set_reason("a crisis, fixed in 60% of the draws");
+  const std::string text = FormatRunStatus(s);
+  const size_t forecast = text.find("finish forecast"), last_days = text.find("last days continue   P50 2027-02-12"),
+               back = text.find("back to plan         P50 2027-01-28");
+  ASSERT_NE(last_days, std::string::npos) << text;
+  ASSERT_NE(back, std::string::npos) << text;
+  EXPECT_LT(forecast, last_days);
+  EXPECT_LT(last_days, back);
+  EXPECT_NE(text.find("budget at finish 5.0 days, weight 40%"), std::string::npos) << text;
+  EXPECT_NE(text.find("failures cost 7.0x the plan's\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("a crisis, fixed in 60% of the draws\n"), std::string::npos) << text;
+}
+
 TEST(Units, CountedIsSingularForExactlyOne) {
   EXPECT_EQ(units::Counted(1, "event"), "1 event");
   EXPECT_EQ(units::Counted(0, "event"), "0 events");
