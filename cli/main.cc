@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       "flightplan: plan a large pre-training run from explicit assumptions, and follow it live "
       "through flightpland.\n"
       "Plan fields and report fields are documented in proto/flightplan/v1/plan.proto; see "
-      "README.md."};
+      "README.md and docs/."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "flightplan 0.1.0");
 

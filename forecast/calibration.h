@@ -1,6 +1,6 @@
 // Calibration: many simulated runs of one plan, one set per named scenario (simulator.h),
 // each backtested at every tenth of progress, summarised per scenario. What the
-// calibration test asserts on and what `flightplan_calibrate` prints for the README.
+// calibration test asserts on and what `flightplan_calibrate` prints for docs/forecasting.md.
 // Pure and deterministic for its inputs.
 #ifndef FLIGHTPLAN_FORECAST_CALIBRATION_H_
 #define FLIGHTPLAN_FORECAST_CALIBRATION_H_

@@ -97,7 +97,7 @@ struct RunCost {
 [[nodiscard]] double PlannedActiveSeconds(const ForecastPrior& prior, double from, double to);
 
 // How the failure process (interruption rate, loss per incident) and the planned overhead
-// (maintenance, deliberate restarts) ahead are estimated from the run so far. The README's
+// (maintenance, deliberate restarts) ahead are estimated from the run so far. docs/forecasting.md's
 // calibration section has the backtest figures of each.
 enum class EvidenceModel {
   // The whole history weighs equally (a Gamma-Poisson rate with the plan as a prior, a

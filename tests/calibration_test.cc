@@ -112,7 +112,7 @@ TEST(Calibration, ChangepointBeatsLifetimeAfterAChaoticStart) {
 // A real run: BLOOM-176B, rebuilt from its team's records (tests/timelines/bloom-176b,
 // FACTS.md), replayed against the team's prior plan. Every event is accepted, and the
 // forecast beats the naive lifetime-rate estimate at the median while holding the finish
-// in most cuts; the table is the README's.
+// in most cuts; the table is docs/forecasting.md's.
 TEST(Calibration, ARealRunBloom176b) {
   const std::string dir = std::string(FLIGHTPLAN_TIMELINES_DIR) + "/bloom-176b";
   absl::StatusOr<v1::Plan> proto = LoadPlanFile(dir + "/plan.yaml");

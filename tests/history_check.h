@@ -3,7 +3,7 @@
 // the later one is a large move, at least a minute on, or the finish; a large move: P50
 // moved by more than 1% of the time remaining to it and a tenth of the P10..P90 band, or
 // P(exhausted) by 0.1 or more). The rule is
-// restated here from the README rather than taken from daemon/forecast_history.h, so that
+// restated here from docs/tracker.md rather than taken from daemon/forecast_history.h, so that
 // the tests hold the code to the documented contract.
 #ifndef FLIGHTPLAN_TESTS_HISTORY_CHECK_H_
 #define FLIGHTPLAN_TESTS_HISTORY_CHECK_H_

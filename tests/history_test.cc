@@ -247,7 +247,7 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   sqlite3_close(db);
 }
 
-// The figure behind "~83 bytes per point" (daemon/forecast_history.h, README).
+// The figure behind "~83 bytes per point" (daemon/forecast_history.h, docs/tracker.md).
 TEST_F(ForecastHistoryStore, APointCostsUnderAHundredBytes) {
   const int64_t a = NewRun("a");
   const int64_t before = store_->DatabaseBytes();
