@@ -953,27 +953,23 @@ absl::Status Tracker::RefoldRun(RunView& run, Group& group, int64_t& failed_seq,
 }
 
 void Tracker::KeepBackfillState(RunView& run) const {
-  const forecast::RunState& s = run.state;  // (moved from and back below, never changed)
-  if (run.backfill_spacing <= absl::ZeroDuration() || options_.max_backfill_states == 0 || s.events == 0 ||
-      s.phase == forecast::Phase::kFinished) {
+  forecast::RunState& state = run.state;
+  if (run.backfill_spacing <= absl::ZeroDuration() || options_.max_backfill_states == 0 || state.events == 0 ||
+      state.phase == forecast::Phase::kFinished) {
     return;
   }
-  if (run.backfill_mark == absl::InfinitePast()) run.backfill_mark = s.first_time;
-  if (s.last_time - run.backfill_mark < run.backfill_spacing) return;
+  if (run.backfill_mark == absl::InfinitePast()) run.backfill_mark = state.first_time;
+  if (state.last_time - run.backfill_mark < run.backfill_spacing) return;
   // What a forecast reads: the marks a restore needs (checkpoints, launches, the timeline's
-  // interruptions), most of a state's size, are moved aside rather than copied.
-  forecast::RunState& state = run.state;
-  auto checkpoints = std::move(state.checkpoints);
-  auto attempt_starts = std::move(state.attempt_starts);
-  auto interruption_marks = std::move(state.interruption_marks);
-  state.checkpoints.clear();
-  state.attempt_starts.clear();
-  state.interruption_marks.clear();
+  // interruptions), most of a state's size, are moved aside for the copy and back after.
+  auto checkpoints = std::exchange(state.checkpoints, {});
+  auto attempt_starts = std::exchange(state.attempt_starts, {});
+  auto interruption_marks = std::exchange(state.interruption_marks, {});
   run.backfill.push_back(std::make_shared<const forecast::RunState>(state));
   state.checkpoints = std::move(checkpoints);
   state.attempt_starts = std::move(attempt_starts);
   state.interruption_marks = std::move(interruption_marks);
-  run.backfill_mark = s.last_time;
+  run.backfill_mark = state.last_time;
 }
 
 void Tracker::AdoptRefold(RunView& run, forecast::RunState state, Group& group) {

@@ -60,18 +60,16 @@ TEST(StatusPrint, TheTwoFuturesAreShownWithTheirWeightsAndReasons) {
   s.mutable_forecast()->mutable_finish_p50()->set_seconds(1'801'500'000);
   s.mutable_forecast()->mutable_finish_p90()->set_seconds(1'802'500'000);
   EXPECT_EQ(FormatRunStatus(s).find("back to plan"), std::string::npos);
-  v1::Future* recent = s.add_futures();
-  recent->set_name("recent");
-  recent->mutable_finish_p50()->set_seconds(1'802'400'000);
-  recent->set_budget_at_finish_seconds(5 * 86400);
-  recent->set_weight(0.4);
-  recent->set_reason("failures cost 7.0x the plan's");
-  v1::Future* plan = s.add_futures();
-  plan->set_name("plan");
-  plan->mutable_finish_p50()->set_seconds(1'801'100'000);
-  plan->set_budget_at_finish_seconds(2 * 86400);
-  plan->set_weight(0.6);
-  plan->set_reason("a crisis, fixed in 60% of the draws");
+  auto add = [&](const char* name, int64_t finish, double budget_days, double weight, const char* reason) {
+    v1::Future* f = s.add_futures();
+    f->set_name(name);
+    f->mutable_finish_p50()->set_seconds(finish);
+    f->set_budget_at_finish_seconds(budget_days * 86400);
+    f->set_weight(weight);
+    f->set_reason(reason);
+  };
+  add("recent", 1'802'400'000, 5, 0.4, "failures cost 7.0x the plan's");
+  add("plan", 1'801'100'000, 2, 0.6, "a crisis, fixed in 60% of the draws");
   const std::string text = FormatRunStatus(s);
   const size_t forecast = text.find("finish forecast"), last_days = text.find("last days continue   P50 2027-02-12"),
                back = text.find("back to plan         P50 2027-01-28");
