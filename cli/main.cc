@@ -172,14 +172,21 @@ int main(int argc, char** argv) {
                      "compute time between saves (300, 300s, 5m); repeatable");
   whatif->add_flag("--async-checkpoint", whatif_options.async_checkpoint,
                    "asynchronous saves (only the copy to host memory blocks)");
+  // CLI::PositiveNumber names its range up to DBL_MAX in full: say it plainly.
+  const CLI::Validator above_zero(
+      [](std::string& v) {
+        double x = 0;
+        return absl::SimpleAtod(v, &x) && x > 0 ? std::string() : "'" + v + "' must be a number above 0";
+      },
+      "> 0");
   whatif->add_option("--node-mtbf-hours", whatif_options.node_mtbf_hours,
                      "the node MTBF from now on, whatever the run has shown (the fleet fixed: the "
                      "plan's own value returns the run to its plan); repeatable")
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero);
   whatif->add_option("--node-mtbf-factor", whatif_options.node_mtbf_factor,
                      "the plan's node MTBF times this from now on, applied to the run's own failure "
                      "rate (2: bad nodes quarantined twice as fast, half the node failures); repeatable")
-      ->check(CLI::PositiveNumber);
+      ->check(above_zero);
   whatif->add_option("--restart-seconds", whatif_options.restart_seconds,
                      "seconds to reschedule and relaunch; repeatable")
       ->check(CLI::NonNegativeNumber);
