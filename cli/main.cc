@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   whatif->add_option("--restart-seconds", whatif_options.restart_seconds,
                      "seconds to reschedule and relaunch; repeatable")
       ->check(CLI::NonNegativeNumber);
-  whatif->add_option("--mfu", whatif_options.mfu, "the model FLOPs utilisation from now on; repeatable")
+  whatif->add_option("--mfu", whatif_options.mfu, "the model FLOPs utilisation end to end (the bubble included) from now on; repeatable")
       ->check(CLI::Range(1e-6, 1.0));
   whatif->add_flag("--combined", whatif_options.combined, "also one variant with every change given");
   whatif->add_option("--deadline", whatif_options.deadline,

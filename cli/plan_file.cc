@@ -54,6 +54,12 @@ class Filler {
       const FieldDescriptor* field = desc->FindFieldByName(key);
       if (field == nullptr) field = desc->FindFieldByCamelcaseName(key);
       const std::string field_path = path.empty() ? key : absl::StrCat(path, ".", key);
+      if (field == nullptr && key == "includes_pipeline_bubble" && desc->name() == "Efficiency") {
+        return Err(key_node, field_path,
+                   "was removed: efficiency.mfu and hfu are end to end now, the bubble included, as papers "
+                   "state them (delete the key if it was true); for the efficiency while the pipeline is busy, "
+                   "with the bubble charged on top, write busy_mfu or busy_hfu instead of mfu or hfu");
+      }
       if (field == nullptr) {
         std::vector<std::string> known;
         for (int i = 0; i < desc->field_count(); ++i) known.push_back(desc->field(i)->name());

@@ -71,9 +71,17 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   o.Row("total FLOPs", absl::StrCat(Sci(c.total_flops), " (",
                                     Count(c.total_flops / 1e15 / 86400), " PF-days; 6ND alone ",
                                     Sci(c.dense_total_flops), ")"));
-  o.Row("efficiency", absl::StrCat(Percent(c.mfu), " MFU, ", Percent(c.hfu), " HFU end to end (",
-                                   p.efficiency.hfu ? "from the plan's HFU" : "from the plan's MFU",
-                                   c.bubble_in_efficiency ? ", the bubble included in it)" : ", less the bubble)"));
+  const auto& e = p.efficiency;
+  const char* source = e.hfu        ? "the plan's HFU"
+                       : e.busy_mfu ? "the plan's MFU while busy, less the bubble"
+                       : e.busy_hfu ? "the plan's HFU while busy, less the bubble"
+                       : e.mfu > 0  ? "the plan's MFU"
+                                    : "the phases' figures";
+  o.Row("efficiency", absl::StrCat(Percent(c.mfu), " MFU, ", Percent(c.hfu), " HFU end to end (from ", source, ")"));
+  if (c.bubble_fraction > 0) {
+    o.Row("while busy", absl::StrCat(Percent(c.busy_mfu), " MFU, ", Percent(c.busy_hfu),
+                                     " HFU between the bubbles (end to end over 1 - bubble)"));
+  }
   if (!r.phases.empty()) {
     o.Row("pipeline bubble", absl::StrCat(Percent(c.bubble_fraction), " of the active time over the phases (each below)"));
   } else if (r.fleet.dp > 0 && p.layout.pp.value_or(1) > 1) {

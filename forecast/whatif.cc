@@ -121,8 +121,11 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     }
     if (v.restart_seconds) changed.failures.restart_seconds = *v.restart_seconds;
     if (v.mfu) {
+      // MFU end to end, as the field means it: it replaces whichever figure the plan gave.
       changed.efficiency.mfu = *v.mfu;
       changed.efficiency.hfu.reset();
+      changed.efficiency.busy_mfu.reset();
+      changed.efficiency.busy_hfu.reset();
     }
     const PlanReport r = planner::ComputePlan(changed);
     for (const planner::Finding& f : r.findings) {

@@ -54,13 +54,14 @@ struct PlanSpec {
     std::optional<uint64_t> global_batch_tokens;
   } layout;
   struct Efficiency {
-    double mfu = 0;              // model FLOPs utilisation; or give hfu
-    std::optional<double> hfu;   // hardware FLOPs utilisation (counts recomputation)
+    double mfu = 0;              // model FLOPs utilisation end to end; or give hfu
+    std::optional<double> hfu;   // hardware FLOPs utilisation end to end (counts recomputation)
+    // Bottom-up: the efficiency while the pipeline is busy; the bubble is charged on top.
+    std::optional<double> busy_mfu, busy_hfu;
     std::string recompute;       // "" = selective | none | full
     // What the figure's attention FLOPs count (see plan.proto): causal (default) or the full
     // score matrix; or no attention at all (count_attention false: 6N only).
     std::optional<bool> causal_attention, count_attention;
-    bool includes_pipeline_bubble = false;  // the figure was measured end to end
   } efficiency;
   struct State {
     std::optional<double> weight_bytes, grad_bytes, optimizer_bytes;
@@ -134,6 +135,7 @@ struct PlanReport {
     // pipeline stands idle: (pp-1)/(v·m + pp-1).
     double mfu = 0, hfu = 0, bubble_fraction = 0;
     bool bubble_in_efficiency = false;  // the plan's figure already contains the bubble
+    double busy_mfu = 0, busy_hfu = 0;  // while the pipeline is busy: mfu, hfu / (1 - bubble)
     std::string attention_convention, recompute;
   } compute;
   struct Memory {

@@ -116,7 +116,11 @@ int DomainRank(const std::string& d) {
 
 class Engine {
  public:
-  explicit Engine(const PlanSpec& p, const PlanSpec::Phase::Ramp* ramp = nullptr) : p_(p), ramp_(ramp) {
+  // `figure_bubble`: the bubble of the layout an end-to-end figure was measured in, when
+  // that is not this plan's own (a phase that changes the layout and keeps the plan's).
+  explicit Engine(const PlanSpec& p, const PlanSpec::Phase::Ramp* ramp = nullptr,
+                  std::optional<double> figure_bubble = std::nullopt)
+      : p_(p), ramp_(ramp), figure_bubble_(figure_bubble) {
     r_.name = p.name;
   }
 
@@ -143,9 +147,20 @@ class Engine {
             absl::StrCat("the phases train ", Num(static_cast<double>(sum)), " tokens, but data.tokens is ",
                          Num(static_cast<double>(p_.data.tokens)), "."));
     }
+    // An end-to-end figure belongs to the layout it was measured in, the plan's own: a phase
+    // that keeps the figure but changes the layout keeps the efficiency while busy and pays
+    // its own bubble.
+    std::optional<double> plan_bubble;
+    const auto& pe = p_.efficiency;
+    if (!pe.busy_mfu && !pe.busy_hfu && (pe.mfu > 0 || pe.hfu)) {
+      PlanSpec top = p_;
+      top.phases.clear();
+      plan_bubble = Engine(top).Run().compute.bubble_fraction;
+    }
     std::vector<PlanReport> parts;
     for (const PlanSpec::Phase& ph : p_.phases) {
       PlanSpec sub = p_;
+      bool own_figure = false;
       sub.phases.clear();
       sub.data.tokens = ph.tokens;
       sub.data.dataset_tokens.reset();
@@ -170,19 +185,21 @@ class Engine {
       if (!l.pipeline_schedule.empty()) sub.layout.pipeline_schedule = l.pipeline_schedule;
       if (l.global_batch_tokens) sub.layout.global_batch_tokens = l.global_batch_tokens;
       if (ph.efficiency) {
-        // What the phase's efficiency gives replaces the plan's; a new figure (mfu or hfu)
-        // comes with its own bubble convention.
+        // What the phase's efficiency gives replaces the plan's; a new figure (any of mfu,
+        // hfu, busy_mfu, busy_hfu) replaces the plan's figure whole.
         const auto& e = *ph.efficiency;
-        if (e.mfu > 0 || e.hfu) {
+        if (e.mfu > 0 || e.hfu || e.busy_mfu || e.busy_hfu) {
+          own_figure = true;
           sub.efficiency.mfu = e.mfu;
           sub.efficiency.hfu = e.hfu;
-          sub.efficiency.includes_pipeline_bubble = e.includes_pipeline_bubble;
+          sub.efficiency.busy_mfu = e.busy_mfu;
+          sub.efficiency.busy_hfu = e.busy_hfu;
         }
         if (!e.recompute.empty()) sub.efficiency.recompute = e.recompute;
         if (e.causal_attention) sub.efficiency.causal_attention = e.causal_attention;
         if (e.count_attention) sub.efficiency.count_attention = e.count_attention;
       }
-      parts.push_back(Engine(sub, ph.ramp ? &*ph.ramp : nullptr).Run());
+      parts.push_back(Engine(sub, ph.ramp ? &*ph.ramp : nullptr, own_figure ? std::nullopt : plan_bubble).Run());
     }
     Combine(parts);
     Schedule();
@@ -360,6 +377,8 @@ class Engine {
     c.mfu = Div(flops, gpu_seconds * p_.hardware.peak_flops);
     c.hfu = Div(hardware, gpu_seconds * p_.hardware.peak_flops);
     c.bubble_fraction = Div(bubble_seconds, active_seconds_);
+    c.busy_mfu = Div(c.mfu, 1 - c.bubble_fraction);
+    c.busy_hfu = Div(c.hfu, 1 - c.bubble_fraction);
 
     r_.memory = heaviest->memory;
     r_.memory.fits = std::all_of(parts.begin(), parts.end(), [](const PlanReport& q) { return q.memory.fits; });
@@ -465,13 +484,25 @@ class Engine {
     if (p_.hardware.peak_flops <= 0)
       Invalid("hardware.peak_flops", p_.hardware.peak_flops, "must be > 0 (dense BF16 FLOP/s)");
     const auto& e = p_.efficiency;
-    if (e.hfu && e.mfu != 0) {
+    std::vector<std::pair<std::string, double>> figures;
+    if (e.mfu != 0) figures.emplace_back("efficiency.mfu", e.mfu);
+    for (auto [name, v] : {std::pair{"efficiency.hfu", &e.hfu}, {"efficiency.busy_mfu", &e.busy_mfu},
+                           {"efficiency.busy_hfu", &e.busy_hfu}}) {
+      if (*v) figures.emplace_back(name, **v);
+    }
+    if (figures.size() > 1) {
+      std::vector<std::string> names;
+      for (const auto& f : figures) names.push_back(f.first);
       Error("CONFLICTING_FIELDS",
-            "efficiency.mfu and efficiency.hfu are both set; give one (the recompute mode converts).");
-    } else if (e.hfu) {
-      if (!(*e.hfu > 0 && *e.hfu <= 1)) Invalid("efficiency.hfu", *e.hfu, "must be in (0, 1]");
-    } else if (!(e.mfu > 0 && e.mfu <= 1)) {
-      Invalid("efficiency.mfu", e.mfu, "must be in (0, 1] (or give efficiency.hfu)");
+            absl::StrCat(absl::StrJoin(names, " and "),
+                         " are all set; give one: mfu or hfu end to end, or busy_mfu or busy_hfu while the "
+                         "pipeline is busy (the recompute mode converts between model and hardware FLOPs)."));
+    } else if (figures.empty()) {
+      Invalid("efficiency.mfu", e.mfu,
+              "must be in (0, 1] (or give efficiency.hfu, or busy_mfu or busy_hfu for the efficiency while the "
+              "pipeline is busy)");
+    } else if (!(figures[0].second > 0 && figures[0].second <= 1)) {
+      Invalid(figures[0].first, figures[0].second, "must be in (0, 1]");
     }
     if (e.recompute.empty() || e.recompute == "selective") {
       recompute_ = Recompute::kSelective;
@@ -788,12 +819,20 @@ class Engine {
     }
     c.hardware_flops_per_token = c.flops_per_token + recomputed;
     const double hardware_over_model = Div(c.hardware_flops_per_token, c.flops_per_token);
-    // The plan's figure as MFU while the pipeline is busy (or end to end, when it says so).
+    // The plan's figure as MFU: end to end (mfu, hfu: the bubble is in it), or while the
+    // pipeline is busy (busy_mfu, busy_hfu: the bubble is charged on top).
     const auto& e = p_.efficiency;
-    const double stated_mfu = e.hfu ? Div(*e.hfu, hardware_over_model) : e.mfu;
+    const bool busy = e.busy_mfu || e.busy_hfu;
+    const double stated_mfu = e.hfu        ? Div(*e.hfu, hardware_over_model)
+                              : e.busy_hfu ? Div(*e.busy_hfu, hardware_over_model)
+                              : e.busy_mfu ? *e.busy_mfu
+                                           : e.mfu;
     c.bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
-    c.bubble_in_efficiency = e.includes_pipeline_bubble;
-    c.mfu = e.includes_pipeline_bubble ? stated_mfu : stated_mfu * (1 - c.bubble_fraction);
+    const double figure_bubble = figure_bubble_.value_or(c.bubble_fraction);
+    c.bubble_in_efficiency = !busy;
+    c.busy_mfu = busy ? stated_mfu : Div(stated_mfu, 1 - figure_bubble);
+    c.busy_hfu = c.busy_mfu * hardware_over_model;
+    c.mfu = c.busy_mfu * (1 - c.bubble_fraction);
     c.hfu = c.mfu * hardware_over_model;
 
     c.dense_total_flops = dense * static_cast<double>(p_.data.tokens);
@@ -805,10 +844,37 @@ class Engine {
     active_seconds_ = Div(tokens, c.tokens_per_second);
     c.active_gpu_hours = gpus * active_seconds_ / 3600.0;
 
-    if (stated_mfu > kOptimisticMfu && stated_mfu <= 1) {
-      Warn("MFU_OPTIMISTIC", absl::StrCat(e.hfu ? absl::StrCat("efficiency.hfu ", Num(*e.hfu), " is MFU ")
-                                                : "efficiency.mfu ",
-                                          Num(stated_mfu), ", above what published large runs reach (46-55%)."));
+    const std::string figure = e.hfu        ? absl::StrCat("efficiency.hfu ", Num(*e.hfu))
+                               : e.busy_hfu ? absl::StrCat("efficiency.busy_hfu ", Num(*e.busy_hfu))
+                               : e.busy_mfu ? absl::StrCat("efficiency.busy_mfu ", Num(*e.busy_mfu))
+                                            : absl::StrCat("efficiency.mfu ", Num(e.mfu));
+    if (c.mfu > kOptimisticMfu && c.mfu <= 1) {
+      Warn("MFU_OPTIMISTIC", absl::StrCat(figure, (e.hfu || busy) ? absl::StrCat(" is MFU ", Num(c.mfu), " end to end") : "",
+                                          ", above what published large runs reach (46-55%)."));
+    } else if (!busy && figure_bubble > 0 && stated_mfu > 0 && stated_mfu <= 1) {
+      // An end-to-end figure and the bubble imply what the GPUs do between the bubbles:
+      // above the peak (counting the recomputed forward) it cannot be; above what
+      // published runs reach end to end (kOptimisticMfu) it is unlikely.
+      const std::string implied = absl::StrCat(
+          figure, " end to end, with the pipeline idle ", Num(std::round(figure_bubble * 1000) / 10),
+          figure_bubble_ ? std::string("% of each step in the plan's layout")
+                         : absl::StrCat("% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
+                                        vstages_ > 1 ? absl::StrCat(", ", vstages_, " virtual stages") : std::string(),
+                                        ")"),
+          ", implies ",
+          Num(std::round(c.busy_mfu * 1000) / 10), "% MFU (", Num(std::round(c.busy_hfu * 1000) / 10),
+          "% HFU) while the pipeline is busy");
+      if (c.busy_hfu > 1) {
+        Error("BUSY_EFFICIENCY_IMPOSSIBLE",
+              absl::StrCat(implied, ": more than the GPUs' peak. More micro-batches per step or an interleaved "
+                                    "schedule shrink the bubble; for a figure measured while busy, give "
+                                    "efficiency.busy_mfu."));
+      } else if (c.busy_mfu > kOptimisticMfu) {
+        Warn("BUSY_EFFICIENCY_OPTIMISTIC",
+             absl::StrCat(implied, ", above what published large runs reach (46-55%) end to end by more than "
+                                   "the margin an MFU figure gets (",
+                          Num(kOptimisticMfu * 100), "%)."));
+      }
     }
     if (shape && m.seq_len > 0 && c.attention_flops_per_token > dense) {
       Warn("ATTENTION_EXCEEDS_6N",
@@ -816,7 +882,7 @@ class Engine {
                         " convention, seq_len ", m.seq_len, "), more than 6N = ", Num(dense),
                         ": check that efficiency.mfu was measured with the same convention."));
     }
-    if (!e.includes_pipeline_bubble && c.bubble_fraction > 0.2) {
+    if (busy && c.bubble_fraction > 0.2) {
       Warn("PIPELINE_BUBBLE_LARGE",
            absl::StrCat("the pipeline stands idle ", Num(std::round(c.bubble_fraction * 1000) / 10),
                         "% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
@@ -866,14 +932,15 @@ class Engine {
     const double tokens = static_cast<double>(p_.data.tokens);
     const double share = tokens / static_cast<double>(sizes);
     const auto& c = r_.compute;
-    // The plan's figure, as MFU while the pipeline is busy (before the bubble).
-    const double busy_mfu = c.bubble_in_efficiency ? c.mfu : Div(c.mfu, 1 - c.bubble_fraction);
+    // The plan's figure, as MFU while the pipeline is busy (an end-to-end figure is the
+    // full batch's, so the smaller batches pay their larger bubble either way).
+    const double busy_mfu = c.busy_mfu;
     const double peak = static_cast<double>(p_.fleet.gpus) * p_.hardware.peak_flops;
     double seconds = 0, bubble_seconds = 0, steps = 0;
     for (uint64_t k = 0; k < sizes; ++k) {
       const uint64_t batch = from + k * step;
       const double bubble = PipelineBubbleFraction(pp_, batch / replica, vstages_);
-      const double mfu = c.bubble_in_efficiency ? busy_mfu : busy_mfu * (1 - bubble);
+      const double mfu = busy_mfu * (1 - bubble);
       const double t = Div(share * c.flops_per_token, peak * mfu);
       seconds += t;
       bubble_seconds += t * bubble;
@@ -887,6 +954,8 @@ class Engine {
     cw.mfu = Div(cw.cluster_flops_per_second, peak);
     cw.hfu = cw.mfu * ratio;
     cw.bubble_fraction = Div(bubble_seconds, seconds);
+    cw.busy_mfu = Div(cw.mfu, 1 - cw.bubble_fraction);
+    cw.busy_hfu = cw.busy_mfu * ratio;
     cw.active_gpu_hours = p_.fleet.gpus * seconds / 3600.0;
     r_.batch.steps = SaturatingCount(std::ceil(steps - 1e-9));
   }
@@ -1271,6 +1340,7 @@ class Engine {
 
   const PlanSpec& p_;
   const PlanSpec::Phase::Ramp* ramp_;
+  std::optional<double> figure_bubble_;
   PlanReport r_;
 
   double active_ = 0;
@@ -1305,7 +1375,9 @@ class Engine {
 PlanReport ComputePlan(const PlanSpec& plan) {
   if (plan.phases.empty()) return Engine(plan).Run();
   // Every phase states its own efficiency figure: the plan needs none of its own.
-  const auto figure = [](const PlanSpec::Efficiency& e) { return e.mfu != 0 || e.hfu.has_value(); };
+  const auto figure = [](const PlanSpec::Efficiency& e) {
+    return e.mfu != 0 || e.hfu.has_value() || e.busy_mfu.has_value() || e.busy_hfu.has_value();
+  };
   if (!figure(plan.efficiency) && std::all_of(plan.phases.begin(), plan.phases.end(), [&](const PlanSpec::Phase& ph) {
         return ph.efficiency && figure(*ph.efficiency);
       })) {

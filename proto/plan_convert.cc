@@ -40,7 +40,8 @@ planner::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
   out.causal_attention =
       Opt<bool>(e, &v1::Efficiency::has_causal_attention, &v1::Efficiency::causal_attention);
   out.count_attention = Opt<bool>(e, &v1::Efficiency::has_count_attention, &v1::Efficiency::count_attention);
-  out.includes_pipeline_bubble = e.includes_pipeline_bubble();
+  out.busy_mfu = Opt<double>(e, &v1::Efficiency::has_busy_mfu, &v1::Efficiency::busy_mfu);
+  out.busy_hfu = Opt<double>(e, &v1::Efficiency::has_busy_hfu, &v1::Efficiency::busy_hfu);
   return out;
 }
 
@@ -215,6 +216,8 @@ v1::PlanReport ReportToProto(const planner::PlanReport& r) {
   c->set_hfu(r.compute.hfu);
   c->set_bubble_fraction(r.compute.bubble_fraction);
   c->set_bubble_in_efficiency(r.compute.bubble_in_efficiency);
+  c->set_busy_mfu(r.compute.busy_mfu);
+  c->set_busy_hfu(r.compute.busy_hfu);
   c->set_attention_convention(r.compute.attention_convention);
   c->set_recompute(r.compute.recompute);
 

@@ -350,7 +350,7 @@ const FindingCase kFindingCases[] = {
      [](PlanSpec& p) {
        p.layout.pp = 8;
        p.layout.dp = 8;
-       p.efficiency.includes_pipeline_bubble = true;  // (the bubble is another finding)
+       p.efficiency.mfu = 0.15;  // 7/11 of each step idle: 41% while busy (an implausible busy figure is another finding)
        p.model.layers = 12;
      },
      {"LAYERS_NOT_DIVISIBLE_BY_PP"}, Severity::kWarning},
@@ -481,8 +481,32 @@ const FindingCase kFindingCases[] = {
        p.model.layers = 16;
        p.layout.pp = 8;
        p.layout.dp = 8;  // 4 micro-batches per step on 8 stages: 7/11 idle
+       p.efficiency.mfu = 0;
+       p.efficiency.busy_mfu = 0.5;  // charged on the figure while busy
      },
      {"PIPELINE_BUBBLE_LARGE"}, Severity::kWarning},
+    {"BusyEfficiencyImpossible",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.layout.pp = 8;
+       p.layout.dp = 8;  // 7/11 idle: 50% end to end is 137.5% while busy
+     },
+     {"BUSY_EFFICIENCY_IMPOSSIBLE"}, Severity::kError},
+    {"BusyEfficiencyOptimistic",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.layout.pp = 8;
+       p.layout.dp = 8;
+       p.efficiency.mfu = 0.3;  // 82.5% while busy
+     },
+     {"BUSY_EFFICIENCY_OPTIMISTIC"}, Severity::kWarning},
+    {"BusyMfuAndMfu", [](PlanSpec& p) { p.efficiency.busy_mfu = 0.4; }, {"CONFLICTING_FIELDS"}, Severity::kError},
+    {"BusyMfuAboveOne",
+     [](PlanSpec& p) {
+       p.efficiency.mfu = 0;
+       p.efficiency.busy_mfu = 1.2;
+     },
+     {"INVALID_VALUE"}, Severity::kError},
     {"ActivationsExceedHbm",
      [](PlanSpec& p) {
        p.model.layers = 16;

@@ -117,6 +117,10 @@ const BadCase kBadCases[] = {
     {"PhaseNotAMapping", "phases:\n  - 5\n", "plan.yaml:2: phases[0]: expected a mapping of keys"},
     {"PhaseUnknownKey", "phases:\n  - name: a\n    tokens: 1\n  - name: b\n    tokenz: 2\n",
      "plan.yaml:5: phases[1].tokenz: unknown key 'tokenz' in phases[1]"},
+    {"RemovedBubbleKey", "efficiency:\n  mfu: 0.4\n  includes_pipeline_bubble: false\n",
+     "plan.yaml:3: efficiency.includes_pipeline_bubble: was removed: efficiency.mfu and hfu are end to end now"},
+    {"RemovedBubbleKeyInAPhase", "phases:\n  - efficiency:\n      includes_pipeline_bubble: true\n",
+     "plan.yaml:3: phases[0].efficiency.includes_pipeline_bubble: was removed"},
     {"PhaseBadRamp", "phases:\n  - ramp:\n      from_sequences: many\n",
      "plan.yaml:3: phases[0].ramp.from_sequences: expected a whole number, got 'many'"},
 };
