@@ -184,24 +184,35 @@ void ChargeWork(RunState& s, double seconds, double& work_bucket) {
   s.seconds.stalled += split.stalled;
 }
 
-// Where the lineage stood at `step`: an exact mark, or one interpolated between the
-// marks (or the start, or now) around it. `exact` says which.
+// Where the lineage stood at `step`: an exact mark (a checkpoint's, or the step's own
+// report), or one interpolated between the marks (or the start, or now) around it, the
+// step reports included. `exact` says which.
 CheckpointMark MarkAt(const RunState& s, int64_t step, bool& exact) {
   CheckpointMark below{};  // step 0: nothing done
   CheckpointMark above{s.step, s.tokens, s.seconds.productive, s.productive_tokens};
   exact = step == 0;
   if (exact) return below;
-  for (const CheckpointMark& m : s.checkpoints) {
-    if (m.step == step) {
-      exact = m.exact;
-      return m;
-    }
-    if (m.step < step) below = m;
-    if (m.step > step) {
-      above = m;
-      break;
+  if (step == s.step && !s.tokens_inferred) {
+    exact = true;
+    return above;
+  }
+  bool inexact_match = false;
+  CheckpointMark match;
+  for (const std::vector<CheckpointMark>* marks : {&s.checkpoints, &s.step_marks}) {
+    for (const CheckpointMark& m : *marks) {
+      if (m.step == step) {
+        if (m.exact) {
+          exact = true;
+          return m;
+        }
+        inexact_match = true;
+        match = m;
+      }
+      if (m.step < step && m.step >= below.step) below = m;
+      if (m.step > step && m.step < above.step) above = m;
     }
   }
+  if (inexact_match) return match;
   if (above.step <= below.step) return below;
   const double f = static_cast<double>(step - below.step) / static_cast<double>(above.step - below.step);
   CheckpointMark m;
@@ -232,10 +243,14 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
                          step < s.checkpoints.front().step;
     AddFlag(s, absl::StrCat(
                    "attempt ", attempt, " restored step ", step,
-                   known ? ", a checkpoint whose tokens were interpolated"
+                   known ? ", a checkpoint whose tokens were inferred"
                          : evicted ? ", older than the checkpoints remembered"
-                                   : ", which was never checkpointed",
-                   "; time and tokens interpolated, tokens set by the attempt's first report"));
+                                   : ", which was never checkpointed nor reported",
+                   "; time and tokens interpolated between the reports around it, tokens set by the attempt's "
+                   "first report"));
+  } else if (!known) {
+    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
+                            ", which was reported but never checkpointed; the time after its report is lost"));
   }
   s.tokens_uncertain = !exact;
   // The time and tokens of steps S..F no longer count.
@@ -247,7 +262,23 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
   s.checkpoints.erase(std::remove_if(s.checkpoints.begin(), s.checkpoints.end(),
                                      [step](const CheckpointMark& c) { return c.step > step; }),
                       s.checkpoints.end());
+  s.step_marks.erase(std::remove_if(s.step_marks.begin(), s.step_marks.end(),
+                                    [step](const CheckpointMark& c) { return c.step > step; }),
+                     s.step_marks.end());
+  s.tokens_inferred = false;
   s.recent.clear();
+}
+
+// A step report, remembered while a save or a restore may still name it.
+void AddStepMark(RunState& s) {
+  if (s.tokens_uncertain || s.tokens_inferred) return;
+  if (!s.step_marks.empty() && s.step_marks.back().step >= s.step) s.step_marks.pop_back();
+  s.step_marks.push_back({s.step, s.tokens, s.seconds.productive, s.productive_tokens, true});
+  if (s.step_marks.size() <= kMaxStepMarks) return;
+  std::vector<CheckpointMark> kept;
+  for (size_t i = 0; i < s.step_marks.size(); i += 2) kept.push_back(s.step_marks[i]);
+  if (kept.back().step != s.step_marks.back().step) kept.push_back(s.step_marks.back());
+  s.step_marks = std::move(kept);
 }
 
 void AddMark(RunState& s, int64_t step) {
@@ -255,9 +286,16 @@ void AddMark(RunState& s, int64_t step) {
   // is not remembered: a restore to it interpolates instead.
   if (s.tokens_uncertain) return;
   bool exact = false;
-  CheckpointMark m = step == s.step
-                         ? CheckpointMark{s.step, s.tokens, s.seconds.productive, s.productive_tokens, true}
-                         : MarkAt(s, step, exact);
+  CheckpointMark m = MarkAt(s, step, exact);
+  // The reports older than the newest exact save are no longer needed: a restore goes to
+  // a save (or, rarely, to an older report: then it interpolates between the saves).
+  // The newest two stay, for the tokens per step (SaveAhead).
+  if (m.exact && (s.checkpoints.empty() || step >= s.checkpoints.back().step) && s.step_marks.size() > 2) {
+    const auto keep = s.step_marks.end() - 2;
+    s.step_marks.erase(std::remove_if(s.step_marks.begin(), keep,
+                                      [step](const CheckpointMark& c) { return c.step < step; }),
+                       keep);
+  }
   auto it = std::lower_bound(s.checkpoints.begin(), s.checkpoints.end(), step,
                              [](const CheckpointMark& c, int64_t v) { return c.step < v; });
   if (it != s.checkpoints.end() && it->step == step) {
@@ -285,6 +323,30 @@ void PushSample(RunState& s, absl::Time t) {
   // Keep one sample at or before the window's start so the window is full.
   while (s.recent.size() >= 2 && s.recent[1].time <= t - kRecentWindow) s.recent.pop_front();
   if (s.recent.size() > kMaxRecentSamples) s.recent.pop_front();
+}
+
+// A save names a step the reports have not reached (a client that reports every N
+// steps and saves at its exit): the step was reached. Its tokens are inferred from the
+// lineage's tokens per step (the latest two reports', else the average), flagged, and
+// set by the next report; the mark is inexact, so a restore to it lets the attempt's first
+// report set them too.
+void SaveAhead(RunState& s, int64_t step) {
+  double per_step = 0;
+  if (s.step_marks.size() >= 2) {
+    const CheckpointMark& a = s.step_marks[s.step_marks.size() - 2];
+    const CheckpointMark& b = s.step_marks.back();
+    if (b.step > a.step) per_step = static_cast<double>(b.tokens - a.tokens) / static_cast<double>(b.step - a.step);
+  }
+  if (per_step <= 0 && s.step > 0) per_step = static_cast<double>(s.tokens) / static_cast<double>(s.step);
+  const auto inferred = static_cast<int64_t>(std::llround(per_step * static_cast<double>(step - s.step)));
+  AddFlag(s, absl::StrCat("checkpoint_saved.step ", step, " is ahead of the latest reported step ", s.step,
+                          ": the step is taken as reached, its tokens inferred at ",
+                          static_cast<int64_t>(std::llround(per_step)), " per step (", s.tokens + inferred,
+                          "); the next report sets them"));
+  s.step = step;
+  s.tokens += inferred;
+  if (!s.tokens_uncertain) s.productive_tokens += static_cast<double>(inferred);
+  s.tokens_inferred = true;
 }
 
 absl::Status Precondition(const std::string& message) {
@@ -386,8 +448,9 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     }
   }
   if (e.kind == EventKind::kSteps) {
-    // After a restore to an estimated state, the first report sets the tokens.
-    const bool rebase = s.tokens_uncertain && !s.saw_step_in_attempt;
+    // After a restore to an estimated state, the first report sets the tokens; after a
+    // save ahead of the reports, the next one.
+    const bool rebase = (s.tokens_uncertain && !s.saw_step_in_attempt) || s.tokens_inferred;
     // The message names the field that goes back: the step, or the tokens.
     if (e.step < s.step) {
       return Precondition(absl::StrCat("steps.step ", e.step, " goes backwards from step ", s.step,
@@ -398,15 +461,10 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
                                        " goes backwards from ", s.tokens, " at step ", s.step,
                                        " without a restore"));
     }
-    if (e.step == s.step && e.tokens != s.tokens && s.saw_step_in_attempt) {
+    if (e.step == s.step && e.tokens != s.tokens && s.saw_step_in_attempt && !s.tokens_inferred) {
       return absl::InvalidArgumentError(absl::StrCat("steps.tokens ", e.tokens, " for step ", e.step,
                                                      ", which was reported with ", s.tokens, " tokens"));
     }
-  }
-  if (e.kind == EventKind::kCheckpointSaved && e.step > s.step) {
-    return Precondition(absl::StrCat("checkpoint_saved.step ", e.step,
-                                     " is ahead of the latest reported step ", s.step,
-                                     "; report the step first"));
   }
 
   // Valid: charge the interval since the latest event, then change phase.
@@ -444,6 +502,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.seconds.productive += work;
         if (work > 0 && !s.tokens_uncertain) {
           s.productive_tokens += static_cast<double>(std::max<int64_t>(0, e.tokens - s.tokens));
+        } else if (s.tokens_inferred && !s.tokens_uncertain && e.step == s.step) {
+          s.productive_tokens += static_cast<double>(e.tokens - s.tokens);  // the inference corrected
         }
         // The usual startup, from launches that did not hang past the bound.
         {
@@ -456,33 +516,46 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.tokens_uncertain = false;
         CloseIncident(s);
       } else {
-        ChargeWork(s, gap, s.seconds.productive);
+        // A report covering k steps takes about k times the usual seconds per step (the
+        // usual gap between reports before that is known): kStallFactor times that, and at
+        // least kStallMinSeconds, is a stall, whose expected time counts as work and the
+        // rest as stalled. A stall is evidence of neither usual figure (its threshold would
+        // widen the next one's).
+        const int64_t covered = e.step - s.step;
+        const bool per_step_known = s.typical_seconds_per_step > 0 && covered > 0 && !s.tokens_inferred;
+        const double expected = per_step_known ? static_cast<double>(covered) * s.typical_seconds_per_step
+                                               : s.typical_step_gap;
+        const double threshold =
+            expected > 0 ? std::max(kStallFactor * expected, kStallMinSeconds) : kStallUnknownSeconds;
+        const bool stall = gap > threshold;
+        const double work = stall ? (expected > 0 ? expected : kStallUnknownSeconds) : gap;
+        s.seconds.productive += work;
+        s.seconds.stalled += gap - work;
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
-        const double threshold = s.typical_step_gap > 0
-                                     ? std::max(kStallFactor * s.typical_step_gap, kStallMinSeconds)
-                                     : kStallUnknownSeconds;
-        const double usual = std::min(gap, threshold);
-        s.typical_step_gap = s.typical_step_gap > 0
-                                 ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * usual
-                                 : usual;
-        // Seconds per step: since the previous report, less saves and any stall.
-        const double since_report = s.last_step_time == absl::InfinitePast()
-                                        ? gap
-                                        : absl::ToDoubleSeconds(e.time - s.last_step_time) -
-                                              s.checkpoint_since_step - (gap - usual);
-        if (e.step > s.step && since_report > 0) {
-          const double per_step = since_report / static_cast<double>(e.step - s.step);
-          s.typical_seconds_per_step =
-              s.typical_seconds_per_step > 0
-                  ? (1 - kTypicalGapWeight) * s.typical_seconds_per_step + kTypicalGapWeight * per_step
-                  : per_step;
+        if (!stall) {
+          s.typical_step_gap = s.typical_step_gap > 0
+                                   ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * gap
+                                   : gap;
+          // Seconds per step: since the previous report, less saves.
+          const double since_report = s.last_step_time == absl::InfinitePast()
+                                          ? gap
+                                          : absl::ToDoubleSeconds(e.time - s.last_step_time) - s.checkpoint_since_step;
+          if (covered > 0 && since_report > 0 && !s.tokens_inferred) {
+            const double per_step = since_report / static_cast<double>(covered);
+            s.typical_seconds_per_step =
+                s.typical_seconds_per_step > 0
+                    ? (1 - kTypicalGapWeight) * s.typical_seconds_per_step + kTypicalGapWeight * per_step
+                    : per_step;
+          }
         }
       }
       s.step = e.step;
       s.tokens = e.tokens;
+      s.tokens_inferred = false;
       s.saw_step_in_attempt = true;
       s.last_step_time = e.time;
       s.checkpoint_since_step = 0;
+      AddStepMark(s);
       PushSample(s, e.time);
       break;
     case EventKind::kCheckpointSaved: {
@@ -496,6 +569,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       } else {
         ChargeWork(s, gap - blocking, s.seconds.productive);
       }
+      if (e.step > s.step) SaveAhead(s, e.step);
       AddMark(s, e.step);
       break;
     }

@@ -35,6 +35,9 @@ inline constexpr size_t kMaxAttemptStarts = 4096;
 inline constexpr size_t kMaxInterruptionMarks = 4096;
 // Checkpoints remembered for restores (the newest); older restores are interpolated.
 inline constexpr size_t kMaxCheckpointMarks = 512;
+// Step reports remembered since the newest checkpoint; past this, every other one of them
+// is dropped (a restore between two kept reports interpolates between them).
+inline constexpr size_t kMaxStepMarks = 256;
 // Window of the recent throughput.
 inline constexpr absl::Duration kRecentWindow = absl::Hours(1);
 
@@ -62,7 +65,8 @@ struct InterruptionCount {
   uint32_t count = 0;
 };
 
-// Where the lineage stood when a checkpoint was saved: what a restore returns to.
+// Where the lineage stood when a checkpoint was saved, or a step was reported: what a
+// restore returns to.
 struct CheckpointMark {
   int64_t step = 0;
   int64_t tokens = 0;
@@ -184,6 +188,12 @@ struct RunState {
   std::deque<EvidenceSample> evidence;          // the whole run, thinned (see above)
   absl::Duration evidence_spacing = kEvidenceSpacing;
   std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
+  // The lineage's step reports since its newest checkpoint, oldest first, at most
+  // kMaxStepMarks (thinned): the time at a reported step, for restores and late saves.
+  std::vector<CheckpointMark> step_marks;
+  // The latest tokens were inferred from the tokens per step (a checkpoint_saved ahead of
+  // the reports): the next report sets them, even below the inference.
+  bool tokens_inferred = false;
   std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
   std::deque<TokenSample> wall_tokens;          // within kRecentWindow, never cleared
   std::vector<std::string> flags;               // accepted but suspicious, at most 32

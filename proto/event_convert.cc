@@ -158,6 +158,15 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pa->set_attempt(a.attempt);
     pa->set_time_us(Micros(a.time));
   }
+  for (const auto& m : s.step_marks) {
+    auto* pm = p.add_step_marks();
+    pm->set_step(m.step);
+    pm->set_tokens(m.tokens);
+    pm->set_productive_seconds(m.productive_seconds);
+    pm->set_productive_tokens(m.productive_tokens);
+    pm->set_inexact(!m.exact);
+  }
+  p.set_tokens_inferred(s.tokens_inferred);
   for (const auto& m : s.interruption_marks) {
     auto* pm = p.add_interruption_marks();
     pm->set_time_us(Micros(m.time));
@@ -232,6 +241,10 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.checkpoints_evicted = p.checkpoints_evicted();
   for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
   for (const auto& m : p.interruption_marks()) s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
+  for (const auto& m : p.step_marks()) {
+    s.step_marks.push_back({m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens(), !m.inexact()});
+  }
+  s.tokens_inferred = p.tokens_inferred();
   s.unplanned_interruptions = p.unplanned_interruptions();
   s.incident_open = p.incident_open();
   s.incident_start_budget = p.incident_start_budget();

@@ -203,12 +203,106 @@ TEST(Accounting, RestoreToANeverCheckpointedStepIsAcceptedAndFlagged) {
   });
   const RunSnapshot snap = Snapshot(s, At(400));
   ASSERT_EQ(snap.flags.size(), 1u);
-  EXPECT_NE(snap.flags[0].find("restored step 15, which was never checkpointed"),
+  EXPECT_NE(snap.flags[0].find("restored step 15, which was never checkpointed nor reported"),
             std::string::npos)
       << snap.flags[0];
   EXPECT_EQ(snap.step, 15);
-  EXPECT_EQ(snap.tokens, 150);  // interpolated between (0, 0) and (30, 300)
-  ExpectSeconds(snap, {.productive = 100, .lost = 100, .startup = 100, .down_unplanned = 100});
+  EXPECT_EQ(snap.tokens, 150);  // interpolated between the reports of steps 10 and 20
+  ExpectSeconds(snap, {.productive = 50, .lost = 150, .startup = 100, .down_unplanned = 100});
+}
+
+// Rollbacks are timed from the step reports (Google's ml-goodput-measurement scenario of
+// a relaunch to a step whose save was never reported): restoring a reported step moves
+// exactly the time after its report to lost.
+TEST(Accounting, ARestoreToAReportedStepLosesTheTimeAfterItsReport) {
+  RunState s = Fold({
+      Started(0, 1, 0),
+      Steps(0, 0, 0),
+      Steps(10, 1, 100),
+      Steps(11, 2, 200),
+      Started(20, 2, 1),  // relaunched from step 1, whose save was never reported
+  });
+  RunSnapshot snap = Snapshot(s, At(20));
+  EXPECT_EQ(snap.step, 1);
+  EXPECT_EQ(snap.tokens, 100);
+  EXPECT_NEAR(snap.seconds.productive, 10, 1e-9);
+  EXPECT_NEAR(snap.seconds.lost, 1, 1e-9);
+  EXPECT_NEAR(snap.seconds.down_unplanned, 9, 1e-9);
+  ASSERT_EQ(snap.flags.size(), 1u);
+  EXPECT_NE(snap.flags[0].find("restored step 1, which was reported but never checkpointed"), std::string::npos)
+      << snap.flags[0];
+
+  // Asynchronous saves: step 1's save is reported after step 2 (Megatron's --async-save).
+  s = Fold({
+      Started(0, 1, 0),
+      Steps(0, 0, 0),
+      Steps(10, 1, 100),
+      Steps(11, 2, 200),
+      Checkpoint(11.5, 1, 0),
+      Started(20, 2, 1),
+  });
+  snap = Snapshot(s, At(20));
+  EXPECT_NEAR(snap.seconds.productive, 10, 1e-9);
+  EXPECT_NEAR(snap.seconds.lost, 1.5, 1e-9);
+  EXPECT_NEAR(snap.seconds.down_unplanned, 8.5, 1e-9);
+  EXPECT_TRUE(snap.flags.empty()) << snap.flags[0];
+}
+
+// A stall's threshold is not evidence of the usual gap: the second stall keeps one usual
+// step (180 s) as work, like the first.
+TEST(Accounting, AStallDoesNotWidenTheNextStallsThreshold) {
+  std::vector<Event> events = {Started(0, 1, 0), Steps(0, 0, 0)};
+  double t = 0;
+  int64_t step = 0;
+  auto steps = [&](int n) {
+    for (int i = 0; i < n; ++i) events.push_back(Steps(t += 180, ++step, step * 10));
+  };
+  steps(10);
+  t += 3600 - 180;  // a stall: the next report 3,600 s after the last
+  steps(4);
+  t += 3600 - 180;
+  steps(4);
+  const RunSnapshot snap = Snapshot(Fold(events), At(t));
+  EXPECT_NEAR(snap.seconds.stalled, 2 * (3600 - 180), 1e-6);
+  EXPECT_NEAR(snap.seconds.productive, 18 * 180, 1e-6);
+}
+
+// A client that reports every N steps and saves at its exit names a step the reports have
+// not reached: the step was reached, its tokens inferred from the tokens per step, flagged,
+// and set by the next report, even below the inference.
+TEST(Accounting, ASaveAheadOfTheReportsIsAcceptedWithItsTokensInferred) {
+  RunState s = Fold({
+      Started(0, 1, 0),
+      Steps(0, 0, 0),
+      Steps(100, 10, 1000),
+      Steps(200, 20, 2000),
+      Checkpoint(230, 23, 0),
+  });
+  RunSnapshot snap = Snapshot(s, At(230));
+  EXPECT_EQ(snap.step, 23);
+  EXPECT_EQ(snap.tokens, 2300);
+  EXPECT_NEAR(snap.seconds.productive, 230, 1e-9);
+  ASSERT_EQ(snap.flags.size(), 1u);
+  EXPECT_NE(snap.flags[0].find("checkpoint_saved.step 23 is ahead of the latest reported step 20: the step is "
+                               "taken as reached, its tokens inferred at 100 per step (2300)"),
+            std::string::npos)
+      << snap.flags[0];
+  // The job exits and is relaunched from that save; its first report sets the tokens.
+  RunState relaunched = s;
+  ASSERT_TRUE(ApplyEvent(relaunched, Interrupted(240, "exit", true)).ok());
+  ASSERT_TRUE(ApplyEvent(relaunched, Started(300, 2, 23)).ok());
+  ASSERT_TRUE(ApplyEvent(relaunched, Steps(400, 23, 2290)).ok());
+  snap = Snapshot(relaunched, At(400));
+  EXPECT_EQ(snap.tokens, 2290);
+  EXPECT_NEAR(relaunched.productive_tokens, 2290, 1e-9);
+  ASSERT_TRUE(ApplyEvent(relaunched, Steps(500, 24, 2390)).ok());
+  // Or the job goes on: the next report sets them.
+  ASSERT_TRUE(ApplyEvent(s, Steps(260, 25, 2480)).ok());
+  EXPECT_EQ(s.tokens, 2480);
+  EXPECT_NEAR(s.productive_tokens, 2480, 1e-9);
+  // A second report of the same step with other tokens is refused again.
+  const absl::Status st = ApplyEvent(s, Steps(270, 25, 2490));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
 }
 
 // Interruption causes become label values: past the run's limit, new ones count as
@@ -420,8 +514,6 @@ const BadEvent kBadEvents[] = {
      "job_started.attempt must be >= 1"},
     {"NegativeRestore", Started(500, 3, -5), absl::StatusCode::kInvalidArgument,
      "restored_step -5 is negative"},
-    {"CheckpointAhead", Checkpoint(500, 40, 1), absl::StatusCode::kFailedPrecondition,
-     "is ahead of the latest reported step 30"},
     {"NegativeBlocking", Checkpoint(500, 30, -1), absl::StatusCode::kInvalidArgument,
      "blocking_seconds"},
     {"BadCause", Interrupted(500, "GPU Xid 79!"), absl::StatusCode::kInvalidArgument,

@@ -83,9 +83,15 @@ class Tracker:
         self._enqueue("job_started", {"attempt": attempt or 0, "restored_step": restored_step})
 
     def step(self, step, tokens):
+        self._last_step = max(getattr(self, "_last_step", -1), int(step))
         self._enqueue("steps", {"step": int(step), "tokens": int(tokens)}, key=f"s{int(step)}")
 
-    def checkpoint_saved(self, step, blocking_seconds=0.0):
+    def checkpoint_saved(self, step, blocking_seconds=0.0, tokens=None):
+        """A save of `step`. A loop that reports every N steps and saves in between (at an
+        exit) gives the step's `tokens`: the step is reported first. Without them the daemon
+        infers them from the tokens per step, and says so."""
+        if tokens is not None and int(step) > getattr(self, "_last_step", -1):
+            self.step(step, tokens)
         self._enqueue("checkpoint_saved", {"step": int(step), "blocking_seconds": float(blocking_seconds)},
                       key=f"c{int(step)}")
 

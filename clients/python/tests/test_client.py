@@ -62,6 +62,21 @@ def test_a_refused_event_is_kept_with_its_reason_and_the_rest_delivered(daemon, 
     assert "goes backwards" in kept[0]["reason"]
 
 
+def test_a_save_between_reports_reports_its_step_first(daemon):
+    # A loop that reports every 10 steps and saves at step 23 on its way out.
+    with Tracker(RUN, server=daemon.address) as t:
+        t.job_started(attempt=1, restored_step=0)
+        for step in (10, 20):
+            t.step(step, step * 1000)
+        t.checkpoint_saved(23, tokens=23000)   # the client knows the tokens: the step goes first
+        t.checkpoint_saved(26)                 # it does not: the daemon infers them
+    s = daemon.status()
+    assert int(s["progress"]["step"]) == 26
+    assert int(s["progress"]["tokens"]) == 26000
+    assert any("checkpoint_saved.step 26 is ahead" in f for f in s.get("flags", [])), s.get("flags")
+    assert not any("checkpoint_saved.step 23" in f for f in s.get("flags", [])), s.get("flags")
+
+
 def test_each_job_continues_the_runs_attempts(daemon):
     # Three jobs of one run, none told its attempt number (a launcher that does not count).
     for job in range(3):
