@@ -555,6 +555,12 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
     if (got) continue;
     if (options.exit_at_eof) break;
+    if (options.from_start) {  // the backfill has caught up: what comes next is live
+      std::vector<v1::Event> caught;
+      converter.CaughtUp(caught);
+      say();
+      take(caught);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     // Rotation (a new file under the name) or truncation: start over on the new content.
     struct stat st {};

@@ -183,16 +183,67 @@ void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
   Emit(std::move(e));
 }
 
-absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::vector<v1::Event>& out) {
-  ++lines_;
-  out_ = &out;
-  current_ = &raw;
-  // torchtitan colours its step lines whether or not they go to a terminal; torchrun --tee
-  // prefixes each line with the rank ("[rank0]:").
+namespace {
+
+// torchtitan colours its step lines whether or not they go to a terminal; torchrun --tee
+// prefixes each line with the rank ("[rank0]:").
+std::string Clean(const std::string& raw) {
   std::string line = raw.find('\x1b') == std::string::npos ? raw : std::regex_replace(raw, kAnsi, "");
   if (absl::StartsWith(line, "[rank")) {
     if (const size_t end = line.find("]:"); end != std::string::npos && end < 16) line.erase(0, end + 2);
   }
+  return line;
+}
+
+}  // namespace
+
+absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::vector<v1::Event>& out) {
+  ++lines_;
+  out_ = &out;
+  if (!o_.backfill || last_stamp_) return FeedLine(raw, read_time);
+  // A backfill before the log's first timestamp: the lines wait for it (a per-job file
+  // whose launch lines carry none is dated from the log itself, never when it is read).
+  const std::optional<absl::Time> stamp = Stamp(Clean(raw), o_.timezone);
+  if (!stamp) {
+    undated_.emplace_back(lines_, raw);
+    if (undated_.size() > kMaxUndatedLines) DropUndated("no timestamp within kMaxUndatedLines lines");
+    return absl::OkStatus();
+  }
+  last_stamp_ = stamp;
+  const uint64_t now = lines_;
+  for (auto& [number, text] : std::exchange(undated_, {})) {
+    lines_ = number;
+    const absl::Status st = FeedLine(text, *stamp);
+    if (!st.ok()) {
+      lines_ = now;
+      return st;
+    }
+  }
+  lines_ = now;
+  return FeedLine(raw, read_time);
+}
+
+void LogEvents::DropUndated(const char* why) {
+  const uint64_t now = lines_;
+  for (const auto& [number, text] : std::exchange(undated_, {})) {
+    lines_ = number;
+    // The arguments dump carries no time and is read; a line that would have become an
+    // event is said.
+    const std::string line = Clean(text);
+    if (absl::StrContains(line, " ....") && !absl::StrContains(line, "checkpoint")) {
+      (void)FeedLine(text, absl::InfinitePast());
+    } else if (absl::StrContains(line, "iteration") || absl::StrContains(line, "step") ||
+               absl::StrContains(line, "checkpoint")) {
+      Unused(text, absl::StrCat("a backfilled line before any timestamp in the log (", why,
+                                "): it cannot be dated"));
+    }
+  }
+  lines_ = now;
+}
+
+absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
+  current_ = &raw;
+  const std::string line = Clean(raw);
   const std::optional<absl::Time> stamp = Stamp(line, o_.timezone);
   const absl::Time at = When(stamp, read_time);
   if (stamp) last_stamp_ = stamp;
@@ -205,8 +256,16 @@ absl::Status LogEvents::Feed(const std::string& raw, absl::Time read_time, std::
   return status;
 }
 
+void LogEvents::CaughtUp(std::vector<v1::Event>& out) {
+  if (!o_.backfill) return;
+  out_ = &out;
+  if (!undated_.empty()) DropUndated("the file's end came first");
+  o_.backfill = false;
+}
+
 void LogEvents::Finish(std::vector<v1::Event>& out) {
   out_ = &out;
+  if (!undated_.empty()) DropUndated("the log shows none");
   current_ = nullptr;
   const absl::Time end = last_stamp_ ? *last_stamp_ : last_step_time_ ? *last_step_time_ : absl::Now();
   if (titan_last_save_) {

@@ -47,7 +47,9 @@ struct LogOptions {
   // Zone of timestamps printed without one.
   absl::TimeZone timezone = absl::UTCTimeZone();
   // Reading a finished log from its start: lines without a timestamp take the nearest
-  // earlier timestamped line's time instead of the time they were read.
+  // earlier timestamped line's time instead of the time they were read, and those before
+  // the log's first timestamp (a per-job file whose launch lines carry none) the first
+  // one that follows, within kMaxUndatedLines; never the time they were read.
   bool backfill = false;
   // Numbers a launch the log shows at `at`; `local` is the latest number this converter
   // gave. `flightplan tail` asks the daemon: the attempt launched at that very instant
@@ -81,11 +83,17 @@ class LogEvents {
 
   // The end of a finished log: appends what is still held (a log without iterations).
   void Finish(std::vector<v1::Event>& out);
+  // A backfill that goes on following the file has read what it held: lines that wait for
+  // a first timestamp are given up (said), and new lines are live (dated when read when
+  // they carry no timestamp).
+  void CaughtUp(std::vector<v1::Event>& out);
 
   uint32_t attempt() const { return attempt_; }
   uint64_t lines() const { return lines_; }
   // Lines recognised but not used: the count, and the first kMaxUnusedKept of them.
   static constexpr size_t kMaxUnusedKept = 5;
+  // A backfill waits this many lines at most for the log's first timestamp.
+  static constexpr size_t kMaxUndatedLines = 10000;
   uint64_t unused() const { return unused_count_; }
   const std::vector<UnusedLine>& unused_lines() const { return unused_; }
   // Things worth saying that are not errors (the log and the plan disagree on seq_length);
@@ -94,6 +102,9 @@ class LogEvents {
 
  private:
   absl::Time When(const std::optional<absl::Time>& line_time, absl::Time read_time) const;
+  absl::Status FeedLine(const std::string& raw, absl::Time read_time);
+  // The lines of a backfill before its first timestamp, given up: said, not dated.
+  void DropUndated(const char* why);
   void Start(absl::Time at, int64_t restored);
   v1::Event Base(absl::Time at) const;
   void Emit(v1::Event e);
@@ -125,6 +136,8 @@ class LogEvents {
   std::vector<v1::Event>* out_ = nullptr;
   const std::string* current_ = nullptr;  // the line being fed
   std::vector<v1::Event> held_;
+  // A backfill's lines before its first timestamp (line number, text), fed once it comes.
+  std::vector<std::pair<uint64_t, std::string>> undated_;
   bool releasing_ = false;
   // From the log: Megatron's arguments dump, torchtitan's batch line.
   int64_t log_seq_len_ = 0;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -366,6 +367,96 @@ TEST(LogEvents, MegatronOlderFormatBackfilledKeepsTimeOrder) {
   EXPECT_EQ(s.checkpoint_count, 1u);
 }
 
+// Per-job log files (Slurm's %j in the output path: one file per launch), each tailed from
+// its start in turn, the launches numbered as the daemon numbers them (the attempt launched
+// at that instant, else one past the run's latest), stitch into the events of the whole log.
+TEST(LogEvents, PerJobFilesCutFromEachMegatronFixtureStitchLikeTheWholeLog) {
+  int cut = 0;
+  for (const char* name : {"megatron-core_v0.19.0.log", "megatron-core_v0.15.0-rampup.log", "megatron-core_v0.5.0.log"}) {
+    SCOPED_TRACE(name);
+    const std::vector<std::string> lines = ReadLines(name);
+    // A launch's first line: its world-size line, or its arguments dump when none precedes.
+    std::vector<std::vector<std::string>> jobs;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const bool header = absl::StartsWith(lines[i], "using world size") ||
+                          (absl::StartsWith(lines[i], "------------------------ arguments") &&
+                           (i == 0 || !absl::StartsWith(lines[i - 1], "using world size")));
+      if (header || jobs.empty()) jobs.emplace_back();
+      jobs.back().push_back(lines[i]);
+    }
+    if (jobs.size() < 2) continue;  // one launch: its file is the whole log
+    ++cut;
+    struct Daemon {
+      std::map<absl::Time, uint32_t> launched;
+      uint32_t latest = 0;
+      uint32_t Number(absl::Time at) {
+        auto [it, added] = launched.emplace(at, latest + 1);
+        if (added) ++latest;
+        return it->second;
+      }
+    };
+    auto options = [](Daemon& d) {
+      LogOptions o;
+      o.backfill = true;
+      o.number_launch = [&d](absl::Time at, uint32_t) { return d.Number(at); };
+      return o;
+    };
+    Daemon whole_daemon, jobs_daemon;
+    const Tailed whole = Feed(lines, options(whole_daemon));
+    ASSERT_TRUE(whole.status.ok()) << whole.status;
+    std::vector<v1::Event> stitched;
+    for (const std::vector<std::string>& job : jobs) {
+      const Tailed t = Feed(job, options(jobs_daemon));
+      ASSERT_TRUE(t.status.ok()) << t.status;
+      stitched.insert(stitched.end(), t.events.begin(), t.events.end());
+    }
+    ASSERT_EQ(stitched.size(), whole.events.size());
+    for (size_t i = 0; i < stitched.size(); ++i) {
+      EXPECT_EQ(stitched[i].DebugString(), whole.events[i].DebugString()) << "event " << i;
+    }
+    // Never the wall clock of the tail (2030 in Feed): every event is the log's own time.
+    for (const v1::Event& e : stitched) EXPECT_LT(TimeFromProto(e.time()), At(86400)) << e.DebugString();
+    EXPECT_EQ(Fold(stitched).tokens, Fold(whole.events).tokens);
+  }
+  EXPECT_EQ(cut, 2);  // core_v0.19.0 and core_v0.5.0 relaunch; the ramp-up log is one launch
+}
+
+// A per-job file whose launch lines carry no timestamp (its first datetime line missing):
+// the launch is dated at the first timestamp that follows, never at the tail's wall clock.
+// A file with no timestamp at all cannot be dated: its events are said, not sent.
+TEST(LogEvents, APerJobFileWithoutATimestampBeforeItsLaunchIsDatedFromTheLog) {
+  const std::vector<std::string> lines = ReadLines("megatron-core_v0.19.0.log");
+  std::vector<std::string> job2;
+  bool second = false;
+  int headers = 0;
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(line, "using world size")) second = ++headers == 2;
+    if (second && !absl::StartsWith(line, "[after megatron is initialized]")) job2.push_back(line);
+  }
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(job2, o);  // read at 2030
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 1u);
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 60);
+  // "[after model, optimizer, and learning rate scheduler are built] datetime: 00:41:20".
+  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(2480));
+  for (const v1::Event& e : t.events) EXPECT_LT(TimeFromProto(e.time()), At(86400)) << e.DebugString();
+
+  // core_v0.5.0's iterations carry no timestamp: its second job without its datetime line.
+  std::vector<std::string> old;
+  headers = 0;
+  for (const std::string& line : ReadLines("megatron-core_v0.5.0.log")) {
+    if (absl::StartsWith(line, "------------------------ arguments")) ++headers;
+    if (headers == 2 && !absl::StartsWith(line, "[after megatron is initialized]")) old.push_back(line);
+  }
+  const Tailed u = Feed(old, o);
+  ASSERT_TRUE(u.status.ok()) << u.status;
+  EXPECT_TRUE(u.events.empty()) << u.events.front().DebugString();
+  EXPECT_EQ(u.unused, 4u);  // the loading line, the loaded line, two iterations
+}
+
 // torchtitan v0.2.2's last-step save prints no end; a job that dies saving is followed by
 // the next launch, which does not end the save.
 TEST(LogEvents, TorchtitanLastStepSaveCutByTheNextLaunchIsNotCounted) {
@@ -425,23 +516,48 @@ TEST(LogEvents, TheLogAndThePlanDisagreeingIsSaid) {
 }
 
 TEST(LogEvents, WithoutTimestampsASaveIsDatedByTheGapAroundIt) {
+  // core_v0.15.0 and older print no timestamp on the save lines; the iterations carry one.
   LogOptions o;
   o.run = "r";
   o.seq_len = 100;
-  o.backfill = true;  // no line has a time of its own: the gap method
+  o.backfill = true;  // the save lines have no time of their own: the gap method
   LogEvents c(o);
   std::vector<v1::Event> out;
-  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
-  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", t0, out).ok());
-  ASSERT_TRUE(c.Feed("saving checkpoint at iteration 10 to /ckpt", t0 + absl::Seconds(1), out).ok());
-  ASSERT_TRUE(c.Feed("  successfully saved checkpoint at iteration 10 to /ckpt", t0 + absl::Seconds(20), out).ok());
-  // 10 iterations of 1 s each, 35 s after the previous line: 25 s were the save.
-  ASSERT_TRUE(c.Feed(" iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |", t0 + absl::Seconds(35), out).ok());
+  const absl::Time read = absl::FromUnixSeconds(1900000000);
+  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:10] iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
+  ASSERT_TRUE(c.Feed("saving checkpoint at iteration 10 to /ckpt", read, out).ok());
+  ASSERT_TRUE(c.Feed("  successfully saved checkpoint at iteration 10 to /ckpt", read, out).ok());
+  // 10 iterations of 1 s each, 35 s after the previous one: 25 s were the save.
+  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:45] iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
   ASSERT_EQ(out.size(), 4u);  // job_started, steps 10, checkpoint 10, steps 20
   ASSERT_TRUE(out[2].has_checkpoint_saved());
   EXPECT_DOUBLE_EQ(out[2].checkpoint_saved().blocking_seconds(), 25);
-  EXPECT_EQ(TimeFromProto(out[2].time()), t0 + absl::Seconds(25));
+  EXPECT_EQ(TimeFromProto(out[2].time()), At(10 + 25));
   EXPECT_EQ(out[3].steps().tokens(), 2000);
+}
+
+// Following a log from its start (`tail --from-start` without --exit-at-eof): once caught up,
+// the lines still waiting for a first timestamp are said, and the new ones are live.
+TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
+  LogOptions o;
+  o.run = "r";
+  o.seq_len = 100;
+  o.backfill = true;
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  const absl::Time read = absl::FromUnixSeconds(1900000000);
+  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
+  EXPECT_TRUE(out.empty());  // waiting for a timestamp
+  c.CaughtUp(out);
+  EXPECT_TRUE(out.empty());
+  ASSERT_EQ(c.unused(), 1u);
+  EXPECT_NE(c.unused_lines()[0].why.find("before any timestamp in the log (the file's end came first)"),
+            std::string::npos)
+      << c.unused_lines()[0].why;
+  ASSERT_TRUE(c.Feed(" iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |",
+                     read + absl::Seconds(10), out).ok());
+  ASSERT_EQ(out.size(), 2u);  // the launch and the iteration, when they were read
+  EXPECT_EQ(TimeFromProto(out[1].time()), read + absl::Seconds(10));
 }
 
 TEST(LogEvents, IterationsStartingOverAreARestartFromTheLastSave) {
