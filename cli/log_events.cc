@@ -130,7 +130,7 @@ void LogEvents::Unused(const std::string& line, std::string why) {
 void LogEvents::Start(absl::Time at, int64_t restored) {
   if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
   launch_time_.reset();
-  FlushPendingSave(last_step_time_.value_or(at));
+  FlushPendingSave(at);
   attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
@@ -146,16 +146,31 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   titan_last_save_.reset();
 }
 
-void LogEvents::FlushPendingSave(absl::Time at) {
+void LogEvents::FlushPendingSave(std::optional<absl::Time> bound) {
   if (!pending_save_) return;
-  // A save whose length no later line tells (no timer, no iteration after it): dated when
-  // it is known to be done, its blocking time unknown (0).
+  // A save whose length no later line tells (no timer, no iteration after it: the log ends,
+  // the job exits or is relaunched): it lasted as long as the log's own saves did on
+  // average (0 when it showed none), from the last iteration, and no later than `bound`.
   const int64_t step = *pending_save_;
   pending_save_.reset();
-  Save(std::max(at, last_step_time_.value_or(at)), step, 0);
+  const absl::Time from = last_step_time_.value_or(bound.value_or(absl::UnixEpoch()));
+  double blocking = save_blocking_count_ > 0 ? save_blocking_sum_ / save_blocking_count_ : 0;
+  if (bound && *bound >= from) blocking = std::min(blocking, absl::ToDoubleSeconds(*bound - from));
+  notices_.push_back(absl::StrCat(
+      "line ", lines_, ": no later line tells how long the save of iteration ", step, " took; counted as ",
+      save_blocking_count_ > 0 ? absl::StrCat(absl::SixDigits(blocking), " s, the mean of the log's ",
+                                              save_blocking_count_, " timed saves")
+                               : std::string("0 s (the log timed no save)")));
+  estimated_save_ = true;
+  Save(from + absl::Seconds(blocking), step, blocking);
+  estimated_save_ = false;
 }
 
 void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
+  if (!estimated_save_ && blocking > 0) {
+    save_blocking_sum_ += blocking;
+    ++save_blocking_count_;
+  }
   if (step > last_step_ && active_) {
     // A save of an iteration the log did not print (Megatron saves where an exit finds it,
     // between logged iterations): its steps first, at the latest batch, or the daemon
@@ -272,7 +287,7 @@ void LogEvents::Finish(std::vector<v1::Event>& out) {
     Save(end, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(end - *titan_save_started_) : 0);
     titan_last_save_.reset();
   }
-  FlushPendingSave(end);  // saved as the log ends: no later line tells how long it blocked
+  FlushPendingSave(std::nullopt);  // saved as the log ends: no later line tells how long it blocked
   Release();
 }
 

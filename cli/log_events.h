@@ -109,7 +109,7 @@ class LogEvents {
   v1::Event Base(absl::Time at) const;
   void Emit(v1::Event e);
   void Save(absl::Time at, int64_t step, double blocking);
-  void FlushPendingSave(absl::Time at);
+  void FlushPendingSave(std::optional<absl::Time> bound);
   void Unused(const std::string& line, std::string why);
   // Appends what was held back: the tokens can be counted.
   void Release();
@@ -149,6 +149,10 @@ class LogEvents {
   std::optional<absl::Time> save_started_;
   std::optional<int64_t> pending_save_;
   std::set<int64_t> async_scheduled_;
+  // The saves this log timed (their blocking seconds), for one whose length it does not tell.
+  double save_blocking_sum_ = 0;
+  int save_blocking_count_ = 0;
+  bool estimated_save_ = false;
   // torchtitan: a save begun (its time), and the last-step save awaiting its end.
   std::optional<absl::Time> titan_save_started_;
   std::optional<int64_t> titan_last_save_;

@@ -318,7 +318,7 @@ TEST(LogEvents, MegatronSaveBetweenLoggedIterationsReportsItsStepFirst) {
 // A save with no time of its own, no timer and no iteration after it (core_v0.15.0 with
 // --timing-log-option max printing "save-checkpoint ...: 15000.00", and one with no timer
 // before an exit): the first takes the timer's figure, the second is counted before the
-// exit with its length unknown, and the daemon takes both in order.
+// exit as long as the log's timed save took, and the daemon takes both in order.
 TEST(LogEvents, MegatronSavesDatedByAMaxTimerOrFlushedBeforeTheExit) {
   std::vector<std::string> lines;
   for (const std::string& l : ReadLines("megatron-core_v0.15.0-rampup.log")) {
@@ -343,7 +343,8 @@ TEST(LogEvents, MegatronSavesDatedByAMaxTimerOrFlushedBeforeTheExit) {
   ASSERT_EQ(k.saves.size(), 2u);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
-  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 0);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 15);
+  EXPECT_EQ(TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:50"));
   ASSERT_EQ(k.stops.size(), 1u);
   EXPECT_LE(TimeFromProto(k.saves[1].time()), TimeFromProto(k.stops[0].time()));
   const forecast::RunState s = Fold(t.events);
@@ -558,6 +559,36 @@ TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
                      read + absl::Seconds(10), out).ok());
   ASSERT_EQ(out.size(), 2u);  // the launch and the iteration, when they were read
   EXPECT_EQ(TimeFromProto(out[1].time()), read + absl::Seconds(10));
+}
+
+// A backfilled log that ends in a save (core_v0.15.0 prints no timestamp on its save lines,
+// and no timer follows the last one): the save is counted, as long as the log's own timed
+// saves took, and the converter says so.
+TEST(LogEvents, ALogEndingInASaveCountsItWithTheLogsOwnSaveTime) {
+  std::vector<std::string> lines = ReadLines("megatron-core_v0.15.0-rampup.log");
+  // The fixture's own save lines (make_fixtures.py, core_v0.15.0's format), for iteration 60.
+  lines.push_back("saving checkpoint at iteration      60 to /ckpt/gpt in torch_dist format");
+  lines.push_back("  successfully saved checkpoint from iteration      60 to /ckpt/gpt [ t 1/8, p 1/1 ]");
+  LogOptions o;
+  o.backfill = true;
+  o.run = "r";
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  for (const std::string& line : lines) ASSERT_TRUE(c.Feed(line, absl::FromUnixSeconds(1900000000), out).ok());
+  c.Finish(out);
+  const Kinds k = Split(out);
+  ASSERT_EQ(k.saves.size(), 2u);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);  // its timer's max
+  EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 15);  // the mean of the timed ones
+  EXPECT_EQ(TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:35") + absl::Seconds(15));
+  const std::vector<std::string> notes = c.TakeNotices();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("no later line tells how long the save of iteration 60 took; counted as 15 s, the "
+                          "mean of the log's 1 timed saves"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_DOUBLE_EQ(Fold(out).seconds.checkpoint, 30);
 }
 
 TEST(LogEvents, IterationsStartingOverAreARestartFromTheLastSave) {
