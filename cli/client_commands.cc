@@ -555,9 +555,10 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
     if (got) continue;
     if (options.exit_at_eof) break;
-    if (options.from_start) {  // the backfill has caught up: what comes next is live
+    {
       std::vector<v1::Event> caught;
-      converter.CaughtUp(caught);
+      if (options.from_start) converter.CaughtUp(caught);  // the backfill has caught up: what comes next is live
+      converter.Idle(absl::Now(), caught);                 // a death the log told of, once it has settled
       say();
       take(caught);
     }

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/crash_lines.h"
 #include "proto/plan_convert.h"
 
 namespace flightplan {
@@ -127,9 +128,30 @@ void LogEvents::Unused(const std::string& line, std::string why) {
   }
 }
 
+void LogEvents::FlushCrash() {
+  if (!crash_) return;
+  const Crash c = *std::exchange(crash_, std::nullopt);
+  if (!active_) return;
+  FlushPendingSave(crash_time_);
+  v1::Event e = Base(crash_time_);
+  e.set_attempt(attempt_);
+  e.mutable_interruption()->set_cause(c.cause);
+  e.mutable_interruption()->set_planned(c.planned);
+  e.mutable_interruption()->set_detail(absl::StrCat(c.detail, " (line ", crash_line_, ")"));
+  Emit(std::move(e));
+  active_ = false;
+}
+
+void LogEvents::Idle(absl::Time now, std::vector<v1::Event>& out) {
+  if (!crash_ || now - crash_read_ < kCrashSettle) return;
+  out_ = &out;
+  FlushCrash();
+}
+
 void LogEvents::Start(absl::Time at, int64_t restored) {
   if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
   launch_time_.reset();
+  FlushCrash();
   FlushPendingSave(at);
   attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
   v1::Event e = Base(at);
@@ -262,6 +284,19 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
   const std::optional<absl::Time> stamp = Stamp(line, o_.timezone);
   const absl::Time at = When(stamp, read_time);
   if (stamp) last_stamp_ = stamp;
+  // A line that says what is killing the attempt: remembered (the most telling of them)
+  // until the attempt's end shows.
+  if (active_) {
+    if (std::optional<Crash> c = ClassifyCrashLine(line)) {
+      if (!crash_) {
+        crash_time_ = std::max(at, last_step_time_.value_or(at));
+        crash_read_ = read_time;
+        crash_line_ = lines_;
+      }
+      if (!crash_ || c->rank > crash_->rank) crash_ = std::move(c);
+      return absl::OkStatus();
+    }
+  }
   absl::Status status;
   if (o_.format == LogFormat::kMegatron) {
     FeedMegatron(line, stamp, at, status);
@@ -281,6 +316,7 @@ void LogEvents::CaughtUp(std::vector<v1::Event>& out) {
 void LogEvents::Finish(std::vector<v1::Event>& out) {
   out_ = &out;
   if (!undated_.empty()) DropUndated("the log shows none");
+  FlushCrash();
   current_ = nullptr;
   const absl::Time end = last_stamp_ ? *last_stamp_ : last_step_time_ ? *last_step_time_ : absl::Now();
   if (titan_last_save_) {
@@ -294,6 +330,11 @@ void LogEvents::Finish(std::vector<v1::Event>& out) {
 absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms,
                                   int64_t step_tokens) {
   Release();
+  if (crash_ && active_ && step > last_step_) {
+    notices_.push_back(absl::StrCat("line ", crash_line_, " told of ", crash_->cause, " (", crash_->detail,
+                                    "), but the iterations went on: not counted as an interruption"));
+    crash_.reset();
+  }
   if (!active_ || step <= last_step_) {
     // A launch without a load line, or iterations started over: a restart from the newest
     // checkpoint before this step (or from scratch).
@@ -372,6 +413,7 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
       Unused(line, "an exit before the log showed a launch");
       return true;
     }
+    crash_.reset();        // an orderly exit: whatever was printed before did not kill it
     FlushPendingSave(at);  // the exit's own save, when no timer followed it
     v1::Event e = Base(at);
     e.set_attempt(attempt_);

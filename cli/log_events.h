@@ -15,6 +15,7 @@
 //   components/checkpointer/dcp.py}, v0.2.2 and main: the step line (colours stripped),
 //   `Trainer is initialized with ...`, `Training starts at step N`, the save/staging lines
 //   and the last-step save.
+//   The lines a dying job prints (PyTorch, NCCL, the driver, Slurm): cli/crash_lines.h.
 #ifndef FLIGHTPLAN_CLI_LOG_EVENTS_H_
 #define FLIGHTPLAN_CLI_LOG_EVENTS_H_
 
@@ -27,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cli/crash_lines.h"
 #include "flightplan/v1/event.pb.h"
 
 namespace flightplan {
@@ -83,6 +85,10 @@ class LogEvents {
 
   // The end of a finished log: appends what is still held (a log without iterations).
   void Finish(std::vector<v1::Event>& out);
+  // Nothing new was read by `now`: a death the log told of (a crash line, kCrashSettle ago)
+  // is sent, without waiting for the next launch (which may be in another file).
+  void Idle(absl::Time now, std::vector<v1::Event>& out);
+  static constexpr absl::Duration kCrashSettle = absl::Seconds(30);
   // A backfill that goes on following the file has read what it held: lines that wait for
   // a first timestamp are given up (said), and new lines are live (dated when read when
   // they carry no timestamp).
@@ -110,6 +116,8 @@ class LogEvents {
   void Emit(v1::Event e);
   void Save(absl::Time at, int64_t step, double blocking);
   void FlushPendingSave(std::optional<absl::Time> bound);
+  // The attempt's death, from the lines that told of it: an interruption with their cause.
+  void FlushCrash();
   void Unused(const std::string& line, std::string why);
   // Appends what was held back: the tokens can be counted.
   void Release();
@@ -157,6 +165,12 @@ class LogEvents {
   std::optional<absl::Time> titan_save_started_;
   std::optional<int64_t> titan_last_save_;
   std::optional<int64_t> titan_loaded_;  // the step of the checkpoint loaded, until "Training starts"
+  // The lines of a dying attempt (ClassifyCrashLine): the cause they name (the highest rank
+  // wins), when the first was printed and read. Sent at the next launch, the log's end or
+  // kCrashSettle of quiet; dropped if iterations go on (it was not fatal).
+  std::optional<Crash> crash_;
+  absl::Time crash_time_, crash_read_;
+  uint64_t crash_line_ = 0;
   uint64_t unused_count_ = 0;
   std::vector<UnusedLine> unused_;
   std::vector<std::string> notices_;

@@ -368,14 +368,39 @@ TEST(LogEvents, MegatronOlderFormatBackfilledKeepsTimeOrder) {
   EXPECT_EQ(s.checkpoint_count, 1u);
 }
 
+// Launch 1 of the core_v0.19.0 fixture dies silently; here it dies as a real job does, with
+// the lines quoted in NVIDIA/nccl#2076 (PyTorch's NCCL error and its detail line) and
+// torchrun's knock-on lines (hpcaitech/ColossalAI#3514). The interruption carries the cause,
+// in the whole log and in per-job files alike.
+std::vector<std::string> MegatronDyingOfNccl() {
+  std::vector<std::string> lines;
+  int headers = 0;
+  for (const std::string& line : ReadLines("megatron-core_v0.19.0.log")) {
+    if (absl::StartsWith(line, "using world size") && ++headers == 2) {
+      lines.push_back("[rank3]: torch.distributed.DistBackendError: NCCL error in: "
+                      "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or there was a "
+                      "network error, NCCL version 2.21.5");
+      lines.push_back("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                      "exiting prematurely.");
+      lines.push_back("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal "
+                      "SIGTERM");
+      lines.push_back("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 (pid: "
+                      "812917) of binary: /usr/bin/python");
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 // Per-job log files (Slurm's %j in the output path: one file per launch), each tailed from
 // its start in turn, the launches numbered as the daemon numbers them (the attempt launched
 // at that instant, else one past the run's latest), stitch into the events of the whole log.
 TEST(LogEvents, PerJobFilesCutFromEachMegatronFixtureStitchLikeTheWholeLog) {
   int cut = 0;
-  for (const char* name : {"megatron-core_v0.19.0.log", "megatron-core_v0.15.0-rampup.log", "megatron-core_v0.5.0.log"}) {
+  for (const char* name : {"megatron-core_v0.19.0.log", "megatron-core_v0.15.0-rampup.log", "megatron-core_v0.5.0.log",
+                           "nccl"}) {
     SCOPED_TRACE(name);
-    const std::vector<std::string> lines = ReadLines(name);
+    const std::vector<std::string> lines = std::string(name) == "nccl" ? MegatronDyingOfNccl() : ReadLines(name);
     // A launch's first line: its world-size line, or its arguments dump when none precedes.
     std::vector<std::vector<std::string>> jobs;
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -419,7 +444,7 @@ TEST(LogEvents, PerJobFilesCutFromEachMegatronFixtureStitchLikeTheWholeLog) {
     for (const v1::Event& e : stitched) EXPECT_LT(TimeFromProto(e.time()), At(86400)) << e.DebugString();
     EXPECT_EQ(Fold(stitched).tokens, Fold(whole.events).tokens);
   }
-  EXPECT_EQ(cut, 2);  // core_v0.19.0 and core_v0.5.0 relaunch; the ramp-up log is one launch
+  EXPECT_EQ(cut, 3);  // core_v0.19.0 (also dying of NCCL) and core_v0.5.0 relaunch; the ramp-up log is one launch
 }
 
 // A per-job file whose launch lines carry no timestamp (its first datetime line missing):
@@ -589,6 +614,66 @@ TEST(LogEvents, ALogEndingInASaveCountsItWithTheLogsOwnSaveTime) {
             std::string::npos)
       << notes[0];
   EXPECT_DOUBLE_EQ(Fold(out).seconds.checkpoint, 30);
+}
+
+TEST(LogEvents, ACrashLineGivesTheInterruptionItsCause) {
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(MegatronDyingOfNccl(), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.stops.size(), 2u);  // the crash, then the exit
+  EXPECT_EQ(k.stops[0].interruption().cause(), "nccl");
+  EXPECT_FALSE(k.stops[0].interruption().planned());
+  EXPECT_NE(k.stops[0].interruption().detail().find("remote process exited or there was a network error"),
+            std::string::npos)
+      << k.stops[0].interruption().detail();
+  // Dated at the attempt's last iteration (80, 00:16:03): the crash lines carry no time.
+  EXPECT_EQ(TimeFromProto(k.stops[0].time()), At(963));
+  const forecast::RunState s = Fold(t.events);
+  ASSERT_EQ(s.interruption_marks.size(), 2u);
+  EXPECT_EQ(s.interruption_marks[0].cause, "nccl");
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+}
+
+TEST(LogEvents, ACrashLineThatIterationsOutliveIsNotAnInterruption) {
+  std::vector<std::string> lines;
+  for (const std::string& line : ReadLines("megatron-core_v0.19.0.log")) {
+    lines.push_back(line);
+    if (absl::StrContains(line, "iteration       20/")) {
+      lines.push_back("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                      "exiting prematurely.");
+    }
+  }
+  LogOptions o;
+  o.backfill = true;
+  o.run = "r";
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  for (const std::string& line : lines) ASSERT_TRUE(c.Feed(line, absl::FromUnixSeconds(1900000000), out).ok());
+  c.Finish(out);
+  EXPECT_EQ(Split(out).stops.size(), 1u);  // the exit alone
+  const std::vector<std::string> notes = c.TakeNotices();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("told of nccl (ncclRemoteError), but the iterations went on"), std::string::npos) << notes[0];
+}
+
+TEST(LogEvents, ACrashIsSentOnceTheLogHasBeenQuiet) {
+  LogOptions o;
+  o.run = "r";
+  o.seq_len = 100;
+  LogEvents c(o);
+  std::vector<v1::Event> out;
+  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
+  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", t0, out).ok());
+  ASSERT_TRUE(c.Feed("RuntimeError: CUDA error: uncorrectable ECC error encountered", t0 + absl::Seconds(5), out).ok());
+  const size_t before = out.size();
+  c.Idle(t0 + absl::Seconds(20), out);  // 15 s of quiet: more lines may come
+  EXPECT_EQ(out.size(), before);
+  c.Idle(t0 + absl::Seconds(40), out);
+  ASSERT_EQ(out.size(), before + 1);
+  EXPECT_EQ(out.back().interruption().cause(), "ecc");
+  EXPECT_EQ(TimeFromProto(out.back().time()), t0 + absl::Seconds(5));  // live: when it was read
 }
 
 TEST(LogEvents, IterationsStartingOverAreARestartFromTheLastSave) {
