@@ -38,19 +38,20 @@ double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches, uint32_t virtu
 }
 
 double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden, double heads,
-                               double tp, double cp, Recompute mode) {
+                               double tp, double cp, Recompute mode, ActivationKinds kinds) {
   if (tp <= 0 || cp <= 0 || hidden <= 0) return 0;
   const double s = seq_len / cp;  // this rank's share of the sequence
   const double sbh = s * micro_batch * hidden;
+  const double per_sbh = 34 - (kinds.dropout ? 0 : 2) - (kinds.fp8_matmul_inputs ? 7 : 0);
   switch (mode) {
     case Recompute::kFull:
       return 2 * sbh / tp;
     case Recompute::kSelective:
-      return 34 * sbh / tp;
+      return per_sbh * sbh / tp;
     case Recompute::kNone:
-      // 5·a·s²·b: the scores, softmax output and dropout of the local queries against all
-      // seq_len keys.
-      return (34 * sbh + 5 * heads * s * seq_len * micro_batch) / tp;
+      // 5·a·s²·b: the softmax output (2) and the dropout's mask (1) and output (2) of the
+      // local queries against all seq_len keys; 2 without dropout.
+      return (per_sbh * sbh + (kinds.dropout ? 5 : 2) * heads * s * seq_len * micro_batch) / tp;
   }
   return 0;
 }

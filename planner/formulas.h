@@ -49,10 +49,22 @@ enum class AttentionConvention { kCausal, kFull, kNone };
 //   full:      2·s·b·h / t               (only each layer's input kept: table 2's 2·s·b·h,
 //                                          sharded over tp by sequence parallelism)
 // Context parallelism splits the sequence: s is seq_len / cp (the scores of the local
-// queries against every key in mode none). The 34 is for a GPT layer (4h MLP, dropout).
+// queries against every key in mode none). The 34 is for a GPT layer (4h MLP, dropout):
+// attention 11 (its input 2, Q and K 4, V 2, the projection's input 2, a dropout mask 1),
+// MLP 19 (input 2, the activation's input 8, the second matmul's input 8, a mask 1), the
+// two layer norms' inputs 4. Without dropout the two masks go (32), and the as² dropout
+// mask and output (2·a·s/h is left of the 5). With FP8 matmul inputs (Transformer Engine
+// keeps the FP8 copy of each matmul's input for the backward pass: 1 byte, not 2) the
+// inputs of the QKV, projection, first and second MLP matmuls take 1 + 1 + 1 + 4 instead
+// of 2 + 2 + 2 + 8: 7 less.
 enum class Recompute { kNone, kSelective, kFull };
+struct ActivationKinds {
+  bool dropout = true;
+  bool fp8_matmul_inputs = false;
+};
 [[nodiscard]] double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden,
-                                             double heads, double tp, double cp, Recompute mode);
+                                             double heads, double tp, double cp, Recompute mode,
+                                             ActivationKinds kinds = {});
 
 // Model FLOPs utilisation implied by an observed throughput: achieved model FLOP/s over
 // peak. PaLM 540B: 6 x 540.35e9 x 238.3e3 / (6144 x 275e12) = 45.7% (Chowdhery et al.

@@ -26,6 +26,8 @@ struct PlanSpec {
     std::optional<double> expert_params;
     uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0,
              head_dim = 0;
+    std::optional<bool> tied_embeddings;  // false: 6 x (N - V x h), Megatron-LM's count
+    std::optional<bool> dropout;          // default true: the activations keep its masks
   } model;
   struct Data {
     uint64_t tokens = 0;
@@ -40,6 +42,8 @@ struct PlanSpec {
     double node_other_watts = 0, cluster_other_watts_per_node = 0;
     std::optional<double> average_power_fraction;  // of gpu + node watts while training
     std::optional<double> reserved_bytes;          // HBM the framework holds (see plan.proto)
+    std::string peak_precision;                    // "" = bf16 | fp8
+    std::optional<uint32_t> scaleup_gpus;          // NVLink domain; default gpus_per_node
   } hardware;
   struct Fleet {
     uint32_t gpus = 0, spare_nodes = 0;
@@ -58,6 +62,7 @@ struct PlanSpec {
     std::optional<double> hfu;   // hardware FLOPs utilisation end to end (counts recomputation)
     // Bottom-up: the efficiency while the pipeline is busy; the bubble is charged on top.
     std::optional<double> busy_mfu, busy_hfu;
+    std::string matmul_precision;  // "" = hardware.peak_precision | bf16 | fp8 (activation bytes)
     std::string recompute;       // "" = selective | none | full
     // What the figure's attention FLOPs count (see plan.proto): causal (default) or the full
     // score matrix; or no attention at all (count_attention false: 6N only).

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -86,6 +87,10 @@ constexpr double kMinCpChunkTokens = 1024;
 
 // Dense BF16 peaks (docs/reference-figures.md, "Hardware"; NVIDIA H100/A100/B200 and AMD MI300X
 // datasheets). A plan quoting twice these used the sparse figure.
+// Dense FP8 is twice dense BF16 on Hopper and Blackwell (NVIDIA, "NVIDIA H100 Tensor Core
+// GPU Architecture", 2022: H100 SXM5 BF16 989.4, FP8 1,978.9 TFLOP/s dense); A100 has no FP8.
+bool HasFp8(const std::string& gpu) { return !absl::StartsWith(gpu, "A100"); }
+
 const std::map<std::string, double>& KnownDensePeaks() {
   static const auto* peaks = new std::map<std::string, double>{
       {"A100", 312e12},     {"A100-SXM", 312e12}, {"A100-80GB", 312e12}, {"H100", 989e12},
@@ -196,6 +201,7 @@ class Engine {
           sub.efficiency.busy_hfu = e.busy_hfu;
         }
         if (!e.recompute.empty()) sub.efficiency.recompute = e.recompute;
+        if (!e.matmul_precision.empty()) sub.efficiency.matmul_precision = e.matmul_precision;
         if (e.causal_attention) sub.efficiency.causal_attention = e.causal_attention;
         if (e.count_attention) sub.efficiency.count_attention = e.count_attention;
       }
@@ -504,6 +510,22 @@ class Engine {
     } else if (!(figures[0].second > 0 && figures[0].second <= 1)) {
       Invalid(figures[0].first, figures[0].second, "must be in (0, 1]");
     }
+    if (p_.hardware.peak_precision.empty() || p_.hardware.peak_precision == "bf16") {
+      precision_ = "bf16";
+    } else if (p_.hardware.peak_precision == "fp8") {
+      precision_ = "fp8";
+    } else {
+      Error("INVALID_VALUE", absl::StrCat("hardware.peak_precision '", p_.hardware.peak_precision,
+                                          "' is invalid: bf16 or fp8."));
+    }
+    if (e.matmul_precision.empty()) {
+      matmul_fp8_ = precision_ == "fp8";
+    } else if (e.matmul_precision == "fp8" || e.matmul_precision == "bf16") {
+      matmul_fp8_ = e.matmul_precision == "fp8";
+    } else {
+      Error("INVALID_VALUE", absl::StrCat("efficiency.matmul_precision '", e.matmul_precision,
+                                          "' is invalid: bf16 or fp8."));
+    }
     if (e.recompute.empty() || e.recompute == "selective") {
       recompute_ = Recompute::kSelective;
       recompute_name_ = "selective";
@@ -740,11 +762,22 @@ class Engine {
                            " nor a divisor of it: the heads cannot be split or replicated evenly."));
       }
     }
-    if (tp_ > gpus_per_node_ && gpus_per_node_ > 0) {
+    const uint32_t scaleup = p_.hardware.scaleup_gpus.value_or(gpus_per_node_);
+    if (tp_ > scaleup && scaleup > 0) {
       Warn("TP_SPANS_NODES",
-           absl::StrCat("layout.tp ", tp_, " spans ", Num(std::ceil(Div(tp_, gpus_per_node_))), " nodes of ",
-                        gpus_per_node_, " GPUs: tensor parallelism's all-reduces per layer then cross the "
-                        "inter-node network instead of NVLink, which efficiency.mfu must allow for."));
+           absl::StrCat("layout.tp ", tp_, " spans ", Num(std::ceil(Div(tp_, scaleup))), " scale-up domains of ",
+                        scaleup, " GPUs", p_.hardware.scaleup_gpus ? " (hardware.scaleup_gpus)" : " (one node each)",
+                        ": tensor parallelism's all-reduces per layer then cross the inter-node network instead of "
+                        "NVLink, which efficiency.mfu must allow for."));
+    }
+    // The interleaved schedule as Megatron-LM enforces it (megatron/training/arguments.py
+    // validate_args and megatron/core/pipeline_parallel/schedules.py, d98e8a64, 2026-08).
+    if (vstages_ > 1 && pp_ > 0 && m.layers > 0 && (m.layers % pp_ != 0 || (m.layers / pp_) % vstages_ != 0)) {
+      Error("INTERLEAVED_LAYERS_UNEVEN",
+            absl::StrCat("model.layers ", m.layers, " over layout.pp ", pp_, " and layout.virtual_stages ", vstages_,
+                         ": Megatron-LM asserts that the layers divide evenly over the stages and each stage's over "
+                         "its virtual stages ('number of layers per pipeline stage must be divisible number of "
+                         "layers per virtual pipeline stage')."));
     }
     if (pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
       Warn("LAYERS_NOT_DIVISIBLE_BY_PP",
@@ -804,7 +837,9 @@ class Engine {
     c.recompute = recompute_name_;
     c.attention_flops_per_token =
         shape ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len, attention_) : 0;
-    const double dense = DenseFlopsPerToken(active_);
+    // Untied embeddings: the input one is a lookup, which Megatron-LM's count leaves out.
+    const bool untied = m.tied_embeddings.has_value() && !*m.tied_embeddings;
+    const double dense = DenseFlopsPerToken(active_ - (untied ? embedding_params_ : 0));
     c.flops_per_token = dense + c.attention_flops_per_token;
     // What the GPUs execute besides: the forward pass again where activations were dropped.
     // Full recomputation redoes every layer's forward (2 FLOPs per parameter, all but the
@@ -827,6 +862,14 @@ class Engine {
                               : e.busy_hfu ? Div(*e.busy_hfu, hardware_over_model)
                               : e.busy_mfu ? *e.busy_mfu
                                            : e.mfu;
+    if (vstages_ > 1 && pp_ > 1 && ga_ < pp_) {
+      // schedules.py: "The number of contiguous micro-batches in a virtual pipeline stage
+      // should range in [PP, M]" (the group is pp micro-batches by default): a ValueError.
+      Error("INTERLEAVED_TOO_FEW_MICROBATCHES",
+            absl::StrCat(ga_, " micro-batches per step on layout.pp ", pp_,
+                         " stages: Megatron-LM's interleaved schedule needs at least as many micro-batches as "
+                         "stages, and refuses to run (more grad_accum, or the 1f1b schedule)."));
+    }
     c.bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
     const double figure_bubble = figure_bubble_.value_or(c.bubble_fraction);
     c.bubble_in_efficiency = !busy;
@@ -891,11 +934,18 @@ class Engine {
                         "(layout.virtual_stages) shrink it."));
     }
     const auto known = KnownDensePeaks().find(p_.hardware.gpu);
-    if (known != KnownDensePeaks().end() && p_.hardware.peak_flops > 1.5 * known->second) {
-      Warn("PEAK_FLOPS_SPARSE",
-           absl::StrCat("hardware.peak_flops ", Num(p_.hardware.peak_flops), " for ",
-                        p_.hardware.gpu, " looks like the sparse figure; dense BF16 is ",
-                        Num(known->second), "."));
+    if (known != KnownDensePeaks().end()) {
+      const bool fp8 = precision_ == "fp8";
+      const double dense = fp8 ? 2 * known->second : known->second;
+      if (fp8 && !HasFp8(p_.hardware.gpu)) {
+        Error("INVALID_VALUE", absl::StrCat("hardware.peak_precision fp8 is invalid for ", p_.hardware.gpu,
+                                            ", which has no FP8 tensor cores."));
+      } else if (p_.hardware.peak_flops > 1.5 * dense) {
+        Warn("PEAK_FLOPS_SPARSE",
+             absl::StrCat("hardware.peak_flops ", Num(p_.hardware.peak_flops), " for ", p_.hardware.gpu,
+                          " looks like the sparse figure; dense ", fp8 ? "FP8" : "BF16", " is ", Num(dense),
+                          fp8 ? "." : " (for FP8's dense peak, set hardware.peak_precision: fp8)."));
+      }
     }
   }
 
@@ -1015,12 +1065,13 @@ class Engine {
     if (shape) {
       // Without the head count, heads of 128 dims (GPT-3, Llama): only mode none uses it.
       const double heads = m.heads ? m.heads : std::max(1.0, std::round(m.hidden / 128.0));
+      const ActivationKinds kinds{m.dropout.value_or(true), matmul_fp8_};
       mem.activation_bytes_per_layer =
-          ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, recompute_);
+          ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, recompute_, kinds);
       // The layer being recomputed holds its activations again, as in selective mode.
       if (recompute_ == Recompute::kFull) {
         mem.recompute_working_bytes =
-            ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, Recompute::kSelective);
+            ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, Recompute::kSelective, kinds);
       }
       // FP32 logits of one micro-batch for the loss, the vocabulary split over tp.
       const double logits = 4.0 * mb_ * (static_cast<double>(m.seq_len) / cp_) * m.vocab_size / tp_;
@@ -1172,13 +1223,15 @@ class Engine {
     }
 
     // Failures strike while the job runs: compute, saves, and the work redone after each
-    // interruption (half an interval on average). With n = running / M and
-    // running = A + C + n x tau/2, n = (A + C) / (M - tau/2).
+    // interruption (half an interval on average, and an async save's write, whose state is
+    // not durable until written: the same redone work the loss per interruption counts).
+    // With n = running / M and running = A + C + n x redo, n = (A + C) / (M - redo).
     const double half = ck.interval_seconds / 2;
+    const double redo = half + (c.async ? ck.write_seconds : 0.0);
     const double running = active_seconds_ + ck.overhead_seconds;
     if (mtbf > 0) {
-      if (mtbf > half) {
-        fr.expected_interruptions = running / (mtbf - half);
+      if (mtbf > redo) {
+        fr.expected_interruptions = running / (mtbf - redo);
       } else {
         fr.expected_interruptions = running / mtbf;
         Error("JOB_MTBF_TOO_SHORT",
@@ -1189,8 +1242,7 @@ class Engine {
     }
     // An async save is durable only once written: on average the newest durable state is
     // half an interval plus a write old.
-    fr.loss_per_interruption_seconds =
-        detect_ + restart_ + ck.read_seconds + half + (c.async ? ck.write_seconds : 0.0);
+    fr.loss_per_interruption_seconds = detect_ + restart_ + ck.read_seconds + redo;
     fr.expected_loss_seconds = fr.expected_interruptions * fr.loss_per_interruption_seconds;
     if (quantile_ > 0 && quantile_ < 1) {
       fr.budget_interruptions = NegativeBinomialQuantile(fr.expected_interruptions, rate_spread_, quantile_);
@@ -1362,6 +1414,8 @@ class Engine {
   Recompute recompute_ = Recompute::kSelective;
   AttentionConvention attention_ = AttentionConvention::kCausal;
   std::string recompute_name_ = "selective", attention_name_ = "causal";
+  std::string precision_ = "bf16";  // hardware.peak_precision
+  bool matmul_fp8_ = false;         // efficiency.matmul_precision (default: the peak's)
   double average_power_fraction_ = kDefaultAveragePowerFraction, reserved_bytes_ = 0;
   double idle_power_fraction_ = kDefaultIdlePowerFraction;
   double rate_spread_ = kDefaultRateSpread, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
@@ -1381,8 +1435,18 @@ PlanReport ComputePlan(const PlanSpec& plan) {
   if (!figure(plan.efficiency) && std::all_of(plan.phases.begin(), plan.phases.end(), [&](const PlanSpec::Phase& ph) {
         return ph.efficiency && figure(*ph.efficiency);
       })) {
+    // The first phase's figure stands in for the plan's; the conventions stay the plan's
+    // unless that phase gives its own.
     PlanSpec copy = plan;
-    copy.efficiency = *plan.phases.front().efficiency;
+    const PlanSpec::Efficiency& first = *plan.phases.front().efficiency;
+    copy.efficiency.mfu = first.mfu;
+    copy.efficiency.hfu = first.hfu;
+    copy.efficiency.busy_mfu = first.busy_mfu;
+    copy.efficiency.busy_hfu = first.busy_hfu;
+    if (!first.recompute.empty()) copy.efficiency.recompute = first.recompute;
+    if (!first.matmul_precision.empty()) copy.efficiency.matmul_precision = first.matmul_precision;
+    if (first.causal_attention) copy.efficiency.causal_attention = first.causal_attention;
+    if (first.count_attention) copy.efficiency.count_attention = first.count_attention;
     return Engine(copy).RunPhased();
   }
   return Engine(plan).RunPhased();

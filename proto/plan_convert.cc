@@ -42,6 +42,7 @@ planner::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
   out.count_attention = Opt<bool>(e, &v1::Efficiency::has_count_attention, &v1::Efficiency::count_attention);
   out.busy_mfu = Opt<double>(e, &v1::Efficiency::has_busy_mfu, &v1::Efficiency::busy_mfu);
   out.busy_hfu = Opt<double>(e, &v1::Efficiency::has_busy_hfu, &v1::Efficiency::busy_hfu);
+  out.matmul_precision = e.matmul_precision();
   return out;
 }
 
@@ -92,6 +93,8 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.model.seq_len = m.seq_len();
   s.model.vocab_size = m.vocab_size();
   s.model.head_dim = m.head_dim();
+  s.model.tied_embeddings = Opt<bool>(m, &v1::Model::has_tied_embeddings, &v1::Model::tied_embeddings);
+  s.model.dropout = Opt<bool>(m, &v1::Model::has_dropout, &v1::Model::dropout);
 
   const v1::Data& d = p.data();
   s.data.tokens = d.tokens();
@@ -113,6 +116,8 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.hardware.average_power_fraction =
       Opt<double>(h, &v1::Hardware::has_average_power_fraction, &v1::Hardware::average_power_fraction);
   s.hardware.reserved_bytes = Opt<double>(h, &v1::Hardware::has_reserved_bytes, &v1::Hardware::reserved_bytes);
+  s.hardware.peak_precision = h.peak_precision();
+  s.hardware.scaleup_gpus = Opt<uint32_t>(h, &v1::Hardware::has_scaleup_gpus, &v1::Hardware::scaleup_gpus);
 
   s.fleet.gpus = p.fleet().gpus();
   s.fleet.spare_nodes = p.fleet().spare_nodes();

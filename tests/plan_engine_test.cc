@@ -222,7 +222,11 @@ TEST(PlanEngine, AsyncLossIncludesTheWriteInFlight) {
   PlanSpec p = HandPlan();
   p.checkpoint.async = true;
   // detect 100 + restart 500 + restore 50 + half of 3,600 + the 10 s write not yet durable.
-  EXPECT_DOUBLE_EQ(ComputePlan(p).failures.loss_per_interruption_seconds, 2460);
+  const PlanReport r = ComputePlan(p);
+  EXPECT_DOUBLE_EQ(r.failures.loss_per_interruption_seconds, 2460);
+  // The interruption count redoes the same work: n = running / (job MTBF - (1,800 + 10)).
+  const double running = r.schedule.active_compute_seconds + r.checkpoint.overhead_seconds;
+  EXPECT_NEAR(r.failures.expected_interruptions, running / (r.failures.job_mtbf_seconds - 1810), 1e-9);
 }
 
 TEST(PlanEngine, HeadDimSetsTheAttentionWidth) {
@@ -398,6 +402,56 @@ const FindingCase kFindingCases[] = {
        p.hardware.peak_flops = 1979e12;
      },
      {"PEAK_FLOPS_SPARSE"}, Severity::kWarning},
+    {"Fp8DensePeakIsNotSparse",
+     [](PlanSpec& p) {
+       p.hardware.gpu = "H100-SXM";
+       p.hardware.peak_flops = 1978.9e12;  // H100 SXM dense FP8 (NVIDIA's H100 architecture whitepaper)
+       p.hardware.peak_precision = "fp8";
+     },
+     {}, Severity::kWarning},
+    {"Fp8OnA100",
+     [](PlanSpec& p) {
+       p.hardware.gpu = "A100";
+       p.hardware.peak_flops = 624e12;
+       p.hardware.peak_precision = "fp8";
+     },
+     {"INVALID_VALUE"}, Severity::kError},
+    {"UnknownPrecision", [](PlanSpec& p) { p.hardware.peak_precision = "int4"; }, {"INVALID_VALUE"}, Severity::kError},
+    // The interleaved schedule as Megatron-LM enforces it (arguments.py, schedules.py).
+    {"InterleavedTooFewMicroBatches",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.layout.pp = 8;
+       p.layout.dp = 8;
+       p.layout.virtual_stages = 2;  // 4 micro-batches per step on 8 stages
+       p.efficiency.mfu = 0.2;
+     },
+     {"INTERLEAVED_TOO_FEW_MICROBATCHES"}, Severity::kError},
+    {"InterleavedUneven",
+     [](PlanSpec& p) {
+       p.model.layers = 24;  // 3 per stage: 2 virtual stages do not divide them
+       p.layout.pp = 8;
+       p.layout.dp = 8;
+       p.layout.grad_accum = 8;
+       p.layout.virtual_stages = 2;
+       p.efficiency.mfu = 0.2;
+     },
+     {"INTERLEAVED_LAYERS_UNEVEN"}, Severity::kError},
+    {"OneFOneBWithFewMicroBatchesRuns",
+     [](PlanSpec& p) {
+       p.model.layers = 16;
+       p.layout.pp = 8;
+       p.layout.dp = 8;  // 4 micro-batches on 8 stages: a large bubble, but 1F1B runs it
+       p.efficiency.mfu = 0.2;
+     },
+     {}, Severity::kWarning},
+    {"TpInsideAnNvl72Rack",
+     [](PlanSpec& p) {
+       p.layout.tp = 16;
+       p.layout.dp = 4;
+       p.hardware.scaleup_gpus = 72;  // GB200 NVL72: one NVLink domain of 72 GPUs
+     },
+     {}, Severity::kWarning},
     {"NoStart", [](PlanSpec& p) { p.start_time.reset(); }, {"MISSING_FIELD"}, Severity::kError},
     {"NoFailureModel", [](PlanSpec& p) { p.failures.node_mtbf_hours.reset(); },
      {"MISSING_FIELD"}, Severity::kError},

@@ -229,6 +229,170 @@ TEST(PublishedRuns, MegaScale175bAt552PercentMfu) {
   EXPECT_NEAR(r.schedule.active_compute_seconds / 86400, 1.75, 0.01 * 1.75);
 }
 
+TEST(PublishedRuns, Megatron1TAt163TflopsTrainsInAbout84Days) {
+  // Narayanan et al. 2021 (arXiv 2104.04473), sec. 5.1 and table 1: the 1T model (1,008B by
+  // eq. 2; 128 layers, hidden 25,600, 160 heads, vocabulary 51,200, 2,048 tokens) on 3,072
+  // A100 (tp 8, pp 64, so dp 6; batch 3,072) at 163 TFLOP/s per GPU end to end, counting
+  // the recomputed forward and the whole score matrix (eq. 3); 450B tokens in "84 days".
+  PlanSpec p = Base();
+  p.name = "megatron-1t";
+  p.model.params = 1008e9;
+  p.model.layers = 128;
+  p.model.hidden = 25600;
+  p.model.heads = 160;
+  p.model.vocab_size = 51200;
+  p.model.seq_len = 2048;
+  p.data.tokens = 450'000'000'000;
+  p.hardware.peak_flops = kA100;
+  p.fleet.gpus = 3072;
+  p.layout.tp = 8;
+  p.layout.pp = 64;
+  p.layout.dp = 6;
+  p.layout.grad_accum = 512;  // micro-batch 1 (not published)
+  p.efficiency.hfu = 163e12 / kA100;
+  p.efficiency.recompute = "full";
+  p.efficiency.causal_attention = false;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  // Eq. 3 per token: 96·l·h²·(1 + s/6h + V/16lh) / s, with the output layer counted once.
+  const double eq3 = 96.0 * 128 * 25600.0 * 25600 * (1 + 2048 / (6.0 * 25600) + 51200 / (16.0 * 128 * 25600));
+  EXPECT_NEAR(r.compute.hardware_flops_per_token, eq3, 0.001 * eq3);
+  EXPECT_NEAR(r.compute.cluster_flops_per_second * r.compute.hardware_flops_per_token / r.compute.flops_per_token /
+                  3072,
+              163e12, 1e6);
+  EXPECT_NEAR(r.schedule.active_compute_seconds / 86400, 84, 0.015 * 84);
+}
+
+// Nemotron-4 (NVIDIA 2024): MFU stated in Megatron-LM's count, which leaves the untied input
+// embedding out (model.tied_embeddings: false) and counts the whole score matrix.
+PlanSpec Nemotron(double params, uint32_t layers, uint32_t hidden, uint32_t heads, uint64_t tokens) {
+  PlanSpec p = Base();
+  p.model.params = params;
+  p.model.layers = layers;
+  p.model.hidden = hidden;
+  p.model.heads = heads;
+  p.model.kv_heads = 8;
+  p.model.seq_len = 4096;
+  p.model.vocab_size = 256000;
+  p.model.tied_embeddings = false;  // "untied input-output embeddings"
+  p.data.tokens = tokens;
+  p.hardware.peak_flops = kH100;
+  p.layout.tp = 8;
+  p.layout.micro_batch = 1;
+  p.efficiency.causal_attention = false;
+  return p;
+}
+
+PlanSpec::Phase Stage(const char* name, uint64_t tokens, uint32_t gpus, uint32_t grad_accum, double mfu) {
+  PlanSpec::Phase ph;
+  ph.name = name;
+  ph.tokens = tokens;
+  ph.gpus = gpus;
+  ph.layout.grad_accum = grad_accum;
+  ph.efficiency = PlanSpec::Efficiency{};
+  ph.efficiency->mfu = mfu;
+  return ph;
+}
+
+double IterationSeconds(const PlanReport::Phase& ph) { return ph.tokens_per_step / ph.tokens_per_second; }
+
+TEST(PublishedRuns, Nemotron4At340bItsThreeStages) {
+  // "Nemotron-4 340B Technical Report" (arXiv 2406.11704), tables 1 and 2: 96 layers, hidden
+  // 18,432, 96 heads (8 KV), 4,096 tokens, vocabulary 256,000, 9.4B embedding and 331.6B
+  // other parameters; tp 8, pp 12 on 1,536, 3,072 and 6,144 H100 (dp 16, 32, 64) with batches
+  // of 768, 1,536 and 2,304 for 200B, 200B and 7,600B tokens: 10.3, 10.3 and 8.0 s per
+  // iteration at 42.4%, 42.3% and 41.0% MFU.
+  PlanSpec p = Nemotron(341e9, 96, 18432, 96, 8'000'000'000'000);
+  p.name = "nemotron-4-340b";
+  p.fleet.gpus = 1536;
+  p.layout.pp = 12;
+  p.phases = {Stage("dp16", 200'000'000'000, 1536, 48, 0.424), Stage("dp32", 200'000'000'000, 3072, 48, 0.423),
+              Stage("dp64", 7'600'000'000'000, 6144, 36, 0.410)};
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  ASSERT_EQ(r.phases.size(), 3u);
+  const double published[] = {10.3, 10.3, 8.0};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(IterationSeconds(r.phases[i]), published[i], 0.01 * published[i]) << r.phases[i].name;
+  }
+}
+
+TEST(PublishedRuns, Nemotron4At15bWithItsEmbeddingsStated) {
+  // "Nemotron-4 15B Technical Report" (arXiv 2402.16819 v2), table 1 and 2: 32 layers,
+  // hidden 6,144, 48 heads (8 KV), vocabulary 256,000; "3.2 billion embedding parameters and
+  // 12.5 billion non-embedding parameters", untied; tp 8 on 768, 1,536 and 2,304 H100 with
+  // batches of 384, 768 and 1,152: 0.57, 0.58 and 0.64 s per iteration at 34.3%, 33.3% and
+  // 30.5% MFU (the table; its text's 384 nodes disagree with it).
+  // The "3.2 billion" embedding parameters are the two untied V x h matrices, 3.146e9.
+  PlanSpec p = Nemotron(2.0 * 256000 * 6144 + 12.5e9, 32, 6144, 48, 8'000'000'000'000);
+  p.name = "nemotron-4-15b";
+  p.fleet.gpus = 768;
+  p.layout.pp = 1;
+  p.phases = {Stage("dp96", 200'000'000'000, 768, 4, 0.343), Stage("dp192", 200'000'000'000, 1536, 4, 0.333),
+              Stage("dp288", 7'600'000'000'000, 2304, 4, 0.305)};
+  PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  const double published[] = {0.57, 0.58, 0.64};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(IterationSeconds(r.phases[i]), published[i], 0.01 * published[i]) << r.phases[i].name;
+  }
+  // Counted over every parameter, the input embedding's 1.6B lookup (10% of the model)
+  // would make each iteration about 9% slower than published.
+  p.model.tied_embeddings.reset();
+  r = ComputePlan(p);
+  EXPECT_GT(IterationSeconds(r.phases[2]), 1.08 * 0.64);
+}
+
+TEST(PublishedRuns, NemoGpt3FP8RecipeAt888ModelTflops) {
+  // NVIDIA NeMo v2.1.0, docs/source/performance/performance_summary.md (NeMo 24.07 container,
+  // DGX-H100, FP8): GPT3-175B on 512 GPUs, GBS 2048, MBS 2, seq 2048, TP 4, PP 8, VP 6: 825
+  // tokens/s and 888 model TFLOP/s per GPU, counted over the whole score matrix. 888 is 44.9%
+  // of H100's dense FP8 peak of 1,978.9 TFLOP/s (NVIDIA's H100 architecture whitepaper).
+  PlanSpec p = Base();
+  p.name = "nemo-gpt3-175b-fp8";
+  p.model.params = 175e9;
+  p.model.layers = 96;
+  p.model.hidden = 12288;
+  p.model.heads = 96;
+  p.model.seq_len = 2048;
+  p.model.vocab_size = 51200;
+  p.data.tokens = 300'000'000'000;
+  p.hardware.gpu = "H100-SXM";
+  p.hardware.peak_flops = 1978.9e12;
+  p.hardware.peak_precision = "fp8";
+  p.fleet.gpus = 512;
+  p.layout.tp = 4;
+  p.layout.pp = 8;
+  p.layout.dp = 16;
+  p.layout.micro_batch = 2;
+  p.layout.grad_accum = 64;
+  p.layout.virtual_stages = 6;
+  p.efficiency.mfu = 888e12 / 1978.9e12;
+  p.efficiency.causal_attention = false;
+  const PlanReport r = ComputePlan(p);
+  EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+  EXPECT_EQ(r.Find("PEAK_FLOPS_SPARSE"), nullptr);
+  EXPECT_NEAR(r.compute.tokens_per_second / 512, 825, 0.02 * 825);
+
+  // It fits on 80 GB as NVIDIA runs it: no dropout (NeMo's GPTConfig175B, hidden_dropout and
+  // attention_dropout 0), gradients reduced in BF16 (scripts/performance/helpers.py sets
+  // grad_reduce_in_fp32 False; NeMo 8cfedd72), the distributed optimizer (ZeRO-1), FP8
+  // matmul inputs (the FP8 peak's default), no recomputation beyond FlashAttention's.
+  p.hardware.hbm_bytes = 80e9;
+  p.layout.zero_stage = 1;
+  p.state.grad_bytes = 2;
+  p.model.dropout = false;
+  PlanReport fits = ComputePlan(p);
+  EXPECT_TRUE(fits.memory.fits) << fits.memory.total_bytes;
+  EXPECT_EQ(fits.Find("MEMORY_EXCEEDS_HBM"), nullptr);
+  // 34 - 2 (no dropout masks) - 7 (FP8 inputs) = 25 bytes per s·b·h, over tp 4.
+  EXPECT_NEAR(fits.memory.activation_bytes_per_layer, 25.0 * 2048 * 2 * 12288 / 4, 1);
+  // Counted as BF16 with dropout, the same run would not fit.
+  p.model.dropout.reset();
+  p.efficiency.matmul_precision = "bf16";
+  EXPECT_FALSE(ComputePlan(p).memory.fits);
+}
+
 TEST(PublishedRuns, ChinchillaComputeMatchesGophersBudget) {
   // Hoffmann et al. 2022: 70e9 parameters on 1.4e12 tokens, 5.76e23 FLOPs (docs/reference-figures.md).
   // ±2.5%. 6ND, as the paper counts it: the attention term is left out.
@@ -736,8 +900,7 @@ TEST(PlanPhases, APhaseOverlaysWhatItGivesAndNamesItsFindings) {
   p.layout.pipeline_schedule = "1f1b";
   p.phases[2].layout.pipeline_schedule = "interleaved";
   p.phases[2].layout.virtual_stages = 2;
-  // A finding that phases 1 and 3 raise and 2 does not names both.
-  p.model.layers = 70;
+  p.model.layers = 72;  // 6 per stage, 3 per virtual stage
   PlanReport r = ComputePlan(p);
   EXPECT_FALSE(r.HasError()) << r.findings.front().message;
   EXPECT_LT(r.phases[2].bubble_fraction, r.phases[1].bubble_fraction);  // interleaved
@@ -745,6 +908,8 @@ TEST(PlanPhases, APhaseOverlaysWhatItGivesAndNamesItsFindings) {
   // different MFU.
   EXPECT_GT(r.phases[1].mfu, 0);
   EXPECT_NE(r.phases[1].mfu, r.phases[2].mfu);
+  // A finding that phases 1 and 3 raise and 2 does not names both.
+  p.model.layers = 70;
   p.phases[1].layout.pp = 10;  // 70 layers split evenly: no LAYERS_NOT_DIVISIBLE_BY_PP there
   p.phases[1].layout.grad_accum = 128;
   p.phases[1].gpus = 320;
@@ -752,6 +917,10 @@ TEST(PlanPhases, APhaseOverlaysWhatItGivesAndNamesItsFindings) {
   const Finding* f = r.Find("LAYERS_NOT_DIVISIBLE_BY_PP");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->message.rfind("phases 1, 3 (ramp-up, tail): ", 0), 0u) << f->message;
+  // And the interleaved phase's uneven split, which Megatron-LM refuses, names its phase.
+  const Finding* uneven = r.Find("INTERLEAVED_LAYERS_UNEVEN");
+  ASSERT_NE(uneven, nullptr);
+  EXPECT_EQ(uneven->message.rfind("phase 3 (tail): model.layers 70 over layout.pp 12", 0), 0u) << uneven->message;
 }
 
 TEST(PlanPhases, PhasesThatEachStateAFigureNeedNoneAtTheTop) {
