@@ -393,6 +393,50 @@ TEST(PublishedRuns, NemoGpt3FP8RecipeAt888ModelTflops) {
   EXPECT_FALSE(ComputePlan(p).memory.fits);
 }
 
+TEST(PublishedRuns, NemoLlamaFP8RecipesAtTheirModelTflops) {
+  // The same NeMo v2.1.0 table (FP8, DGX-H100, counted as Megatron-LM counted then: the whole
+  // score matrix, no input embedding). LLAMA2-70B: 64 GPUs, GBS 128, MBS 1, seq 4096, TP 4,
+  // PP 4, VP 20: 1,728 tokens/s and 768 TFLOP/s per GPU. LLAMA3-70B: seq 8192, TP 4, PP 4,
+  // CP 2, VP 5: 1,524 and 734. Parameters as released: 68.98e9 and 70.55e9; 80 layers,
+  // hidden 8,192, 64 heads (8 KV), vocabularies 32,000 and 128,256, embeddings untied.
+  struct Recipe {
+    const char* name;
+    double params;
+    uint32_t vocab, seq, cp, vp;
+    double tokens_per_gpu, tflops;
+  };
+  for (const Recipe& c : {Recipe{"llama2-70b", 68.98e9, 32000, 4096, 1, 20, 1728, 768},
+                          Recipe{"llama3-70b", 70.55e9, 128256, 8192, 2, 5, 1524, 734}}) {
+    SCOPED_TRACE(c.name);
+    PlanSpec p = Base();
+    p.name = c.name;
+    p.model.params = c.params;
+    p.model.layers = 80;
+    p.model.hidden = 8192;
+    p.model.heads = 64;
+    p.model.kv_heads = 8;
+    p.model.seq_len = c.seq;
+    p.model.vocab_size = c.vocab;
+    p.model.tied_embeddings = false;
+    p.data.tokens = 1'000'000'000'000;
+    p.hardware.gpu = "H100-SXM";
+    p.hardware.peak_flops = 1978.9e12;
+    p.hardware.peak_precision = "fp8";
+    p.fleet.gpus = 64;
+    p.layout.tp = 4;
+    p.layout.pp = 4;
+    p.layout.cp = c.cp;
+    p.layout.dp = 64 / (16 * c.cp);
+    p.layout.grad_accum = 128 / (64 / (16 * c.cp));
+    p.layout.virtual_stages = c.vp;
+    p.efficiency.mfu = c.tflops * 1e12 / 1978.9e12;
+    p.efficiency.causal_attention = false;
+    const PlanReport r = ComputePlan(p);
+    EXPECT_FALSE(r.HasError()) << r.findings.front().message;
+    EXPECT_NEAR(r.compute.tokens_per_second / 64, c.tokens_per_gpu, 0.02 * c.tokens_per_gpu);
+  }
+}
+
 TEST(PublishedRuns, ChinchillaComputeMatchesGophersBudget) {
   // Hoffmann et al. 2022: 70e9 parameters on 1.4e12 tokens, 5.76e23 FLOPs (docs/reference-figures.md).
   // ±2.5%. 6ND, as the paper counts it: the attention term is left out.
