@@ -100,6 +100,24 @@ const std::map<std::string, double>& KnownDensePeaks() {
   return *peaks;
 }
 
+// What a phase's efficiency gives replaces the plan's: a figure (any of mfu, hfu, busy_mfu,
+// busy_hfu) replaces the plan's figure whole, each convention it sets its own. True when it
+// gave a figure.
+bool OverlayEfficiency(PlanSpec::Efficiency& into, const PlanSpec::Efficiency& from) {
+  const bool figure = from.mfu > 0 || from.hfu || from.busy_mfu || from.busy_hfu;
+  if (figure) {
+    into.mfu = from.mfu;
+    into.hfu = from.hfu;
+    into.busy_mfu = from.busy_mfu;
+    into.busy_hfu = from.busy_hfu;
+  }
+  if (!from.recompute.empty()) into.recompute = from.recompute;
+  if (!from.matmul_precision.empty()) into.matmul_precision = from.matmul_precision;
+  if (from.causal_attention) into.causal_attention = from.causal_attention;
+  if (from.count_attention) into.count_attention = from.count_attention;
+  return figure;
+}
+
 // Numbers in messages: integers as integers below 1e7, the rest in e-notation without '+'.
 std::string Num(double v) {
   if (std::fabs(v) < 1e7 && v == std::floor(v)) return absl::StrFormat("%.0f", v);
@@ -190,20 +208,7 @@ class Engine {
       if (!l.pipeline_schedule.empty()) sub.layout.pipeline_schedule = l.pipeline_schedule;
       if (l.global_batch_tokens) sub.layout.global_batch_tokens = l.global_batch_tokens;
       if (ph.efficiency) {
-        // What the phase's efficiency gives replaces the plan's; a new figure (any of mfu,
-        // hfu, busy_mfu, busy_hfu) replaces the plan's figure whole.
-        const auto& e = *ph.efficiency;
-        if (e.mfu > 0 || e.hfu || e.busy_mfu || e.busy_hfu) {
-          own_figure = true;
-          sub.efficiency.mfu = e.mfu;
-          sub.efficiency.hfu = e.hfu;
-          sub.efficiency.busy_mfu = e.busy_mfu;
-          sub.efficiency.busy_hfu = e.busy_hfu;
-        }
-        if (!e.recompute.empty()) sub.efficiency.recompute = e.recompute;
-        if (!e.matmul_precision.empty()) sub.efficiency.matmul_precision = e.matmul_precision;
-        if (e.causal_attention) sub.efficiency.causal_attention = e.causal_attention;
-        if (e.count_attention) sub.efficiency.count_attention = e.count_attention;
+        own_figure = OverlayEfficiency(sub.efficiency, *ph.efficiency);
       }
       parts.push_back(Engine(sub, ph.ramp ? &*ph.ramp : nullptr, own_figure ? std::nullopt : plan_bubble).Run());
     }
@@ -1438,15 +1443,7 @@ PlanReport ComputePlan(const PlanSpec& plan) {
     // The first phase's figure stands in for the plan's; the conventions stay the plan's
     // unless that phase gives its own.
     PlanSpec copy = plan;
-    const PlanSpec::Efficiency& first = *plan.phases.front().efficiency;
-    copy.efficiency.mfu = first.mfu;
-    copy.efficiency.hfu = first.hfu;
-    copy.efficiency.busy_mfu = first.busy_mfu;
-    copy.efficiency.busy_hfu = first.busy_hfu;
-    if (!first.recompute.empty()) copy.efficiency.recompute = first.recompute;
-    if (!first.matmul_precision.empty()) copy.efficiency.matmul_precision = first.matmul_precision;
-    if (first.causal_attention) copy.efficiency.causal_attention = first.causal_attention;
-    if (first.count_attention) copy.efficiency.count_attention = first.count_attention;
+    OverlayEfficiency(copy.efficiency, *plan.phases.front().efficiency);
     return Engine(copy).RunPhased();
   }
   return Engine(plan).RunPhased();

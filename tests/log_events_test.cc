@@ -586,6 +586,26 @@ TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
   EXPECT_EQ(TimeFromProto(out[1].time()), read + absl::Seconds(10));
 }
 
+// A finished log backfilled from its start (read at 2030), with what the converter said.
+struct Backfilled {
+  std::vector<v1::Event> events;
+  std::vector<std::string> notes;
+};
+Backfilled Backfill(const std::vector<std::string>& lines) {
+  LogOptions o;
+  o.backfill = true;
+  o.run = "r";
+  LogEvents c(o);
+  Backfilled b;
+  for (const std::string& line : lines) {
+    const absl::Status st = c.Feed(line, absl::FromUnixSeconds(1900000000), b.events);
+    EXPECT_TRUE(st.ok()) << st;
+  }
+  c.Finish(b.events);
+  b.notes = c.TakeNotices();
+  return b;
+}
+
 // A backfilled log that ends in a save (core_v0.15.0 prints no timestamp on its save lines,
 // and no timer follows the last one): the save is counted, as long as the log's own timed
 // saves took, and the converter says so.
@@ -594,20 +614,15 @@ TEST(LogEvents, ALogEndingInASaveCountsItWithTheLogsOwnSaveTime) {
   // The fixture's own save lines (make_fixtures.py, core_v0.15.0's format), for iteration 60.
   lines.push_back("saving checkpoint at iteration      60 to /ckpt/gpt in torch_dist format");
   lines.push_back("  successfully saved checkpoint from iteration      60 to /ckpt/gpt [ t 1/8, p 1/1 ]");
-  LogOptions o;
-  o.backfill = true;
-  o.run = "r";
-  LogEvents c(o);
-  std::vector<v1::Event> out;
-  for (const std::string& line : lines) ASSERT_TRUE(c.Feed(line, absl::FromUnixSeconds(1900000000), out).ok());
-  c.Finish(out);
+  const Backfilled b = Backfill(lines);
+  const std::vector<v1::Event>& out = b.events;
   const Kinds k = Split(out);
   ASSERT_EQ(k.saves.size(), 2u);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);  // its timer's max
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
   EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 15);  // the mean of the timed ones
   EXPECT_EQ(TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:35") + absl::Seconds(15));
-  const std::vector<std::string> notes = c.TakeNotices();
+  const std::vector<std::string>& notes = b.notes;
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("no later line tells how long the save of iteration 60 took; counted as 15 s, the "
                           "mean of the log's 1 timed saves"),
@@ -645,15 +660,10 @@ TEST(LogEvents, ACrashLineThatIterationsOutliveIsNotAnInterruption) {
                       "exiting prematurely.");
     }
   }
-  LogOptions o;
-  o.backfill = true;
-  o.run = "r";
-  LogEvents c(o);
-  std::vector<v1::Event> out;
-  for (const std::string& line : lines) ASSERT_TRUE(c.Feed(line, absl::FromUnixSeconds(1900000000), out).ok());
-  c.Finish(out);
+  const Backfilled b = Backfill(lines);
+  const std::vector<v1::Event>& out = b.events;
   EXPECT_EQ(Split(out).stops.size(), 1u);  // the exit alone
-  const std::vector<std::string> notes = c.TakeNotices();
+  const std::vector<std::string>& notes = b.notes;
   ASSERT_FALSE(notes.empty());
   EXPECT_NE(notes[0].find("told of nccl (ncclRemoteError), but the iterations went on"), std::string::npos) << notes[0];
 }
