@@ -960,13 +960,16 @@ void Tracker::KeepBackfillState(RunView& run) const {
   }
   if (run.backfill_mark == absl::InfinitePast()) run.backfill_mark = state.first_time;
   if (state.last_time - run.backfill_mark < run.backfill_spacing) return;
-  // What a forecast reads: the marks a restore needs (checkpoints, launches, the timeline's
-  // interruptions), most of a state's size, are moved aside for the copy and back after.
+  // What a forecast reads: the marks a restore needs (checkpoints, step reports, launches,
+  // the timeline's interruptions), most of a state's size, are moved aside for the copy and
+  // back after.
   auto checkpoints = std::exchange(state.checkpoints, {});
+  auto step_marks = std::exchange(state.step_marks, {});
   auto attempt_starts = std::exchange(state.attempt_starts, {});
   auto interruption_marks = std::exchange(state.interruption_marks, {});
   run.backfill.push_back(std::make_shared<const forecast::RunState>(state));
   state.checkpoints = std::move(checkpoints);
+  state.step_marks = std::move(step_marks);
   state.attempt_starts = std::move(attempt_starts);
   state.interruption_marks = std::move(interruption_marks);
   run.backfill_mark = state.last_time;

@@ -417,6 +417,8 @@ const FindingCase kFindingCases[] = {
      },
      {"INVALID_VALUE"}, Severity::kError},
     {"UnknownPrecision", [](PlanSpec& p) { p.hardware.peak_precision = "int4"; }, {"INVALID_VALUE"}, Severity::kError},
+    {"UnknownMatmulPrecision", [](PlanSpec& p) { p.efficiency.matmul_precision = "fp4"; }, {"INVALID_VALUE"},
+     Severity::kError},
     // The interleaved schedule as Megatron-LM enforces it (arguments.py, schedules.py).
     {"InterleavedTooFewMicroBatches",
      [](PlanSpec& p) {

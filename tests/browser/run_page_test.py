@@ -116,15 +116,17 @@ def main():
         open(log, "w").write("\n".join(events) + "\n")
         subprocess.run(cli + ["replay", log, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
 
-        def history_settled(last=[-1]):
+        # Settled: the same count for 3 s running (one backfilled point can take longer than
+        # a poll under the sanitizers, on a loaded machine).
+        def history_settled(seen=[]):
             out = subprocess.run(cli + ["history", "dense-70b-10t", "--json"], check=True,
                                  capture_output=True, text=True).stdout
             n = len(json.loads(out).get("points", []))
-            settled = n == last[0] and n > 0
-            last[0] = n
+            seen.append(n)
+            settled = n > 0 and len(seen) >= 7 and len(set(seen[-7:])) == 1
             return n if settled else None
 
-        points = wait_for("the backfill's history to settle", history_settled, interval=0.5, timeout=60)
+        points = wait_for("the backfill's history to settle", history_settled, interval=0.5, timeout=120)
         print(f"ok   history after the backfill: {points} points")
         hostile = "<script>document.title='pwned'</script>"
         plan_text = re.sub(r"^name: .*$", f'name: "{hostile}"', open(plan).read(), flags=re.M)
