@@ -51,6 +51,12 @@ struct Split {
   double work = 0;
   double stalled = 0;
 };
+// The usual figures (gap, step time, startup): the newest weighs kTypicalGapWeight; the
+// first sets them.
+void Ewma(double& usual, double newest) {
+  usual = usual > 0 ? (1 - kTypicalGapWeight) * usual + kTypicalGapWeight * newest : newest;
+}
+
 Split SplitStall(double gap, double typical) {
   if (typical <= 0) {
     if (gap <= kStallUnknownSeconds) return {gap, 0};
@@ -507,10 +513,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         }
         // The usual startup, from launches that did not hang past the bound.
         {
-          const double startup = std::min(s.startup_in_attempt, StartupStallSeconds(s));
-          s.typical_startup = s.typical_startup > 0
-                                  ? (1 - kTypicalGapWeight) * s.typical_startup + kTypicalGapWeight * startup
-                                  : startup;
+          Ewma(s.typical_startup, std::min(s.startup_in_attempt, StartupStallSeconds(s)));
         }
         s.phase = Phase::kRunning;
         s.tokens_uncertain = false;
@@ -525,27 +528,18 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         const bool per_step_known = s.typical_seconds_per_step > 0 && covered > 0 && !s.tokens_inferred;
         const double expected = per_step_known ? static_cast<double>(covered) * s.typical_seconds_per_step
                                                : s.typical_step_gap;
-        const double threshold =
-            expected > 0 ? std::max(kStallFactor * expected, kStallMinSeconds) : kStallUnknownSeconds;
-        const bool stall = gap > threshold;
-        const double work = stall ? (expected > 0 ? expected : kStallUnknownSeconds) : gap;
-        s.seconds.productive += work;
-        s.seconds.stalled += gap - work;
+        const Split split = SplitStall(gap, expected);
+        s.seconds.productive += split.work;
+        s.seconds.stalled += split.stalled;
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
-        if (!stall) {
-          s.typical_step_gap = s.typical_step_gap > 0
-                                   ? (1 - kTypicalGapWeight) * s.typical_step_gap + kTypicalGapWeight * gap
-                                   : gap;
+        if (split.stalled == 0) {
+          Ewma(s.typical_step_gap, gap);
           // Seconds per step: since the previous report, less saves.
           const double since_report = s.last_step_time == absl::InfinitePast()
                                           ? gap
                                           : absl::ToDoubleSeconds(e.time - s.last_step_time) - s.checkpoint_since_step;
           if (covered > 0 && since_report > 0 && !s.tokens_inferred) {
-            const double per_step = since_report / static_cast<double>(covered);
-            s.typical_seconds_per_step =
-                s.typical_seconds_per_step > 0
-                    ? (1 - kTypicalGapWeight) * s.typical_seconds_per_step + kTypicalGapWeight * per_step
-                    : per_step;
+            Ewma(s.typical_seconds_per_step, since_report / static_cast<double>(covered));
           }
         }
       }

@@ -15,6 +15,25 @@ absl::Time FromMicros(int64_t us) {
   return absl::FromUnixMicros(us);
 }
 
+// Checkpoint marks and step marks share one message.
+void MarksToProto(const std::vector<forecast::CheckpointMark>& marks,
+                  google::protobuf::RepeatedPtrField<v1::RunStateSnapshot::Mark>* out) {
+  for (const auto& m : marks) {
+    auto* pm = out->Add();
+    pm->set_step(m.step);
+    pm->set_tokens(m.tokens);
+    pm->set_productive_seconds(m.productive_seconds);
+    pm->set_productive_tokens(m.productive_tokens);
+    pm->set_inexact(!m.exact);
+  }
+}
+void MarksFromProto(const google::protobuf::RepeatedPtrField<v1::RunStateSnapshot::Mark>& in,
+                    std::vector<forecast::CheckpointMark>& out) {
+  for (const auto& m : in) {
+    out.push_back({m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens(), !m.inexact()});
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
@@ -136,14 +155,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pi->set_planned(i.planned);
     pi->set_count(i.count);
   }
-  for (const auto& m : s.checkpoints) {
-    auto* pm = p.add_checkpoints();
-    pm->set_step(m.step);
-    pm->set_tokens(m.tokens);
-    pm->set_productive_seconds(m.productive_seconds);
-    pm->set_productive_tokens(m.productive_tokens);
-    pm->set_inexact(!m.exact);
-  }
+  MarksToProto(s.checkpoints, p.mutable_checkpoints());
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
     pr->set_time_us(Micros(r.time));
@@ -158,14 +170,7 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pa->set_attempt(a.attempt);
     pa->set_time_us(Micros(a.time));
   }
-  for (const auto& m : s.step_marks) {
-    auto* pm = p.add_step_marks();
-    pm->set_step(m.step);
-    pm->set_tokens(m.tokens);
-    pm->set_productive_seconds(m.productive_seconds);
-    pm->set_productive_tokens(m.productive_tokens);
-    pm->set_inexact(!m.exact);
-  }
+  MarksToProto(s.step_marks, p.mutable_step_marks());
   p.set_tokens_inferred(s.tokens_inferred);
   for (const auto& m : s.interruption_marks) {
     auto* pm = p.add_interruption_marks();
@@ -229,10 +234,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   for (const auto& t : p.wall_tokens()) s.wall_tokens.push_back({FromMicros(t.time_us()), t.tokens()});
   s.saw_step_in_attempt = p.saw_step_in_attempt();
   for (const auto& i : p.interruptions()) s.interruptions.push_back({i.cause(), i.planned(), i.count()});
-  for (const auto& m : p.checkpoints()) {
-    s.checkpoints.push_back(
-        {m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens(), !m.inexact()});
-  }
+  MarksFromProto(p.checkpoints(), s.checkpoints);
   for (const auto& r : p.recent()) {
     s.recent.push_back({FromMicros(r.time_us()), r.productive_seconds(), r.productive_tokens()});
   }
@@ -241,9 +243,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.checkpoints_evicted = p.checkpoints_evicted();
   for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
   for (const auto& m : p.interruption_marks()) s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
-  for (const auto& m : p.step_marks()) {
-    s.step_marks.push_back({m.step(), m.tokens(), m.productive_seconds(), m.productive_tokens(), !m.inexact()});
-  }
+  MarksFromProto(p.step_marks(), s.step_marks);
   s.tokens_inferred = p.tokens_inferred();
   s.unplanned_interruptions = p.unplanned_interruptions();
   s.incident_open = p.incident_open();
