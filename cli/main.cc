@@ -233,7 +233,9 @@ int main(int argc, char** argv) {
   flightplan::TailOptions tail_options;
   CLI::App* tail = app.add_subcommand(
       "tail", "Follow a training log (as tail -F: across rotation and truncation) and report "
-              "its iterations, checkpoint saves and restarts as events. Its launches continue the "
+              "its iterations, checkpoint saves, restarts and deaths (with the cause the crash lines "
+              "name: NCCL, a hang, CUDA, ECC, OOM, a driver Xid, Slurm's cancellations) as events. "
+              "Its launches continue the "
               "run's attempts (asked of the daemon), so per-job logs tailed in turn, or a tailer "
               "restarted on the same log, stitch into one run. Tokens per iteration come from "
               "--seq-len/--tokens-per-step/--plan, else the log (Megatron's arguments dump, "
