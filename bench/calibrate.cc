@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"lifetime", "discounted", "changepoint", "futures", "all"}));
   app.add_option("--scenario", only, "only these scenarios (default: every one)");
   bool points = false;
-  app.add_flag("--points", points, "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h)");
+  app.add_flag("--points", points, "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h), the time left (h), width and interval score (% of it)");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<flightplan::v1::Plan> proto = flightplan::LoadPlanFile(plan_path);
@@ -84,9 +84,11 @@ int main(int argc, char** argv) {
         for (size_t r = 0; r < sc.runs.size(); ++r) {
           for (const BacktestPoint& p : sc.runs[r].points) {
             auto h = [&](absl::Time t) { return absl::ToDoubleSeconds(t - sc.runs[r].actual_finish) / 3600; };
-            std::printf("%-24s seed %zu  %d0%%  p10 %+7.1f  p50 %+7.1f  p90 %+7.1f  lifetime %+7.1f  %s\n",
-                        sc.scenario.c_str(), r + 1, p.tenth, h(p.p10), h(p.p50), h(p.p90), h(p.naive_lifetime),
-                        p.inside ? "inside" : "MISS");
+            std::printf(
+                "%-24s seed %zu  %d0%%  p10 %+7.1f  p50 %+7.1f  p90 %+7.1f  lifetime %+7.1f  left %6.1f  "
+                "width %5.1f%%  winkler %6.1f%%  %s\n",
+                sc.scenario.c_str(), r + 1, p.tenth, h(p.p10), h(p.p50), h(p.p90), h(p.naive_lifetime),
+                p.remaining_seconds / 3600, 100 * p.width_share, 100 * p.interval_score, p.inside ? "inside" : "MISS");
           }
         }
       }
