@@ -7,14 +7,23 @@
 // events its client sent.
 //
 //   flightplan_load_bench [--clients 64] [--events 20000] [--batch 100] [--max-queue 256]
-//                         [--expect-backpressure]
+//                         [--slow-http 256] [--expect-backpressure]
+//
+// Then, with the runs loaded, --slow-http connections that send nothing or half a request
+// line (a port scanner, a stuck tab, slowloris) are held open on the metrics address while
+// /metrics and the runs list are timed.
 //
 // --events is per client; each client streams to its own run.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -153,7 +162,7 @@ bool CreateRun(v1::Tracker::Stub& stub, v1::Plan plan, const std::string& name) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t clients = 64, events_per_client = 20000, batch = 100, max_queue = 256;
+  size_t clients = 64, events_per_client = 20000, batch = 100, max_queue = 256, slow_http = 256;
   bool expect_backpressure = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -168,6 +177,7 @@ int main(int argc, char** argv) {
           "  --events     events each client streams (20000)\n"
           "  --batch      events per batch (100)\n"
           "  --max-queue  the daemon's --max-queue: requests waiting for the writer (256)\n"
+          "  --slow-http  idle and half-sent HTTP connections held while /metrics is timed (256)\n"
           "  --expect-backpressure  fail unless some batch was refused RESOURCE_EXHAUSTED\n"
           "Exits 1 unless every run ends with exactly the events its client sent.\n");
       return 0;
@@ -181,6 +191,7 @@ int main(int argc, char** argv) {
     else if (flag == "--events") events_per_client = value;
     else if (flag == "--batch") batch = value;
     else if (flag == "--max-queue") max_queue = value;
+    else if (flag == "--slow-http") slow_http = value;
     else {
       std::fprintf(stderr, "flightplan_load_bench: unknown flag %s (see --help)\n", flag.c_str());
       return 2;
@@ -350,6 +361,38 @@ int main(int argc, char** argv) {
   std::printf("  slow WatchStatus reader: %d statuses waiting for it after %zu batches to its run; "
               "the last shows %llu of %zu events\n",
               watch_messages, work[0].size(), static_cast<unsigned long long>(watch_events), events_per_client);
+
+  // Slow HTTP clients against the scrape, the runs loaded.
+  if (metrics_port != 0) {
+    std::vector<int> slow;
+    for (size_t i = 0; i < slow_http; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(metrics_port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        close(fd);
+        break;
+      }
+      if (i % 2 == 1 && write(fd, "GET /metr", 9) < 0) break;
+      slow.push_back(fd);
+    }
+    std::vector<double> scrape, page;
+    for (int i = 0; i < 5; ++i) {
+      auto t = Clock::now();
+      const bool ok = flightplan::testing::HttpGet(metrics_port, "/metrics").rfind("HTTP/1.1 200", 0) == 0;
+      scrape.push_back(ok ? Since(t) : INFINITY);
+      t = Clock::now();
+      const bool page_ok = flightplan::testing::HttpGet(metrics_port, "/runs/").rfind("HTTP/1.1 200", 0) == 0;
+      page.push_back(page_ok ? Since(t) : INFINITY);
+    }
+    std::printf("  with %zu slow HTTP connections held: /metrics of %zu runs p50 %.1f ms max %.1f ms, "
+                "/runs/ p50 %.1f ms max %.1f ms (5 each)\n",
+                slow.size(), clients, Percentile(scrape, 0.5) * 1e3, Percentile(scrape, 1.0) * 1e3,
+                Percentile(page, 0.5) * 1e3, Percentile(page, 1.0) * 1e3);
+    for (int fd : slow) close(fd);
+  }
 
   // Exactly once: every run holds what its client sent.
   size_t wrong = 0;

@@ -437,11 +437,11 @@ TEST(Process, RunPagesAreServedBehindTheReadToken) {
   EXPECT_NE(page.find("<svg"), std::string::npos);
   EXPECT_NE(page.find("Run dense-70b-10t"), std::string::npos);
   EXPECT_EQ(HttpGet(d.metrics_port(), "/runs/nope", bearer).rfind("HTTP/1.1 404", 0), 0u);
-  // Only /runs, /runs/... and /metrics: not civetweb's case-insensitive prefix matches.
+  // Only /runs, /runs/... and /metrics: no case-insensitive prefix matches.
   EXPECT_EQ(HttpGet(d.metrics_port(), "/runsdense-70b-10t", bearer).rfind("HTTP/1.1 404", 0), 0u);
   EXPECT_EQ(HttpGet(d.metrics_port(), "/RUNS/dense-70b-10t", bearer).rfind("HTTP/1.1 404", 0), 0u);
   EXPECT_EQ(HttpGet(d.metrics_port(), "/metricsx").rfind("HTTP/1.1 404", 0), 0u);
-  // A name ending in '.' is its own run (civetweb's path cleaning would drop the dot).
+  // A name ending in '.' is its own run (a server's path cleaning could drop the dot).
   ASSERT_EQ(Cli(d.address(), {"create", kFlagship, "--run", "dense-70b-10t."}).exit_code, 0);
   const std::string dotted = HttpGet(d.metrics_port(), "/runs/dense-70b-10t.", bearer);
   EXPECT_NE(dotted.find("Run dense-70b-10t.<"), std::string::npos) << dotted.substr(0, 300);
