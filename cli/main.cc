@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       "Plan fields and report fields are documented in proto/flightplan/v1/plan.proto; see "
       "README.md and docs/."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "flightplan 0.1.0");
+  app.set_version_flag("--version", "flightplan " FLIGHTPLAN_VERSION);
 
   flightplan::PlanCommandOptions plan_options;
   CLI::App* plan = app.add_subcommand(

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       "flightpland: ingests a training run's events over gRPC, stores them in SQLite, accounts "
       "every second of wall time and serves status and Prometheus metrics.\n"
       "SIGTERM or SIGINT drains: NOT_SERVING, stop accepting, commit what is queued, close, exit 0."};
+  app.set_version_flag("--version", "flightpland " FLIGHTPLAN_VERSION);
   app.add_option("--listen", options.listen,
                  "gRPC address. Loopback by default: expose it beyond this host only with "
                  "--tls-cert/--tls-key and --token-file, or on a trusted network")

@@ -472,7 +472,7 @@ void Tracker::ForecasterLoop() {
   std::set<std::string> waiting;  // changed since their latest simulation
   std::unique_lock<std::mutex> lock(forecasts_mu_);
   while (!forecasts_stop_) {
-    const absl::Time wall = absl::Now();
+    const absl::Time wall = clock_->Now();
     waiting.insert(forecast_due_.begin(), forecast_due_.end());
     forecast_due_.clear();
     auto last_of = [&](const std::string& run) {
@@ -587,7 +587,7 @@ void Tracker::SimulateRun(const std::string& run) {
   options.draws = options_.forecast_draws;
   auto sim = std::make_shared<const forecast::Simulation>(
       forecast::Simulate(view->state, view->plan->prior, now, options));
-  last_simulated_[run] = absl::Now();
+  last_simulated_[run] = clock_->Now();
   // Under the wall clock, a run whose events are still arriving for a stretch well behind
   // now is being backfilled: a point now would close the history to the states behind it,
   // which the backfill is about to give.

@@ -348,9 +348,9 @@ absl::Status SqliteStore::CheckWritable() {
 
 absl::Status SqliteStore::Reconnect() {
   // At most once a second: a failing reopen is not retried for every write.
-  const absl::Time now = absl::Now();
+  const auto now = std::chrono::steady_clock::now();
   if (now < next_reconnect_) return absl::UnavailableError(reconnect_error_);
-  next_reconnect_ = now + absl::Seconds(1);
+  next_reconnect_ = now + std::chrono::seconds(1);
   Disconnect(/*release_lock=*/false);
   absl::Status st = Connect(/*check=*/false);
   if (st.ok() && read_only_) {
@@ -360,7 +360,7 @@ absl::Status SqliteStore::Reconnect() {
     reconnect_error_ = absl::StrCat("cannot reopen database ", path_, ": ", st.message());
     return absl::UnavailableError(reconnect_error_);
   }
-  next_reconnect_ = absl::InfinitePast();
+  next_reconnect_ = std::chrono::steady_clock::time_point::min();
   std::fprintf(stderr, "flightpland: database %s is writable again\n", path_.c_str());
   return absl::OkStatus();
 }

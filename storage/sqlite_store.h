@@ -9,6 +9,7 @@
 #ifndef FLIGHTPLAN_STORAGE_SQLITE_STORE_H_
 #define FLIGHTPLAN_STORAGE_SQLITE_STORE_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,7 +122,8 @@ class SqliteStore final : public RunStore {
   int lock_fd_ = -1;
   bool read_only_ = false;
   uint64_t dev_ = 0, ino_ = 0;  // identity of the file opened
-  absl::Time next_reconnect_ = absl::InfinitePast();
+  // Monotonic: a throttle, not a time of day.
+  std::chrono::steady_clock::time_point next_reconnect_ = std::chrono::steady_clock::time_point::min();
   std::string reconnect_error_;
   std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
       insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,

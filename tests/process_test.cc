@@ -44,6 +44,16 @@ const std::string kCli = FLIGHTPLAN_BIN;
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
 
 
+// Both binaries say the version of CMakeLists.txt's project(), their one source.
+TEST(Process, BothBinariesSayTheProjectVersion) {
+  const std::vector<std::pair<std::string, std::string>> binaries = {{kCli, "flightplan "}, {kDaemon, "flightpland "}};
+  for (const auto& [bin, name] : binaries) {
+    const auto r = RunProcess({bin, "--version"});
+    EXPECT_EQ(r.exit_code, 0) << bin;
+    EXPECT_EQ(r.out, name + FLIGHTPLAN_PROJECT_VERSION + "\n") << bin;
+  }
+}
+
 TEST(Process, KillNineMidReplayThenRestartAndReplayEqualsACleanReplay) {
   TempDir dir;
   const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 60000, 11);
