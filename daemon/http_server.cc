@@ -12,16 +12,15 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <variant>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -29,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/text_serializer.h"
 
 namespace flightplan::daemon {
@@ -147,10 +147,10 @@ class HttpServer::Impl {
     Wake();
     if (loop_.joinable()) loop_.join();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       workers_stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     for (std::thread& w : workers_) w.join();
     for (auto& [id, c] : conns_) close(c.fd);
     if (listen_fd_ >= 0) close(listen_fd_);
@@ -353,10 +353,10 @@ class HttpServer::Impl {
       c.state = State::kWorking;
       c.head = std::get<Request>(parsed).head;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         jobs_.push_back({it->first, std::move(std::get<Request>(parsed))});
       }
-      cv_.notify_one();
+      cv_.Signal();
       return;
     }
   }
@@ -371,7 +371,7 @@ class HttpServer::Impl {
   void TakeDone() {
     std::vector<std::pair<uint64_t, Response>> done;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       done.swap(done_);
     }
     for (auto& [id, response] : done) {
@@ -414,15 +414,15 @@ class HttpServer::Impl {
     while (true) {
       Job job;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return workers_stop_ || !jobs_.empty(); });
+        absl::MutexLock lock(&mu_);
+        while (!workers_stop_ && jobs_.empty()) cv_.Wait(&mu_);
         if (workers_stop_) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
       Response r = Handle(job.request);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         done_.emplace_back(job.id, std::move(r));
       }
       Wake();
@@ -513,11 +513,11 @@ class HttpServer::Impl {
   std::map<uint64_t, Conn> conns_;
   uint64_t next_id_ = 0;
   // Between the loop and the workers.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
-  std::vector<std::pair<uint64_t, Response>> done_;
-  bool workers_stop_ = false;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<uint64_t, Response>> done_ ABSL_GUARDED_BY(mu_);
+  bool workers_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
   std::vector<std::thread> workers_;
 };

@@ -41,7 +41,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
     uint64_t refused_since = 0;
     bool drop = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reading_ = false;
       // After a cancel, a batch that was read just before it is dropped: nothing more is
       // submitted on behalf of a client that is gone.
@@ -52,7 +52,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
       }
     }
     if (drop) {
-      Decide([this] { reads_done_ = true; });
+      Decide([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { reads_done_ = true; });
       return;
     }
     const uint64_t sequence = batch_.sequence();
@@ -68,18 +68,18 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
           std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); }, order_,
           sequence);
       if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         refused_ = true;
         refused_since_ = sequence;
       }
     }
     if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0});
     // Read on, or pause (Decide resumes when acks drain); never after a cancel.
-    Decide([this] { paused_ = true; });
+    Decide([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { paused_ = true; });
   }
 
   void OnWriteDone(bool ok) override {
-    Decide([this, ok] {
+    Decide([this, ok]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       writing_ = false;
       if (!ok) write_failed_ = true;
     });
@@ -90,7 +90,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   // its memory and blocking the server's shutdown. It finishes once the batches it
   // submitted are committed (their completions still point here).
   void OnCancel() override {
-    Decide([this] {
+    Decide([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       cancelled_ = true;
       write_failed_ = true;
       if (!reading_) reads_done_ = true;  // else its OnReadDone says so
@@ -101,7 +101,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
 
  private:
   void Acknowledge(uint64_t sequence, const BatchResult& r) {
-    Decide([&] {
+    Decide([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       --in_flight_;
       if (write_failed_) return;
       acks_.emplace_back();
@@ -114,7 +114,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   void Decide(F change) {
     bool write = false, read = false, finish = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       change();
       if (!writing_ && !acks_.empty() && !write_failed_) {
         current_ = std::move(acks_.front());
@@ -142,16 +142,17 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   Tracker* const tracker_;
   v1::EventBatch batch_;
   v1::BatchAck current_;
-  std::mutex mu_;
-  std::deque<v1::BatchAck> acks_;
-  size_t in_flight_ = 0;
-  bool refused_ = false;        // a batch was refused before the queue
-  uint64_t refused_since_ = 0;  // its sequence
+  absl::Mutex mu_;
+  std::deque<v1::BatchAck> acks_ ABSL_GUARDED_BY(mu_);
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool refused_ ABSL_GUARDED_BY(mu_) = false;        // a batch was refused before the queue
+  uint64_t refused_since_ ABSL_GUARDED_BY(mu_) = 0;  // its sequence
   std::shared_ptr<OrderedStream> order_ = std::make_shared<OrderedStream>();
-  bool writing_ = false, write_failed_ = false, reads_done_ = false, paused_ = false,
-       finished_ = false;
-  bool reading_ = false;    // a read is outstanding
-  bool cancelled_ = false;  // the client went away
+  bool writing_ ABSL_GUARDED_BY(mu_) = false, write_failed_ ABSL_GUARDED_BY(mu_) = false,
+       reads_done_ ABSL_GUARDED_BY(mu_) = false, paused_ ABSL_GUARDED_BY(mu_) = false,
+       finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;    // a read is outstanding
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // the client went away
 };
 
 // A stream refused before it starts (authentication).
@@ -180,7 +181,7 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
 
   // The run changed (writer thread): send the latest status, or mark it pending.
   void Changed() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finished_ || finish_wanted_) return;
     if (writing_) {
       pending_ = true;
@@ -192,7 +193,7 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   void OnWriteDone(bool ok) override {
     grpc::Status finish;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       writing_ = false;
       if (finish_wanted_ && !finished_) {
         finished_ = true;
@@ -212,7 +213,7 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   // Finishes the call now, or after the write in flight: never a write after Finish.
   void End(const grpc::Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (finished_ || finish_wanted_) return;
       if (writing_) {
         finish_wanted_ = true;
@@ -232,7 +233,7 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
 
  private:
   // Under mu_: StartWrite never races with End (gRPC does not run OnWriteDone inline).
-  void SendLocked() {
+  void SendLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<v1::RunStatus> status = tracker_->Status(run_);
     if (!status.ok()) {
       finished_ = true;
@@ -250,9 +251,10 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   const std::string run_;
   uint64_t subscription_ = 0;
   v1::RunStatus status_;
-  std::mutex mu_;
-  bool writing_ = false, pending_ = false, finished_ = false, finish_wanted_ = false;
-  grpc::Status finish_status_;
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false, pending_ ABSL_GUARDED_BY(mu_) = false,
+       finished_ ABSL_GUARDED_BY(mu_) = false, finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
 grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext* context,
@@ -349,14 +351,14 @@ grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(
   auto* w = new WatchReactor(this, tracker_, request->run());
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
     {
-      std::lock_guard<std::mutex> lock(watches_mu_);
+      absl::MutexLock lock(&watches_mu_);
       watches_.insert(w);  // OnDone unregisters it
     }
     w->End(ToGrpc(denied));
     return w;
   }
   {
-    std::lock_guard<std::mutex> lock(watches_mu_);
+    absl::MutexLock lock(&watches_mu_);
     if (ending_) {
       w->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "flightpland is shutting down"));
       watches_.insert(w);  // OnDone unregisters it
@@ -528,14 +530,14 @@ grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* 
 }
 
 void TrackerService::Unregister(WatchReactor* w) {
-  std::lock_guard<std::mutex> lock(watches_mu_);
+  absl::MutexLock lock(&watches_mu_);
   watches_.erase(w);
 }
 
 void TrackerService::EndWatches() {
   // Under the lock: a reactor's OnDone (which deletes it) unregisters first, so every
   // pointer in watches_ is alive here. Finish does not run OnDone inline.
-  std::lock_guard<std::mutex> lock(watches_mu_);
+  absl::MutexLock lock(&watches_mu_);
   ending_ = true;
   for (WatchReactor* w : watches_) {
     w->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "flightpland is shutting down"));

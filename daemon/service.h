@@ -6,11 +6,11 @@
 #ifndef FLIGHTPLAN_DAEMON_SERVICE_H_
 #define FLIGHTPLAN_DAEMON_SERVICE_H_
 
-#include <mutex>
 #include <set>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/auth.h"
 #include "daemon/tracker.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
@@ -68,7 +68,7 @@ class TrackerService final : public v1::Tracker::CallbackService {
 
   Tracker* const tracker_;
   const Auth auth_;
-  std::mutex watches_mu_;
+  absl::Mutex watches_mu_;
   std::set<WatchReactor*> watches_ ABSL_GUARDED_BY(watches_mu_);
   bool ending_ ABSL_GUARDED_BY(watches_mu_) = false;
 };

@@ -208,7 +208,7 @@ absl::Status Tracker::Recover() {
     return absl::OkStatus();
   });
   if (!st.ok()) return st;
-  std::lock_guard<std::mutex> lock(runs_mu_);
+  absl::MutexLock lock(&runs_mu_);
   for (auto& [id, view] : by_id) {
     const std::string name = view->name;
     runs_[name] = std::shared_ptr<const RunView>(std::move(view));
@@ -224,16 +224,16 @@ void Tracker::Stop() {
   std::call_once(stopped_, [this] {
     // The forecaster first: its last history points reach the writer before it drains.
     {
-      std::lock_guard<std::mutex> lock(forecasts_mu_);
+      absl::MutexLock lock(&forecasts_mu_);
       forecasts_stop_ = true;
     }
-    forecasts_cv_.notify_all();
+    forecasts_cv_.SignalAll();
     if (forecaster_.joinable()) forecaster_.join();
     {
-      std::lock_guard<std::mutex> lock(queue_mu_);
+      absl::MutexLock lock(&queue_mu_);
       stopping_ = true;
     }
-    queue_cv_.notify_all();
+    queue_cv_.SignalAll();
     if (writer_.joinable()) writer_.join();
   });
 }
@@ -241,7 +241,7 @@ void Tracker::Stop() {
 absl::Status Tracker::Enqueue(std::unique_ptr<Request> request) {
   size_t depth = 0;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    absl::MutexLock lock(&queue_mu_);
     if (stopping_) return absl::UnavailableError("flightpland is shutting down");
     const bool urgent = request->kind != Request::Kind::kEvents || request->stream == nullptr;
     std::deque<std::unique_ptr<Request>>& lane = urgent ? urgent_ : queue_;
@@ -253,7 +253,7 @@ absl::Status Tracker::Enqueue(std::unique_ptr<Request> request) {
     lane.push_back(std::move(request));
     depth = urgent_.size() + queue_.size();
   }
-  queue_cv_.notify_one();
+  queue_cv_.Signal();
   if (metrics_) metrics_->SetQueueDepth(depth);
   return absl::OkStatus();
 }
@@ -394,13 +394,13 @@ absl::Status Tracker::SubmitRetract(std::string run, RetractSpec spec,
 }
 
 std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const {
-  std::lock_guard<std::mutex> lock(runs_mu_);
+  absl::MutexLock lock(&runs_mu_);
   auto it = runs_.find(run);
   return it == runs_.end() ? nullptr : it->second;
 }
 
 std::vector<std::shared_ptr<const RunView>> Tracker::List() const {
-  std::lock_guard<std::mutex> lock(runs_mu_);
+  absl::MutexLock lock(&runs_mu_);
   std::vector<std::shared_ptr<const RunView>> out;
   out.reserve(runs_.size());
   for (const auto& [name, view] : runs_) out.push_back(view);
@@ -424,7 +424,7 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
   forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
   CachedSimulation cached;
   {
-    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    absl::MutexLock lock(&forecasts_mu_);
     auto it = simulations_.find(view.name);
     if (it != simulations_.end()) cached = it->second;
   }
@@ -450,12 +450,12 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
 
 void Tracker::MarkForForecast(const std::string& run, bool urgent) const {
   {
-    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    absl::MutexLock lock(&forecasts_mu_);
     if (forecasts_stop_) return;
     forecast_due_.insert(run);
     if (urgent) forecast_urgent_.insert(run);
   }
-  forecasts_cv_.notify_one();
+  forecasts_cv_.Signal();
 }
 
 void Tracker::ForecasterLoop() {
@@ -470,7 +470,7 @@ void Tracker::ForecasterLoop() {
   const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
   const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
   std::set<std::string> waiting;  // changed since their latest simulation
-  std::unique_lock<std::mutex> lock(forecasts_mu_);
+  forecasts_mu_.Lock();
   while (!forecasts_stop_) {
     const absl::Time wall = clock_->Now();
     waiting.insert(forecast_due_.begin(), forecast_due_.end());
@@ -512,15 +512,19 @@ void Tracker::ForecasterLoop() {
       }
     }
     if (chosen.empty()) {
-      forecasts_cv_.wait_for(lock, absl::ToChronoMilliseconds(std::max(next - wall, absl::Milliseconds(1))),
-                             [this] { return forecasts_stop_ || !forecast_due_.empty(); });
+      // Nothing is due before `next` unless a run changes (or the tracker stops), and both
+      // are signalled; the loop reads everything again after any wake-up.
+      if (!forecasts_stop_ && forecast_due_.empty()) {
+        forecasts_cv_.WaitWithTimeout(&forecasts_mu_, std::max(next - wall, absl::Milliseconds(1)));
+      }
       continue;
     }
     forecast_urgent_.erase(chosen);
-    lock.unlock();
+    forecasts_mu_.Unlock();
     SimulateRun(chosen);
-    lock.lock();
+    forecasts_mu_.Lock();
   }
+  forecasts_mu_.Unlock();
 }
 
 namespace {
@@ -542,7 +546,7 @@ storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forec
 bool Tracker::SimulateBackfill(const std::string& run) {
   std::deque<BackfillState> queued;
   {
-    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    absl::MutexLock lock(&forecasts_mu_);
     auto it = backfill_.find(run);
     if (it == backfill_.end()) return false;
     queued.swap(it->second);
@@ -563,7 +567,7 @@ bool Tracker::SimulateBackfill(const std::string& run) {
     const forecast::Simulation sim = forecast::Simulate(*b.state, b.plan->prior, at, options);
     OfferForecastPoint(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
   }
-  std::lock_guard<std::mutex> lock(forecasts_mu_);
+  absl::MutexLock lock(&forecasts_mu_);
   absl::Time& mark = simulated_at_[run];
   mark = std::max(mark, queued[done - 1].state->last_time);
   if (done < queued.size()) {
@@ -601,12 +605,12 @@ void Tracker::SimulateRun(const std::string& run) {
     OfferForecastPoint(view->id, view->version, HistoryPoint(view->state, view->plan->prior, now, *sim));
   }
   {
-    std::lock_guard<std::mutex> store(forecasts_mu_);
+    absl::MutexLock store(&forecasts_mu_);
     simulations_[run] = CachedSimulation{std::move(sim), view->plan->revision};
     absl::Time& mark = simulated_at_[run];
     if (view->state.events > 0) mark = std::max(mark, view->state.last_time);
   }
-  std::lock_guard<std::mutex> subs(subscribers_mu_);
+  absl::MutexLock subs(&subscribers_mu_);
   for (const auto& [id, sub] : subscribers_) {
     if (sub.first == run) sub.second();
   }
@@ -615,12 +619,12 @@ void Tracker::SimulateRun(const std::string& run) {
 void Tracker::OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
   if (point.events == 0) return;  // never recorded: no need to wake the writer
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    absl::MutexLock lock(&queue_mu_);
     if (stopping_) return;
     if (pending_points_.size() >= std::max<size_t>(1024, 2 * options_.max_runs)) return;
     pending_points_.push_back(PendingPoint{run_id, version, point});
   }
-  queue_cv_.notify_one();
+  queue_cv_.Signal();
 }
 
 absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
@@ -701,19 +705,19 @@ absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& requ
 }
 
 uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  absl::MutexLock lock(&subscribers_mu_);
   const uint64_t id = next_subscriber_++;
   subscribers_[id] = {run, std::move(fn)};
   return id;
 }
 
 void Tracker::Unsubscribe(uint64_t id) {
-  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  absl::MutexLock lock(&subscribers_mu_);
   subscribers_.erase(id);
 }
 
 size_t Tracker::QueueDepth() const {
-  std::lock_guard<std::mutex> lock(queue_mu_);
+  absl::MutexLock lock(&queue_mu_);
   return urgent_.size() + queue_.size();
 }
 
@@ -724,10 +728,8 @@ void Tracker::WriterLoop() {
     std::vector<PendingPoint> points;
     size_t depth = 0;
     {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [this] {
-        return stopping_ || !urgent_.empty() || !queue_.empty() || !pending_points_.empty();
-      });
+      absl::MutexLock lock(&queue_mu_);
+      while (!stopping_ && urgent_.empty() && queue_.empty() && pending_points_.empty()) queue_cv_.Wait(&queue_mu_);
       if (urgent_.empty() && queue_.empty() && pending_points_.empty()) break;  // stopping, drained
       points.swap(pending_points_);
       // Single requests first, up to the group's limits; then stream batches, at least one
@@ -796,7 +798,7 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       }
       it = group.working.emplace(item.run, std::make_unique<RunView>(*base)).first;
       // States the forecaster has simulated need not be kept for the history.
-      std::lock_guard<std::mutex> lock(forecasts_mu_);
+      absl::MutexLock lock(&forecasts_mu_);
       if (auto at = simulated_at_.find(item.run); at != simulated_at_.end()) {
         it->second->backfill_mark = std::max(it->second->backfill_mark, at->second);
       }
@@ -999,7 +1001,7 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
     }
     size_t runs = 0;
     {
-      std::lock_guard<std::mutex> lock(runs_mu_);
+      absl::MutexLock lock(&runs_mu_);
       runs = runs_.size();
     }
     for (const auto& [name, view] : group.working) {
@@ -1125,7 +1127,7 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
   }
   retracted_version_[run.id] = run.version;
   {
-    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    absl::MutexLock lock(&forecasts_mu_);
     simulations_.erase(run.name);
   }
   return absl::OkStatus();
@@ -1366,7 +1368,7 @@ void Tracker::Publish(Group& group) {
   // The backfill states the group kept go to the forecaster, in order; past the bound,
   // every other older one goes (the history coarser there, never emptied).
   {
-    std::lock_guard<std::mutex> lock(forecasts_mu_);
+    absl::MutexLock lock(&forecasts_mu_);
     for (auto& [name, view] : group.working) {
       if (view->backfill.empty()) continue;
       std::deque<BackfillState>& queue = backfill_[name];
@@ -1388,7 +1390,7 @@ void Tracker::Publish(Group& group) {
   std::set<std::string> changed;
   size_t runs = 0;
   {
-    std::lock_guard<std::mutex> lock(runs_mu_);
+    absl::MutexLock lock(&runs_mu_);
     for (auto& [name, view] : group.working) {
       auto it = runs_.find(name);
       if (it == runs_.end() || it->second->version != view->version) changed.insert(name);
@@ -1402,7 +1404,7 @@ void Tracker::Publish(Group& group) {
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
   for (const std::string& run : changed) MarkForForecast(run);
-  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  absl::MutexLock lock(&subscribers_mu_);
   for (const auto& [id, sub] : subscribers_) {
     if (changed.count(sub.first)) sub.second();
   }

@@ -35,13 +35,12 @@
 #ifndef FLIGHTPLAN_DAEMON_TRACKER_H_
 #define FLIGHTPLAN_DAEMON_TRACKER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::once_flag
 #include <optional>
 #include <set>
 #include <string>
@@ -51,6 +50,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/forecast_history.h"
 #include "exporters/daemon_metrics.h"
@@ -346,8 +346,8 @@ class Tracker {
   // from an older view (the retracted events in it) are not recorded.
   std::map<int64_t, uint64_t> retracted_version_;  // writer thread only
 
-  mutable std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
+  mutable absl::Mutex queue_mu_;
+  absl::CondVar queue_cv_;
   // Two lanes, each bounded by max_queue_requests. Single requests (a unary ReportBatch
   // from a training loop, CreateRun, UpdatePlan) go ahead of stream batches (replays,
   // backfills), so a bulk load does not delay a live job's reports. Order within each
@@ -359,16 +359,16 @@ class Tracker {
   // Bounded (a writer that far behind drops the newest candidates: thinning drops most).
   std::vector<PendingPoint> pending_points_ ABSL_GUARDED_BY(queue_mu_);
 
-  mutable std::mutex runs_mu_;
+  mutable absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
 
-  std::mutex subscribers_mu_;
+  absl::Mutex subscribers_mu_;
   uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
   std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_
       ABSL_GUARDED_BY(subscribers_mu_);
 
-  mutable std::mutex forecasts_mu_;
-  mutable std::condition_variable forecasts_cv_;
+  mutable absl::Mutex forecasts_mu_;
+  mutable absl::CondVar forecasts_cv_;
   mutable std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
   mutable std::set<std::string> forecast_urgent_ ABSL_GUARDED_BY(forecasts_mu_);
   std::map<std::string, CachedSimulation> simulations_ ABSL_GUARDED_BY(forecasts_mu_);

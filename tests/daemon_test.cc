@@ -938,7 +938,7 @@ TEST_P(BackfillTest, AMonthSentAtFullSpeedKeepsTheRunsWholeHistory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Clocks, BackfillTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "EventsClock" : "WallClock"; });
+                         [](const ::testing::TestParamInfo<bool>& param_info) { return param_info.param ? "EventsClock" : "WallClock"; });
 
 TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingReads) {
   // A 200 kB cap: writes fail as on a full disk.
