@@ -1,9 +1,5 @@
 #include "daemon/tracker.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -125,7 +121,16 @@ absl::Status Annotate(const absl::Status& st, size_t index, const std::string& r
 
 Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
                  exporters::DaemonMetrics* metrics, TrackerOptions options)
-    : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)) {}
+    : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)) {
+  ForecastScheduler::Hooks hooks;
+  hooks.find = [this](const std::string& run) { return Find(run); };
+  hooks.offer_point = [this](int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
+    OfferForecastPoint(run_id, version, point);
+  };
+  hooks.writer_backlog = [this] { return QueueDepth(); };
+  hooks.simulated = [this](const std::string& run) { Notify(run); };
+  forecasts_ = std::make_unique<ForecastScheduler>(options_, clock_, std::move(hooks));
+}
 
 absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage::RunStore> store,
                                                         Clock* clock,
@@ -134,8 +139,8 @@ absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage:
   std::unique_ptr<Tracker> t(new Tracker(std::move(store), clock, metrics, options));
   if (absl::Status st = t->Recover(); !st.ok()) return st;
   t->writer_ = std::thread([p = t.get()] { p->WriterLoop(); });
-  t->forecaster_ = std::thread([p = t.get()] { p->ForecasterLoop(); });
-  for (const auto& view : t->List()) t->MarkForForecast(view->name);
+  t->forecasts_->Start();
+  for (const auto& view : t->List()) t->forecasts_->MarkDue(view->name);
   return t;
 }
 
@@ -223,12 +228,7 @@ absl::Status Tracker::Recover() {
 void Tracker::Stop() {
   std::call_once(stopped_, [this] {
     // The forecaster first: its last history points reach the writer before it drains.
-    {
-      absl::MutexLock lock(&forecasts_mu_);
-      forecasts_stop_ = true;
-    }
-    forecasts_cv_.SignalAll();
-    if (forecaster_.joinable()) forecaster_.join();
+    forecasts_->Stop();
     {
       absl::MutexLock lock(&queue_mu_);
       stopping_ = true;
@@ -422,12 +422,7 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
   // The cheap part now; the simulation as last computed (never waited for), labelled with
   // how old it is.
   forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
-  CachedSimulation cached;
-  {
-    absl::MutexLock lock(&forecasts_mu_);
-    auto it = simulations_.find(view.name);
-    if (it != simulations_.end()) cached = it->second;
-  }
+  const ForecastScheduler::Cached cached = forecasts_->Latest(view.name);
   const forecast::Simulation* sim = cached.sim.get();
   if (sim) f = forecast::Combine(f, *sim);
   ForecastToProto(f, sim ? std::max<uint64_t>(sim->events, 1) : 0, status);
@@ -441,179 +436,11 @@ v1::RunStatus Tracker::StatusOf(const RunView& view) const {
     *fc->mutable_forecast_as_of() = TimeToProto(sim->as_of);
     fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
   }
-  if (stale) MarkForForecast(view.name, /*urgent=*/true);
+  if (stale) forecasts_->MarkDue(view.name, /*urgent=*/true);
   CostToProto(forecast::CostOfRun(snap.seconds, view.plan->prior.cost, f.as_of, f.finish_p50, f.finish_p90),
               view.plan->prior.cost, status);
   for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));
   return status;
-}
-
-void Tracker::MarkForForecast(const std::string& run, bool urgent) const {
-  {
-    absl::MutexLock lock(&forecasts_mu_);
-    if (forecasts_stop_) return;
-    forecast_due_.insert(run);
-    if (urgent) forecast_urgent_.insert(run);
-  }
-  forecasts_cv_.Signal();
-}
-
-void Tracker::ForecasterLoop() {
-  // One run per turn. Ready: a run that changed and was last simulated forecast_min_interval
-  // ago or more; those a reader waits for (urgent) first, then the one simulated longest
-  // ago. On the wall clock, a run not simulated for `refresh` is ready too (a silent run's
-  // forecast moves as time passes).
-  // Best effort: the simulations yield the CPU to the writer and the gRPC threads (a
-  // backfill's hundreds of simulations would otherwise slow the ingest of every run on a
-  // small machine). Linux's per-thread nice; nothing else changes where it is refused.
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
-  const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
-  const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
-  std::set<std::string> waiting;  // changed since their latest simulation
-  forecasts_mu_.Lock();
-  while (!forecasts_stop_) {
-    const absl::Time wall = clock_->Now();
-    waiting.insert(forecast_due_.begin(), forecast_due_.end());
-    forecast_due_.clear();
-    auto last_of = [&](const std::string& run) {
-      auto it = last_simulated_.find(run);
-      return it == last_simulated_.end() ? absl::InfinitePast() : it->second;
-    };
-    const std::string* pick = nullptr;
-    bool pick_urgent = false;
-    absl::Time next = wall + refresh;
-    for (const std::string& run : waiting) {
-      const absl::Time last = last_of(run);
-      const absl::Time ready = last == absl::InfinitePast() ? wall : last + min_interval;
-      if (ready > wall) {
-        next = std::min(next, ready);
-        continue;
-      }
-      const bool urgent = forecast_urgent_.count(run) > 0;
-      if (pick == nullptr || (urgent && !pick_urgent) ||
-          (urgent == pick_urgent && last < last_of(*pick))) {
-        pick = &run;
-        pick_urgent = urgent;
-      }
-    }
-    std::string chosen;
-    if (pick != nullptr) {
-      chosen = *pick;
-      waiting.erase(chosen);
-    } else if (!options_.events_clock) {
-      absl::Time oldest = absl::InfiniteFuture();
-      for (const auto& [run, at] : last_simulated_) {
-        if (at + refresh <= wall && at < oldest) {
-          chosen = run;
-          oldest = at;
-        } else {
-          next = std::min(next, at + refresh);
-        }
-      }
-    }
-    if (chosen.empty()) {
-      // Nothing is due before `next` unless a run changes (or the tracker stops), and both
-      // are signalled; the loop reads everything again after any wake-up.
-      if (!forecasts_stop_ && forecast_due_.empty()) {
-        forecasts_cv_.WaitWithTimeout(&forecasts_mu_, std::max(next - wall, absl::Milliseconds(1)));
-      }
-      continue;
-    }
-    forecast_urgent_.erase(chosen);
-    forecasts_mu_.Unlock();
-    SimulateRun(chosen);
-    forecasts_mu_.Lock();
-  }
-  forecasts_mu_.Unlock();
-}
-
-namespace {
-
-// The history point of a simulation of `state` at `now`: the forecast, and the run as it
-// stood (the page's burn-up and time charts).
-storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forecast::ForecastPrior& prior,
-                                    absl::Time now, const forecast::Simulation& sim) {
-  storage::ForecastPoint point = PointFromForecast(forecast::Combine(forecast::ForecastNow(state, prior, now), sim));
-  point.tokens = state.tokens;
-  const forecast::TimeSeconds& t = state.seconds;
-  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
-  std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
-  return point;
-}
-
-}  // namespace
-
-bool Tracker::SimulateBackfill(const std::string& run) {
-  std::deque<BackfillState> queued;
-  {
-    absl::MutexLock lock(&forecasts_mu_);
-    auto it = backfill_.find(run);
-    if (it == backfill_.end()) return false;
-    queued.swap(it->second);
-    backfill_.erase(it);
-    backfill_scale_.erase(run);
-  }
-  if (queued.empty()) return false;
-  forecast::ForecastOptions options;
-  options.draws = std::max(1, options_.backfill_draws);
-  // Each as it would have stood then: its "now" is its latest event, under either clock.
-  // While requests wait for the writer, the rest waits for a later turn: the ingest goes
-  // first (on a small machine the simulations would take its CPU).
-  size_t done = 0;
-  for (; done < queued.size(); ++done) {
-    if (done > 0 && QueueDepth() > 0) break;
-    const BackfillState& b = queued[done];
-    const absl::Time at = b.state->last_time;
-    const forecast::Simulation sim = forecast::Simulate(*b.state, b.plan->prior, at, options);
-    OfferForecastPoint(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
-  }
-  absl::MutexLock lock(&forecasts_mu_);
-  absl::Time& mark = simulated_at_[run];
-  mark = std::max(mark, queued[done - 1].state->last_time);
-  if (done < queued.size()) {
-    std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
-    rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
-                std::make_move_iterator(queued.end()));
-    forecast_due_.insert(run);
-    return true;
-  }
-  return false;
-}
-
-void Tracker::SimulateRun(const std::string& run) {
-  // While backfill states wait, the current state's point would close the history to them.
-  const bool backfill_waits = SimulateBackfill(run);
-  std::shared_ptr<const RunView> view = Find(run);
-  if (!view) return;
-  absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
-  if (now == absl::InfinitePast()) now = clock_->Now();
-  forecast::ForecastOptions options;
-  options.draws = options_.forecast_draws;
-  auto sim = std::make_shared<const forecast::Simulation>(
-      forecast::Simulate(view->state, view->plan->prior, now, options));
-  last_simulated_[run] = clock_->Now();
-  // Under the wall clock, a run whose events are still arriving for a stretch well behind
-  // now is being backfilled: a point now would close the history to the states behind it,
-  // which the backfill is about to give.
-  const bool backfilling = !options_.events_clock && view->state.events > 0 &&
-                           now - view->state.last_time > options_.backfill_spacing &&
-                           clock_->Now() - view->received < options_.forecast_refresh &&
-                           options_.backfill_spacing > absl::ZeroDuration();
-  // The point goes to the writer before the simulation is published: once a status reads
-  // fresh, a history read that follows it sees the point (when it was kept).
-  if (!backfilling && !backfill_waits) {
-    OfferForecastPoint(view->id, view->version, HistoryPoint(view->state, view->plan->prior, now, *sim));
-  }
-  {
-    absl::MutexLock store(&forecasts_mu_);
-    simulations_[run] = CachedSimulation{std::move(sim), view->plan->revision};
-    absl::Time& mark = simulated_at_[run];
-    if (view->state.events > 0) mark = std::max(mark, view->state.last_time);
-  }
-  absl::MutexLock subs(&subscribers_mu_);
-  for (const auto& [id, sub] : subscribers_) {
-    if (sub.first == run) sub.second();
-  }
 }
 
 void Tracker::OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
@@ -798,12 +625,9 @@ absl::Status Tracker::ProcessEventsInOrder(Request& request, Group& group, Batch
       }
       it = group.working.emplace(item.run, std::make_unique<RunView>(*base)).first;
       // States the forecaster has simulated need not be kept for the history.
-      absl::MutexLock lock(&forecasts_mu_);
-      if (auto at = simulated_at_.find(item.run); at != simulated_at_.end()) {
-        it->second->backfill_mark = std::max(it->second->backfill_mark, at->second);
-      }
-      auto scale = backfill_scale_.find(item.run);
-      it->second->backfill_spacing = options_.backfill_spacing * (scale == backfill_scale_.end() ? 1 : scale->second);
+      const ForecastScheduler::BackfillWindow window = forecasts_->BackfillFor(item.run);
+      it->second->backfill_mark = std::max(it->second->backfill_mark, window.simulated_to);
+      it->second->backfill_spacing = window.spacing;
     }
     RunView& run = *it->second;
     run.received = received;
@@ -1126,10 +950,7 @@ absl::Status Tracker::ProcessRetract(Request& request, Group& group, RetractResu
     history_tails_.erase(run.id);
   }
   retracted_version_[run.id] = run.version;
-  {
-    absl::MutexLock lock(&forecasts_mu_);
-    simulations_.erase(run.name);
-  }
+  forecasts_->Forget(run.name);
   return absl::OkStatus();
 }
 
@@ -1365,27 +1186,11 @@ void Tracker::Complete(std::vector<std::unique_ptr<Request>>& requests) {
 
 void Tracker::Publish(Group& group) {
   if (group.working.empty()) return;
-  // The backfill states the group kept go to the forecaster, in order; past the bound,
-  // every other older one goes (the history coarser there, never emptied).
-  {
-    absl::MutexLock lock(&forecasts_mu_);
-    for (auto& [name, view] : group.working) {
-      if (view->backfill.empty()) continue;
-      std::deque<BackfillState>& queue = backfill_[name];
-      for (std::shared_ptr<const forecast::RunState>& state : view->backfill) {
-        queue.push_back(BackfillState{view->id, view->version, std::move(state), view->plan});
-      }
-      view->backfill.clear();
-      while (queue.size() > options_.max_backfill_states) {
-        std::deque<BackfillState> kept;
-        for (size_t i = 0; i < queue.size(); ++i) {
-          if (i % 2 == 1 || i + 1 == queue.size()) kept.push_back(std::move(queue[i]));
-        }
-        queue.swap(kept);
-        int64_t& scale = backfill_scale_.try_emplace(name, 1).first->second;
-        scale = std::min<int64_t>(scale * 2, int64_t{1} << 20);
-      }
-    }
+  // The backfill states the group kept go to the forecaster, in order (it thins them past
+  // its bound: the history coarser there, never emptied).
+  for (auto& [name, view] : group.working) {
+    forecasts_->AddBackfill(*view, std::move(view->backfill));
+    view->backfill.clear();
   }
   std::set<std::string> changed;
   size_t runs = 0;
@@ -1403,10 +1208,17 @@ void Tracker::Publish(Group& group) {
     metrics_->SetRuns(runs);
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
-  for (const std::string& run : changed) MarkForForecast(run);
+  for (const std::string& run : changed) forecasts_->MarkDue(run);
   absl::MutexLock lock(&subscribers_mu_);
   for (const auto& [id, sub] : subscribers_) {
     if (changed.count(sub.first)) sub.second();
+  }
+}
+
+void Tracker::Notify(const std::string& run) {
+  absl::MutexLock lock(&subscribers_mu_);
+  for (const auto& [id, sub] : subscribers_) {
+    if (sub.first == run) sub.second();
   }
 }
 

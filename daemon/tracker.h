@@ -53,6 +53,8 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/forecast_history.h"
+#include "daemon/forecast_scheduler.h"
+#include "daemon/run_view.h"
 #include "exporters/daemon_metrics.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/plan.pb.h"
@@ -68,84 +70,6 @@ namespace flightplan::daemon {
 // An oversized batch's refusal ends with "the limit of N" (N events per batch): clients
 // split by it.
 inline constexpr char kBatchLimitPrefix[] = "the limit of ";
-
-struct TrackerOptions {
-  // Requests waiting for the writer; a full queue refuses with RESOURCE_EXHAUSTED rather
-  // than growing (back-pressure to the clients, which retry).
-  size_t max_queue_requests = 4096;
-  // Events per batch; a larger batch is INVALID_ARGUMENT naming the limit (the client
-  // splits it and resends; the queue's RESOURCE_EXHAUSTED means "wait", this "split").
-  size_t max_batch_events = 10000;
-  // Requests the writer commits in one transaction: more amortises the commit, fewer
-  // acknowledges sooner. A group also stops growing at max_group_events events, so that
-  // one commit stays short (~25 ms at 200k events/s) for whoever waits behind it.
-  size_t max_group_requests = 512;
-  size_t max_group_events = 5000;
-  // Snapshot every run's state after this many accepted events, so a restart folds at
-  // most about this many events.
-  uint64_t snapshot_every_events = 20000;
-  // "now" of a run is its latest event instead of the wall clock (replays, backfills).
-  bool events_clock = false;
-  // Time sanity. Under the wall clock, an event dated more than max_clock_skew ahead of
-  // now is refused (a host clock that runs fast would count hours that have not
-  // happened). Under either clock, an event more than max_event_gap after its run's
-  // latest event is refused as a typo (the year 3000 for 2027): longer than any pause a
-  // run survives without a new plan. Both INVALID_ARGUMENT / FAILED_PRECONDITION, named.
-  absl::Duration max_clock_skew = absl::Minutes(5);
-  absl::Duration max_event_gap = absl::Hours(24 * 30);
-  // Runs one daemon tracks; creating more is RESOURCE_EXHAUSTED (each run costs memory,
-  // a forecast, and a label set in every scrape).
-  size_t max_runs = 1000;
-  // Distinct interruption causes per run that get their own label value in every scrape;
-  // later new causes are summed as "other" on /metrics (the status keeps every cause).
-  uint32_t max_label_values = forecast::kDefaultMaxCauses;
-  // Forecasts run on their own thread, at most this often per run (a busy run is not
-  // simulated per event), and again every `forecast_refresh` on the wall clock (a silent
-  // run's forecast moves as time passes).
-  absl::Duration forecast_min_interval = absl::Seconds(1);
-  absl::Duration forecast_refresh = absl::Seconds(30);
-  int forecast_draws = 2000;
-  // Which forecasts each run's history keeps, and how many.
-  HistoryOptions history;
-  // Backfills: events that arrive faster than the run's time passed (a replay, `tail
-  // --from-start`, a client's spool after an outage) would leave the history a point or
-  // two. The writer keeps the run's state every `backfill_spacing` of the run's time the
-  // forecaster has not seen, and the forecaster simulates each (`backfill_draws`) into the
-  // history before the current state, so the history is what it would have been live. At
-  // most `max_backfill_states` wait per run (about 100 KB each at most): past it every
-  // other one goes and the run's spacing doubles until they are drained, so the history
-  // stays evenly spaced, only coarser. 0 spacing keeps none.
-  absl::Duration backfill_spacing = absl::Hours(1);
-  int backfill_draws = 500;
-  size_t max_backfill_states = 512;
-};
-
-// What a run's plan says, fixed per plan revision.
-struct RunPlan {
-  uint32_t revision = 0;
-  v1::Plan plan;
-  planner::PlanReport report;
-  forecast::ForecastPrior prior;
-};
-
-// A run as readers see it; immutable once published.
-struct RunView {
-  int64_t id = 0;
-  std::string name;
-  std::shared_ptr<const RunPlan> plan;
-  forecast::RunState state;
-  int64_t last_seq = 0;                 // seq of the latest event folded
-  uint64_t events_since_snapshot = 0;
-  uint64_t version = 0;                 // bumps on every change
-  // Backfills (TrackerOptions::backfill_spacing): the run time up to which states were
-  // kept or simulated, the states kept by the group being written (handed to the
-  // forecaster when it is published: empty in a published view), and when its latest
-  // events were accepted (the tracker's clock).
-  absl::Time backfill_mark = absl::InfinitePast();
-  absl::Duration backfill_spacing = absl::ZeroDuration();  // the writer's, for this group
-  std::vector<std::shared_ptr<const forecast::RunState>> backfill;
-  absl::Time received = absl::InfinitePast();
-};
 
 // The batches of one ReportEvents stream form an ordered log: once one is refused, the
 // later ones are refused too (ABORTED), so that a client resending from the first refusal
@@ -274,19 +198,6 @@ class Tracker {
     uint64_t version = 0;  // of the run view it was simulated from
     storage::ForecastPoint point;
   };
-  // A run's state kept by the writer during a backfill, for the forecaster to simulate.
-  struct BackfillState {
-    int64_t run_id = 0;
-    uint64_t version = 0;
-    std::shared_ptr<const forecast::RunState> state;
-    std::shared_ptr<const RunPlan> plan;
-  };
-  // The latest simulation of a run, and the plan revision it was made with.
-  struct CachedSimulation {
-    std::shared_ptr<const forecast::Simulation> sim;
-    uint32_t plan_revision = 0;
-  };
-
   Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
           exporters::DaemonMetrics* metrics, TrackerOptions options);
   absl::Status Recover();
@@ -321,18 +232,12 @@ class Tracker {
   // Saves every run changed since its last snapshot and moves the watermark.
   absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);
-  void ForecasterLoop();
-  // Simulates `run` now, caches it, offers its point to the history, tells subscribers.
-  void SimulateRun(const std::string& run);
   void OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point);
+  // Calls the subscribers of `run`.
+  void Notify(const std::string& run);
   // The writer: keeps `run`'s state for the history when its run time has moved on by
   // backfill_spacing past what was kept or simulated (before an event is applied).
   void KeepBackfillState(RunView& run) const;
-  // The forecaster: simulates the states kept for `run` into its history, oldest first,
-  // until requests wait for the writer; whether some are left for a later turn.
-  bool SimulateBackfill(const std::string& run);
-  // `urgent`: a reader found its forecast stale; it goes ahead of the other ready runs.
-  void MarkForForecast(const std::string& run, bool urgent = false) const;
 
   const TrackerOptions options_;
   Clock* const clock_;
@@ -367,23 +272,11 @@ class Tracker {
   std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_
       ABSL_GUARDED_BY(subscribers_mu_);
 
-  mutable absl::Mutex forecasts_mu_;
-  mutable absl::CondVar forecasts_cv_;
-  mutable std::set<std::string> forecast_due_ ABSL_GUARDED_BY(forecasts_mu_);
-  mutable std::set<std::string> forecast_urgent_ ABSL_GUARDED_BY(forecasts_mu_);
-  std::map<std::string, CachedSimulation> simulations_ ABSL_GUARDED_BY(forecasts_mu_);
-  // Backfill states waiting for the forecaster, oldest first, and the run time each run's
-  // latest simulation was made at (the writer keeps no state before it).
-  std::map<std::string, std::deque<BackfillState>> backfill_ ABSL_GUARDED_BY(forecasts_mu_);
-  std::map<std::string, absl::Time> simulated_at_ ABSL_GUARDED_BY(forecasts_mu_);
-  // The factor on backfill_spacing while a run's queue has been thinned (1 when absent).
-  std::map<std::string, int64_t> backfill_scale_ ABSL_GUARDED_BY(forecasts_mu_);
-  // When each run was last simulated (wall time).
-  std::map<std::string, absl::Time> last_simulated_;  // forecaster thread only
-  bool forecasts_stop_ ABSL_GUARDED_BY(forecasts_mu_) = false;
+  // The forecaster's thread, its cache of simulations and the backfill states waiting.
+  // Constructed with the tracker; started after Recover, stopped first.
+  std::unique_ptr<ForecastScheduler> forecasts_;
 
   std::thread writer_;
-  std::thread forecaster_;
   std::once_flag stopped_;
 };
 

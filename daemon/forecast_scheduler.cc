@@ -1,0 +1,252 @@
+#include "daemon/forecast_scheduler.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace flightplan::daemon {
+namespace {
+
+// The history point of a simulation of `state` at `now`: the forecast, and the run as it
+// stood (the page's burn-up and time charts).
+storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forecast::ForecastPrior& prior,
+                                    absl::Time now, const forecast::Simulation& sim) {
+  storage::ForecastPoint point = PointFromForecast(forecast::Combine(forecast::ForecastNow(state, prior, now), sim));
+  point.tokens = state.tokens;
+  const forecast::TimeSeconds& t = state.seconds;
+  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
+  std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
+  return point;
+}
+
+}  // namespace
+
+ForecastScheduler::ForecastScheduler(const TrackerOptions& options, Clock* clock, Hooks hooks)
+    : options_(options), clock_(clock), hooks_(std::move(hooks)) {}
+
+ForecastScheduler::~ForecastScheduler() { Stop(); }
+
+void ForecastScheduler::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ForecastScheduler::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ForecastScheduler::MarkDue(const std::string& run, bool urgent) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    due_.insert(run);
+    if (urgent) urgent_.insert(run);
+  }
+  cv_.Signal();
+}
+
+ForecastScheduler::Cached ForecastScheduler::Latest(const std::string& run) const {
+  absl::MutexLock lock(&mu_);
+  auto it = simulations_.find(run);
+  return it == simulations_.end() ? Cached{} : it->second;
+}
+
+void ForecastScheduler::Forget(const std::string& run) {
+  absl::MutexLock lock(&mu_);
+  simulations_.erase(run);
+}
+
+ForecastScheduler::BackfillWindow ForecastScheduler::BackfillFor(const std::string& run) const {
+  absl::MutexLock lock(&mu_);
+  BackfillWindow w;
+  if (auto at = simulated_at_.find(run); at != simulated_at_.end()) w.simulated_to = at->second;
+  auto scale = backfill_scale_.find(run);
+  w.spacing = options_.backfill_spacing * (scale == backfill_scale_.end() ? 1 : scale->second);
+  return w;
+}
+
+void ForecastScheduler::AddBackfill(const RunView& view, std::vector<std::shared_ptr<const forecast::RunState>> states) {
+  if (states.empty()) return;
+  absl::MutexLock lock(&mu_);
+  std::deque<BackfillState>& queue = backfill_[view.name];
+  for (std::shared_ptr<const forecast::RunState>& state : states) {
+    queue.push_back(BackfillState{view.id, view.version, std::move(state), view.plan});
+  }
+  while (queue.size() > options_.max_backfill_states) {
+    std::deque<BackfillState> kept;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      if (i % 2 == 1 || i + 1 == queue.size()) kept.push_back(std::move(queue[i]));
+    }
+    queue.swap(kept);
+    int64_t& scale = backfill_scale_.try_emplace(view.name, 1).first->second;
+    scale = std::min<int64_t>(scale * 2, int64_t{1} << 20);
+  }
+}
+
+size_t ForecastScheduler::BackfillWaiting(const std::string& run) const {
+  absl::MutexLock lock(&mu_);
+  auto it = backfill_.find(run);
+  return it == backfill_.end() ? 0 : it->second.size();
+}
+
+std::string ForecastScheduler::PickLocked(absl::Time now, absl::Time& next) {
+  const absl::Duration min_interval = std::max(options_.forecast_min_interval, absl::Milliseconds(1));
+  const absl::Duration refresh = std::max(options_.forecast_refresh, absl::Milliseconds(10));
+  waiting_.insert(due_.begin(), due_.end());
+  due_.clear();
+  auto last_of = [&](const std::string& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = last_simulated_.find(run);
+    return it == last_simulated_.end() ? absl::InfinitePast() : it->second;
+  };
+  const std::string* pick = nullptr;
+  bool pick_urgent = false;
+  next = now + refresh;
+  for (const std::string& run : waiting_) {
+    const absl::Time last = last_of(run);
+    const absl::Time ready = last == absl::InfinitePast() ? now : last + min_interval;
+    if (ready > now) {
+      next = std::min(next, ready);
+      continue;
+    }
+    const bool urgent = urgent_.count(run) > 0;
+    if (pick == nullptr || (urgent && !pick_urgent) || (urgent == pick_urgent && last < last_of(*pick))) {
+      pick = &run;
+      pick_urgent = urgent;
+    }
+  }
+  std::string chosen;
+  if (pick != nullptr) {
+    chosen = *pick;
+    waiting_.erase(chosen);
+  } else if (!options_.events_clock) {
+    // On the wall clock, a run not simulated for `refresh` is ready too (a silent run's
+    // forecast moves as time passes).
+    absl::Time oldest = absl::InfiniteFuture();
+    for (const auto& [run, at] : last_simulated_) {
+      if (at + refresh <= now && at < oldest) {
+        chosen = run;
+        oldest = at;
+      } else {
+        next = std::min(next, at + refresh);
+      }
+    }
+  }
+  if (!chosen.empty()) urgent_.erase(chosen);
+  return chosen;
+}
+
+ForecastScheduler::Turn ForecastScheduler::SimulateNext() {
+  Turn turn;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return turn;
+    absl::Time next;
+    turn.simulated = PickLocked(clock_->Now(), next);
+    if (turn.simulated.empty()) {
+      turn.next_ready = next;
+      return turn;
+    }
+  }
+  SimulateRun(turn.simulated);
+  return turn;
+}
+
+void ForecastScheduler::Loop() {
+  // Best effort: the simulations yield the CPU to the writer and the gRPC threads (a
+  // backfill's hundreds of simulations would otherwise slow the ingest of every run on a
+  // small machine). Linux's per-thread nice; nothing else changes where it is refused.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  while (true) {
+    const Turn turn = SimulateNext();
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    if (!turn.simulated.empty()) continue;
+    // Nothing is due before `next_ready` unless a run changes (or the scheduler stops),
+    // and both are signalled; the next turn reads everything again after any wake-up.
+    if (due_.empty()) {
+      const absl::Duration wait = turn.next_ready ? *turn.next_ready - clock_->Now() : absl::Seconds(1);
+      cv_.WaitWithTimeout(&mu_, std::max(wait, absl::Milliseconds(1)));
+    }
+  }
+}
+
+bool ForecastScheduler::SimulateBackfill(const std::string& run) {
+  std::deque<BackfillState> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = backfill_.find(run);
+    if (it == backfill_.end()) return false;
+    queued.swap(it->second);
+    backfill_.erase(it);
+    backfill_scale_.erase(run);
+  }
+  if (queued.empty()) return false;
+  forecast::ForecastOptions options;
+  options.draws = std::max(1, options_.backfill_draws);
+  // Each as it would have stood then: its "now" is its latest event, under either clock.
+  // While requests wait for the writer, the rest waits for a later turn: the ingest goes
+  // first (on a small machine the simulations would take its CPU).
+  size_t done = 0;
+  for (; done < queued.size(); ++done) {
+    if (done > 0 && hooks_.writer_backlog() > 0) break;
+    const BackfillState& b = queued[done];
+    const absl::Time at = b.state->last_time;
+    const forecast::Simulation sim = forecast::Simulate(*b.state, b.plan->prior, at, options);
+    hooks_.offer_point(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Time& mark = simulated_at_[run];
+  mark = std::max(mark, queued[done - 1].state->last_time);
+  if (done < queued.size()) {
+    std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
+    rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
+                std::make_move_iterator(queued.end()));
+    due_.insert(run);
+    return true;
+  }
+  return false;
+}
+
+void ForecastScheduler::SimulateRun(const std::string& run) {
+  // While backfill states wait, the current state's point would close the history to them.
+  const bool backfill_waits = SimulateBackfill(run);
+  std::shared_ptr<const RunView> view = hooks_.find(run);
+  if (!view) return;
+  absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
+  if (now == absl::InfinitePast()) now = clock_->Now();
+  forecast::ForecastOptions options;
+  options.draws = options_.forecast_draws;
+  auto sim = std::make_shared<const forecast::Simulation>(
+      forecast::Simulate(view->state, view->plan->prior, now, options));
+  const absl::Time simulated = clock_->Now();
+  // Under the wall clock, a run whose events are still arriving for a stretch well behind
+  // now is being backfilled: a point now would close the history to the states behind it,
+  // which the backfill is about to give.
+  const bool backfilling = !options_.events_clock && view->state.events > 0 &&
+                           now - view->state.last_time > options_.backfill_spacing &&
+                           simulated - view->received < options_.forecast_refresh &&
+                           options_.backfill_spacing > absl::ZeroDuration();
+  // The point goes to the writer before the simulation is published: once a status reads
+  // fresh, a history read that follows it sees the point (when it was kept).
+  if (!backfilling && !backfill_waits) {
+    hooks_.offer_point(view->id, view->version, HistoryPoint(view->state, view->plan->prior, now, *sim));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    last_simulated_[run] = simulated;
+    simulations_[run] = Cached{std::move(sim), view->plan->revision};
+    absl::Time& mark = simulated_at_[run];
+    if (view->state.events > 0) mark = std::max(mark, view->state.last_time);
+  }
+  hooks_.simulated(run);
+}
+
+}  // namespace flightplan::daemon

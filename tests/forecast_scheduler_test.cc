@@ -1,0 +1,194 @@
+// ForecastScheduler (daemon/forecast_scheduler.h) on its own: no thread, no gRPC, no store,
+// no sleeps. A fake Clock and SimulateNext() drive it turn by turn; runs are views of the
+// flagship plan folded from the simulator's events.
+#include "daemon/forecast_scheduler.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "forecast/simulator.h"
+#include "gtest/gtest.h"
+#include "tests/flagship_plan.h"
+
+namespace flightplan::daemon {
+namespace {
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(absl::Time t) : now_(t) {}
+  absl::Time Now() override { return now_; }
+  void Advance(absl::Duration d) { now_ += d; }
+
+ private:
+  absl::Time now_;
+};
+
+// The flagship run folded up to `events` of the simulator's events.
+std::shared_ptr<const RunView> View(const std::string& name, size_t events, uint64_t version = 1) {
+  const testing::Flagship& f = testing::FlagshipPlan();
+  static const std::vector<forecast::Event>* const log = [] {
+    forecast::SimulationOptions o;
+    o.seed = 7;
+    o.target_reports = 400;
+    return new std::vector<forecast::Event>(
+        forecast::SimulateRun(testing::FlagshipPlan().plan, testing::FlagshipPlan().report, o));
+  }();
+  auto plan = std::make_shared<RunPlan>();
+  plan->revision = 1;
+  plan->report = f.report;
+  plan->prior = f.prior;
+  auto view = std::make_shared<RunView>();
+  view->id = 1;
+  view->name = name;
+  view->plan = plan;
+  view->version = version;
+  for (size_t i = 0; i < events && i < log->size(); ++i) EXPECT_TRUE(forecast::ApplyEvent(view->state, (*log)[i]).ok());
+  return view;
+}
+
+struct Harness {
+  TrackerOptions options;
+  FakeClock clock{absl::FromUnixSeconds(1'800'000'000)};
+  std::map<std::string, std::shared_ptr<const RunView>> runs;
+  std::vector<std::pair<std::string, absl::Time>> points;  // run, as of
+  std::vector<std::string> simulated;
+  size_t backlog = 0;
+  std::unique_ptr<ForecastScheduler> scheduler;
+
+  explicit Harness(bool events_clock) {
+    options.events_clock = events_clock;
+    options.forecast_draws = 50;
+    options.backfill_draws = 20;
+    options.forecast_min_interval = absl::Seconds(1);
+    options.forecast_refresh = absl::Seconds(30);
+    ForecastScheduler::Hooks hooks;
+    hooks.find = [this](const std::string& run) -> std::shared_ptr<const RunView> {
+      auto it = runs.find(run);
+      return it == runs.end() ? nullptr : it->second;
+    };
+    hooks.offer_point = [this](int64_t, uint64_t, const storage::ForecastPoint& p) {
+      points.emplace_back("", p.as_of);
+    };
+    hooks.writer_backlog = [this] { return backlog; };
+    hooks.simulated = [this](const std::string& run) { simulated.push_back(run); };
+    scheduler = std::make_unique<ForecastScheduler>(options, &clock, std::move(hooks));
+  }
+};
+
+TEST(ForecastScheduler, SimulatesADueRunAtMostOncePerInterval) {
+  Harness h(/*events_clock=*/true);
+  h.runs["a"] = View("a", 200);
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");  // nothing due
+  EXPECT_EQ(h.scheduler->Latest("a").sim, nullptr);
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  ASSERT_NE(h.scheduler->Latest("a").sim, nullptr);
+  EXPECT_EQ(h.scheduler->Latest("a").sim->events, h.runs["a"]->state.events);
+  EXPECT_EQ(h.simulated, std::vector<std::string>{"a"});
+  EXPECT_EQ(h.points.size(), 1u);  // its history point, offered to the writer
+  // Changed again at once: not before the interval has passed on the clock.
+  h.runs["a"] = View("a", 300, 2);
+  h.scheduler->MarkDue("a");
+  const ForecastScheduler::Turn early = h.scheduler->SimulateNext();
+  EXPECT_EQ(early.simulated, "");
+  ASSERT_TRUE(early.next_ready.has_value());
+  EXPECT_EQ(*early.next_ready, h.clock.Now() + absl::Seconds(1));
+  h.clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.scheduler->Latest("a").sim->events, h.runs["a"]->state.events);
+  // Under the events clock a silent run is not simulated again.
+  h.clock.Advance(absl::Hours(1));
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
+}
+
+TEST(ForecastScheduler, AReaderWaitingGoesFirstThenTheLongestUnsimulated) {
+  Harness h(/*events_clock=*/true);
+  for (const char* r : {"a", "b", "c"}) h.runs[r] = View(r, 100);
+  h.scheduler->MarkDue("a");
+  h.scheduler->MarkDue("b");
+  h.scheduler->MarkDue("c", /*urgent=*/true);
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "c");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  h.clock.Advance(absl::Seconds(5));
+  h.scheduler->MarkDue("a");
+  // b has never been simulated: it goes before a, simulated 5 s ago.
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "b");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
+}
+
+TEST(ForecastScheduler, OnTheWallClockASilentRunIsRefreshed) {
+  Harness h(/*events_clock=*/false);
+  h.runs["a"] = View("a", 100);
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  const ForecastScheduler::Turn idle = h.scheduler->SimulateNext();
+  EXPECT_EQ(idle.simulated, "");
+  ASSERT_TRUE(idle.next_ready.has_value());
+  EXPECT_EQ(*idle.next_ready, h.clock.Now() + absl::Seconds(30));
+  h.clock.Advance(absl::Seconds(30));
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+}
+
+TEST(ForecastScheduler, BackfillStatesBecomeHistoryOldestFirstAndYieldToTheWriter) {
+  Harness h(/*events_clock=*/true);
+  const std::shared_ptr<const RunView> now = View("a", 400);
+  h.runs["a"] = now;
+  std::vector<std::shared_ptr<const forecast::RunState>> states;
+  for (size_t n : {100, 200, 300}) states.push_back(std::make_shared<forecast::RunState>(View("a", n)->state));
+  h.scheduler->AddBackfill(*now, states);
+  EXPECT_EQ(h.scheduler->BackfillWaiting("a"), 3u);
+  // With requests waiting for the writer, one state per turn, and no point for the current
+  // state while older ones wait (it would close the history to them).
+  h.backlog = 1;
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.points.size(), 1u);
+  EXPECT_EQ(h.scheduler->BackfillWaiting("a"), 2u);
+  h.backlog = 0;
+  h.clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");  // still due: its states wait
+  ASSERT_EQ(h.points.size(), 4u);                         // the two left, then the current state
+  for (size_t i = 1; i < h.points.size(); ++i) EXPECT_LT(h.points[i - 1].second, h.points[i].second) << i;
+  EXPECT_EQ(h.points.back().second, now->state.last_time);
+  EXPECT_EQ(h.scheduler->BackfillWaiting("a"), 0u);
+  // The writer need not keep states before what was simulated.
+  EXPECT_EQ(h.scheduler->BackfillFor("a").simulated_to, now->state.last_time);
+}
+
+TEST(ForecastScheduler, PastItsBoundABackfillIsThinnedAndItsSpacingDoubles) {
+  Harness h(/*events_clock=*/true);
+  h.options.max_backfill_states = 4;
+  const std::shared_ptr<const RunView> now = View("a", 400);
+  std::vector<std::shared_ptr<const forecast::RunState>> states;
+  for (size_t n = 40; n <= 360; n += 40) states.push_back(std::make_shared<forecast::RunState>(View("a", n)->state));
+  ASSERT_EQ(states.size(), 9u);
+  EXPECT_EQ(h.scheduler->BackfillFor("a").spacing, h.options.backfill_spacing);
+  h.scheduler->AddBackfill(*now, states);
+  EXPECT_LE(h.scheduler->BackfillWaiting("a"), 4u);
+  EXPECT_GE(h.scheduler->BackfillWaiting("a"), 2u);
+  EXPECT_EQ(h.scheduler->BackfillFor("a").spacing, 4 * h.options.backfill_spacing);  // thinned twice
+}
+
+TEST(ForecastScheduler, AForgottenRunHasNoSimulationAndAStoppedOneTakesNoWork) {
+  Harness h(/*events_clock=*/true);
+  h.runs["a"] = View("a", 100);
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  h.scheduler->Forget("a");
+  EXPECT_EQ(h.scheduler->Latest("a").sim, nullptr);
+  h.scheduler->Stop();
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
+  // A run gone from the board is not simulated, and nothing is cached for it.
+  Harness g(/*events_clock=*/true);
+  g.scheduler->MarkDue("gone");
+  EXPECT_EQ(g.scheduler->SimulateNext().simulated, "gone");
+  EXPECT_EQ(g.scheduler->Latest("gone").sim, nullptr);
+  EXPECT_TRUE(g.simulated.empty());
+}
+
+}  // namespace
+}  // namespace flightplan::daemon
