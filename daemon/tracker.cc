@@ -123,13 +123,14 @@ Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock,
                  exporters::DaemonMetrics* metrics, TrackerOptions options)
     : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)) {
   ForecastScheduler::Hooks hooks;
-  hooks.find = [this](const std::string& run) { return Find(run); };
+  hooks.find = [this](const std::string& run) { return board_->Find(run); };
   hooks.offer_point = [this](int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
     OfferForecastPoint(run_id, version, point);
   };
   hooks.writer_backlog = [this] { return QueueDepth(); };
   hooks.simulated = [this](const std::string& run) { Notify(run); };
   forecasts_ = std::make_unique<ForecastScheduler>(options_, clock_, std::move(hooks));
+  board_ = std::make_unique<RunBoard>(options_, clock_, forecasts_.get());
 }
 
 absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage::RunStore> store,
@@ -213,13 +214,11 @@ absl::Status Tracker::Recover() {
     return absl::OkStatus();
   });
   if (!st.ok()) return st;
-  absl::MutexLock lock(&runs_mu_);
-  for (auto& [id, view] : by_id) {
-    const std::string name = view->name;
-    runs_[name] = std::shared_ptr<const RunView>(std::move(view));
-  }
+  std::vector<std::shared_ptr<const RunView>> recovered;
+  for (auto& [id, view] : by_id) recovered.push_back(std::shared_ptr<const RunView>(std::move(view)));
+  board_->Publish(std::move(recovered));
   if (metrics_) {
-    metrics_->SetRuns(runs_.size());
+    metrics_->SetRuns(board_->Count());
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
   return absl::OkStatus();
@@ -393,55 +392,11 @@ absl::Status Tracker::SubmitRetract(std::string run, RetractSpec spec,
   return Enqueue(std::move(request));
 }
 
-std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const {
-  absl::MutexLock lock(&runs_mu_);
-  auto it = runs_.find(run);
-  return it == runs_.end() ? nullptr : it->second;
-}
+std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const { return board_->Find(run); }
 
-std::vector<std::shared_ptr<const RunView>> Tracker::List() const {
-  absl::MutexLock lock(&runs_mu_);
-  std::vector<std::shared_ptr<const RunView>> out;
-  out.reserve(runs_.size());
-  for (const auto& [name, view] : runs_) out.push_back(view);
-  return out;
-}
+std::vector<std::shared_ptr<const RunView>> Tracker::List() const { return board_->List(); }
 
-v1::RunStatus Tracker::StatusOf(const RunView& view) const {
-  absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
-  if (now == absl::InfinitePast()) now = clock_->Now();  // no events yet
-  const forecast::RunSnapshot snap = forecast::Snapshot(view.state, now);
-  const auto& plan = view.plan->plan;
-  v1::RunStatus status =
-      StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
-                    view.plan->report.compute.tokens_per_second);
-  status.set_plan_revision(view.plan->revision);
-  status.set_plan_name(view.plan->plan.name());
-  status.mutable_progress()->set_plan_tokens(
-      static_cast<int64_t>(forecast::PlannedTokensAt(view.plan->prior, now)));
-  // The cheap part now; the simulation as last computed (never waited for), labelled with
-  // how old it is.
-  forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
-  const ForecastScheduler::Cached cached = forecasts_->Latest(view.name);
-  const forecast::Simulation* sim = cached.sim.get();
-  if (sim) f = forecast::Combine(f, *sim);
-  ForecastToProto(f, sim ? std::max<uint64_t>(sim->events, 1) : 0, status);
-  const bool stale = sim == nullptr || sim->events != view.state.events ||
-                     cached.plan_revision != view.plan->revision;
-  v1::Forecast* fc = status.mutable_forecast();
-  fc->set_forecast_stale(stale);
-  if (sim) {
-    // Exact, also for a simulation of a run without events (forecast_as_of says one exists).
-    fc->set_forecast_events(sim->events);
-    *fc->mutable_forecast_as_of() = TimeToProto(sim->as_of);
-    fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
-  }
-  if (stale) forecasts_->MarkDue(view.name, /*urgent=*/true);
-  CostToProto(forecast::CostOfRun(snap.seconds, view.plan->prior.cost, f.as_of, f.finish_p50, f.finish_p90),
-              view.plan->prior.cost, status);
-  for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));
-  return status;
-}
+v1::RunStatus Tracker::StatusOf(const RunView& view) const { return board_->StatusOf(view); }
 
 void Tracker::OfferForecastPoint(int64_t run_id, uint64_t version, const storage::ForecastPoint& point) {
   if (point.events == 0) return;  // never recorded: no need to wake the writer
@@ -532,16 +487,10 @@ absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& requ
 }
 
 uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {
-  absl::MutexLock lock(&subscribers_mu_);
-  const uint64_t id = next_subscriber_++;
-  subscribers_[id] = {run, std::move(fn)};
-  return id;
+  return board_->Subscribe(run, std::move(fn));
 }
 
-void Tracker::Unsubscribe(uint64_t id) {
-  absl::MutexLock lock(&subscribers_mu_);
-  subscribers_.erase(id);
-}
+void Tracker::Unsubscribe(uint64_t id) { board_->Unsubscribe(id); }
 
 size_t Tracker::QueueDepth() const {
   absl::MutexLock lock(&queue_mu_);
@@ -823,11 +772,7 @@ absl::Status Tracker::ProcessPlan(Request& request, Group& group, CreateResult& 
     if (request.kind == Request::Kind::kUpdate) {
       return absl::NotFoundError(absl::StrCat("run '", request.run, "' does not exist"));
     }
-    size_t runs = 0;
-    {
-      absl::MutexLock lock(&runs_mu_);
-      runs = runs_.size();
-    }
+    size_t runs = board_->Count();
     for (const auto& [name, view] : group.working) {
       if (!Find(name)) ++runs;  // created earlier in this group
     }
@@ -1192,34 +1137,18 @@ void Tracker::Publish(Group& group) {
     forecasts_->AddBackfill(*view, std::move(view->backfill));
     view->backfill.clear();
   }
-  std::set<std::string> changed;
-  size_t runs = 0;
-  {
-    absl::MutexLock lock(&runs_mu_);
-    for (auto& [name, view] : group.working) {
-      auto it = runs_.find(name);
-      if (it == runs_.end() || it->second->version != view->version) changed.insert(name);
-      runs_[name] = std::shared_ptr<const RunView>(std::move(view));
-    }
-    runs = runs_.size();
-  }
+  std::vector<std::shared_ptr<const RunView>> views;
+  for (auto& [name, view] : group.working) views.push_back(std::shared_ptr<const RunView>(std::move(view)));
   group.working.clear();
+  const std::set<std::string> changed = board_->Publish(std::move(views));
   if (metrics_) {
-    metrics_->SetRuns(runs);
+    metrics_->SetRuns(board_->Count());
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
   for (const std::string& run : changed) forecasts_->MarkDue(run);
-  absl::MutexLock lock(&subscribers_mu_);
-  for (const auto& [id, sub] : subscribers_) {
-    if (changed.count(sub.first)) sub.second();
-  }
+  board_->Notify(changed);
 }
 
-void Tracker::Notify(const std::string& run) {
-  absl::MutexLock lock(&subscribers_mu_);
-  for (const auto& [id, sub] : subscribers_) {
-    if (sub.first == run) sub.second();
-  }
-}
+void Tracker::Notify(const std::string& run) { board_->Notify({run}); }
 
 }  // namespace flightplan::daemon

@@ -54,6 +54,7 @@
 #include "daemon/clock.h"
 #include "daemon/forecast_history.h"
 #include "daemon/forecast_scheduler.h"
+#include "daemon/run_board.h"
 #include "daemon/run_view.h"
 #include "exporters/daemon_metrics.h"
 #include "flightplan/v1/event.pb.h"
@@ -264,17 +265,11 @@ class Tracker {
   // Bounded (a writer that far behind drops the newest candidates: thinning drops most).
   std::vector<PendingPoint> pending_points_ ABSL_GUARDED_BY(queue_mu_);
 
-  mutable absl::Mutex runs_mu_;
-  std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
-
-  absl::Mutex subscribers_mu_;
-  uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
-  std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_
-      ABSL_GUARDED_BY(subscribers_mu_);
-
   // The forecaster's thread, its cache of simulations and the backfill states waiting.
   // Constructed with the tracker; started after Recover, stopped first.
   std::unique_ptr<ForecastScheduler> forecasts_;
+  // The published views, their watchers and the readers' status.
+  std::unique_ptr<RunBoard> board_;
 
   std::thread writer_;
   std::once_flag stopped_;

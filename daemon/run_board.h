@@ -1,0 +1,65 @@
+// RunBoard: the published run views, their watchers, and the status readers are given.
+//
+// Threads: any thread reads (Find, List, StatusOf) and subscribes; only the writer
+// publishes. A watcher's callback runs on the thread that publishes a change (the writer)
+// or caches a new simulation (the forecaster), so it must not block.
+#ifndef FLIGHTPLAN_DAEMON_RUN_BOARD_H_
+#define FLIGHTPLAN_DAEMON_RUN_BOARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/clock.h"
+#include "daemon/forecast_scheduler.h"
+#include "daemon/run_view.h"
+#include "flightplan/v1/status.pb.h"
+
+namespace flightplan::daemon {
+
+class RunBoard {
+ public:
+  // `options`, `clock` and `forecasts` must outlive the board.
+  RunBoard(const TrackerOptions& options, Clock* clock, ForecastScheduler* forecasts)
+      : options_(options), clock_(clock), forecasts_(forecasts) {}
+
+  [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
+  [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
+  [[nodiscard]] size_t Count() const;
+
+  // Replaces each run's view; the names of those whose version changed (new runs too).
+  std::set<std::string> Publish(std::vector<std::shared_ptr<const RunView>> views);
+
+  // Calls `fn` after `run` changes (Notify); an id for Unsubscribe.
+  uint64_t Subscribe(const std::string& run, std::function<void()> fn);
+  void Unsubscribe(uint64_t id);
+  void Notify(const std::set<std::string>& runs);
+
+  // The run's status now (wall clock, or its latest event with events_clock): the cheap
+  // part of the forecast from the view, the latest simulation as cached (never waited
+  // for), labelled with how fresh it is. A stale one asks the forecaster to hurry the run.
+  [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
+
+ private:
+  const TrackerOptions& options_;
+  Clock* const clock_;
+  ForecastScheduler* const forecasts_;
+
+  mutable absl::Mutex runs_mu_;
+  std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
+
+  absl::Mutex subscribers_mu_;
+  uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
+  std::map<uint64_t, std::pair<std::string, std::function<void()>>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
+};
+
+}  // namespace flightplan::daemon
+
+#endif  // FLIGHTPLAN_DAEMON_RUN_BOARD_H_
