@@ -10,7 +10,6 @@
 #include <iostream>
 #include <map>
 #include <set>
-#include <regex>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -134,27 +133,26 @@ struct ReplayCounts {
 
 // Sends one batch by the unary call, retrying RESOURCE_EXHAUSTED with backoff. Returns the
 // final status and fills `ack`.
+// `limit`: the daemon's batch limit when it refused the batch for being over it (the
+// trailing metadata flightplan-max-batch-events), else 0.
 grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
-                           const v1::EventBatch& batch, v1::BatchAck& ack) {
+                           const v1::EventBatch& batch, v1::BatchAck& ack, size_t* limit = nullptr) {
   auto backoff = std::chrono::milliseconds(50);
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
     SetDeadline(ctx, client);
     grpc::Status st = stub.ReportBatch(&ctx, batch, &ack);
+    if (limit != nullptr) {
+      *limit = 0;
+      const auto& trailers = ctx.GetServerTrailingMetadata();
+      if (auto it = trailers.find("flightplan-max-batch-events"); it != trailers.end()) {
+        *limit = static_cast<size_t>(std::strtoull(std::string(it->second.data(), it->second.size()).c_str(), nullptr, 10));
+      }
+    }
     if (st.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED || attempt >= 30) return st;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
   }
-}
-
-// The daemon's batch limit from an oversized batch's refusal ("... the limit of N"), or 0.
-size_t BatchLimit(int code, const std::string& message) {
-  static const std::regex kLimit("the limit of ([0-9]+)$");
-  std::smatch m;
-  if (code != static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT) || !std::regex_search(message, m, kLimit)) {
-    return 0;
-  }
-  return static_cast<size_t>(std::stoull(m[1].str()));
 }
 
 PendingBatch Slice(const PendingBatch& b, size_t from, size_t count) {
@@ -182,13 +180,14 @@ void SendInOrder(v1::Tracker::Stub& stub, const ClientOptions& client, const Pen
   v1::EventBatch msg;
   for (const v1::Event& e : b.events) *msg.add_events() = e;
   v1::BatchAck ack;
-  const grpc::Status st = SendWithRetry(stub, client, msg, ack);
+  size_t n = 0;
+  const grpc::Status st = SendWithRetry(stub, client, msg, ack, &n);
   if (st.ok()) {
     counts.accepted += ack.accepted();
     counts.duplicates += ack.duplicates();
     return;
   }
-  if (const size_t n = BatchLimit(st.error_code(), st.error_message()); n > 0 && n < b.events.size()) {
+  if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT && n > 0 && n < b.events.size()) {
     limit = n;
     SendInOrder(stub, client, b, counts, limit);
     return;
@@ -304,7 +303,7 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
         counts.accepted += ack.accepted();
         counts.duplicates += ack.duplicates();
       } else {
-        if (const size_t n = BatchLimit(ack.code(), ack.message()); n > 0) limit = std::min<size_t>(limit, n);
+        if (ack.max_batch_events() > 0) limit = std::min<size_t>(limit, ack.max_batch_events());
         refused[ack.sequence()] = std::move(it->second);
         stop = true;
       }

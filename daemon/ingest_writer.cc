@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/ingest_writer_internal.h"
@@ -35,6 +37,23 @@ absl::Status ValidateRunName(const std::string& run) {
   }
   return absl::OkStatus();
 }
+
+size_t BatchLimitOf(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) return 0;
+  const auto payload = status.GetPayload(kBatchLimitPayload);
+  size_t limit = 0;
+  return payload && absl::SimpleAtoi(std::string(*payload), &limit) ? limit : 0;
+}
+
+namespace {
+
+absl::Status OverLimit(const std::string& message, size_t limit) {
+  absl::Status st = absl::InvalidArgumentError(message);
+  st.SetPayload(kBatchLimitPayload, absl::Cord(absl::StrCat(limit)));
+  return st;
+}
+
+}  // namespace
 
 namespace ingest {
 std::string Deterministic(const google::protobuf::Message& m) {
@@ -219,10 +238,11 @@ absl::Status IngestWriter::SubmitEvents(std::vector<v1::Event> events,
 absl::Status IngestWriter::Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
                              std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   if (events.size() > options_.max_batch_events) {
-    // Its own code: the queue's RESOURCE_EXHAUSTED says "wait", this says "split". The
-    // message ends with the limit, for clients to split by (kBatchLimitPrefix).
-    return absl::InvalidArgumentError(absl::StrCat("batch of ", events.size(), " events is over ",
-                                                   kBatchLimitPrefix, options_.max_batch_events));
+    // Its own code: the queue's RESOURCE_EXHAUSTED says "wait", this says "split", and the
+    // payload says by how much (kBatchLimitPayload).
+    return OverLimit(absl::StrCat("batch of ", events.size(), " events is over ", kBatchLimitPrefix,
+                                  options_.max_batch_events),
+                     options_.max_batch_events);
   }
   const absl::Time latest_allowed =
       options_.events_clock ? absl::InfiniteFuture() : clock_->Now() + options_.max_clock_skew;
@@ -320,8 +340,9 @@ absl::Status IngestWriter::SubmitRetract(std::string run, RetractSpec spec,
     return absl::InvalidArgumentError("say what to retract: ids, or a time after which every event goes");
   }
   if (spec.ids.size() > options_.max_batch_events) {
-    return absl::InvalidArgumentError(absl::StrCat("retract names ", spec.ids.size(), " ids; ",
-                                                   kBatchLimitPrefix, options_.max_batch_events));
+    return OverLimit(absl::StrCat("retract names ", spec.ids.size(), " ids; ", kBatchLimitPrefix,
+                                  options_.max_batch_events),
+                     options_.max_batch_events);
   }
   if (spec.reason.size() > 4096) return absl::InvalidArgumentError("reason is longer than 4096 bytes");
   if (!board_->Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));

@@ -43,9 +43,15 @@
 
 namespace flightplan::daemon {
 
-// An oversized batch's refusal ends with "the limit of N" (N events per batch): clients
-// split by it.
+// An oversized batch's refusal: INVALID_ARGUMENT whose message ends with "the limit of N"
+// for people, and whose payload kBatchLimitPayload holds N in decimal for programs (the
+// gRPC shell turns it into the ack's max_batch_events and the trailing metadata
+// kBatchLimitMetadata; clients split by it, never by the message).
 inline constexpr char kBatchLimitPrefix[] = "the limit of ";
+inline constexpr char kBatchLimitPayload[] = "flightplan.dev/max_batch_events";
+inline constexpr char kBatchLimitMetadata[] = "flightplan-max-batch-events";
+// The limit an oversized batch's refusal carries, or 0.
+[[nodiscard]] size_t BatchLimitOf(const absl::Status& status);
 
 // The batches of one ReportEvents stream form an ordered log: once one is refused, the
 // later ones are refused too (ABORTED), so that a client resending from the first refusal

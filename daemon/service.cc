@@ -28,6 +28,7 @@ void FillAck(uint64_t sequence, const BatchResult& r, v1::BatchAck& ack) {
   ack.set_duplicates(r.duplicates);
   ack.set_code(static_cast<int32_t>(r.status.code()));
   ack.set_message(std::string(r.status.message()));
+  ack.set_max_batch_events(static_cast<uint32_t>(BatchLimitOf(r.status)));
 }
 
 class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck> {
@@ -328,7 +329,12 @@ grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContex
     FillAck(sequence, r, *response);
     reactor->Finish(grpc::Status::OK);
   });
-  if (!st.ok()) reactor->Finish(ToGrpc(st));
+  if (!st.ok()) {
+    if (const size_t limit = BatchLimitOf(st); limit > 0) {
+      context->AddTrailingMetadata(kBatchLimitMetadata, absl::StrCat(limit));
+    }
+    reactor->Finish(ToGrpc(st));
+  }
   return reactor;
 }
 

@@ -445,6 +445,18 @@ TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
   EXPECT_EQ(oversized.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(oversized.error_message().find("batch of 10001 events is over the limit of 10000"), std::string::npos)
       << oversized.error_message();
+  // For programs, the limit in the trailing metadata, not in the prose.
+  {
+    grpc::ClientContext ctx;
+    v1::EventBatch batch;
+    for (const v1::Event& e : huge) *batch.add_events() = e;
+    v1::BatchAck ack;
+    ASSERT_EQ(stub_->ReportBatch(&ctx, batch, &ack).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    auto it = trailers.find("flightplan-max-batch-events");
+    ASSERT_NE(it, trailers.end());
+    EXPECT_EQ(std::string(it->second.data(), it->second.size()), "10000");
+  }
   EXPECT_EQ(Status().DebugString(), before.DebugString());
 }
 
@@ -516,6 +528,39 @@ TEST_F(DaemonTest, StreamAcknowledgesEachBatchInOrder) {
   v1::BatchAck resent;
   ASSERT_TRUE(Report({StepsAt(kRun, 120, 20, 200)}, &resent).ok());
   EXPECT_EQ(Status().progress().tokens(), 200);
+}
+
+// An oversized batch on a stream: its ack carries the limit for the client to split by
+// (max_batch_events), and an ordinary refusal carries none.
+TEST_F(DaemonTest, AStreamBatchOverTheLimitSaysTheLimitInItsAck) {
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub_->ReportEvents(&ctx);
+  v1::EventBatch big, bad;
+  big.set_sequence(1);
+  for (int i = 0; i < 10001; ++i) *big.add_events() = StartedAt(kRun, 0, 1, 0);
+  ASSERT_TRUE(stream->Write(big));
+  stream->WritesDone();
+  v1::BatchAck ack;
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(ack.max_batch_events(), 10000u);
+  while (stream->Read(&ack)) {
+  }
+  stream->Finish().IgnoreError();
+  grpc::ClientContext ctx2;
+  auto second = stub_->ReportEvents(&ctx2);
+  bad.set_sequence(1);
+  *bad.add_events() = StepsAt("a/b", 1, 1, 1);
+  ASSERT_TRUE(second->Write(bad));
+  second->WritesDone();
+  ASSERT_TRUE(second->Read(&ack));
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(ack.max_batch_events(), 0u);
+  while (second->Read(&ack)) {
+  }
+  second->Finish().IgnoreError();
+  EXPECT_EQ(Status().events(), 0u);
 }
 
 TEST_F(DaemonTest, WatchPushesWhenTheRunChanges) {

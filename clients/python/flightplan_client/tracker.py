@@ -4,7 +4,6 @@ import collections
 import json
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -21,8 +20,20 @@ log = logging.getLogger("flightplan_client")
 # Codes worth retrying: the daemon is away, busy, or asked for the batch again in order.
 _RETRY = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
           grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
-# A batch over the daemon's --max-batch-events: INVALID_ARGUMENT ending "the limit of N".
-_BATCH_LIMIT = re.compile(r"the limit of ([0-9]+)$")
+# A batch over the daemon's --max-batch-events: INVALID_ARGUMENT with the limit in this
+# trailing metadata (the message says it too, for people: it is not parsed).
+_BATCH_LIMIT = "flightplan-max-batch-events"
+
+
+def _batch_limit(err):
+    """The daemon's batch limit from an oversized batch's refusal, or 0."""
+    for key, value in err.trailing_metadata() or ():
+        if key == _BATCH_LIMIT:
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
 
 
 class Tracker:
@@ -288,9 +299,9 @@ class Tracker:
         except grpc.RpcError as err:
             if err.code() in _RETRY:
                 raise _Unreachable(err.details()) from None
-            limit = _BATCH_LIMIT.search(err.details() or "")
-            if err.code() == grpc.StatusCode.INVALID_ARGUMENT and limit and int(limit.group(1)) < len(events):
-                self._batch_size = max(1, int(limit.group(1)))
+            limit = _batch_limit(err)
+            if err.code() == grpc.StatusCode.INVALID_ARGUMENT and 0 < limit < len(events):
+                self._batch_size = limit
                 return self._send(events)
             if len(events) == 1:
                 self._reject(events[0], err)
