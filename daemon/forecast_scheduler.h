@@ -2,7 +2,7 @@
 //
 // It keeps the latest simulation of each run (readers combine it with the cheap part of the
 // forecast and never wait for one), decides which run to simulate next (one run per turn:
-// those a reader waits for first, then the one simulated longest ago; each at most once per
+// those a live report changed first, then the one simulated longest ago; each at most once per
 // forecast_min_interval, and again every forecast_refresh on the wall clock), and simulates
 // the states a backfill kept into the run's history, oldest first.
 //
@@ -68,7 +68,8 @@ class ForecastScheduler {
   void Start();
   void Stop();
 
-  // The run changed (or a reader wants it soon: `urgent` puts it ahead of the others).
+  // The run changed; `urgent` (a live report or a plan changed it) puts it ahead of the
+  // others.
   void MarkDue(const std::string& run, bool urgent = false);
   [[nodiscard]] Cached Latest(const std::string& run) const;
   // Drops the run's simulation (its events were retracted: it no longer describes it).

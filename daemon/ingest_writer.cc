@@ -467,6 +467,14 @@ absl::Status IngestWriter::ProcessRequests(std::vector<std::unique_ptr<Request>>
       storage_cause = st;
     }
     if (st.ok()) {
+      // A live report (a unary batch from a training loop) or a new plan: its run's forecast
+      // goes ahead of those of replays and backfills. Urgency comes from ingest, never from
+      // a read.
+      if (r->kind != Request::Kind::kEvents) {
+        group.live.insert(r->run);
+      } else if (r->stream == nullptr) {
+        for (const Request::Item& item : r->items) group.live.insert(item.run);
+      }
       if (absl::Status released = store_->ReleaseSavepoint(); !released.ok()) return released;
     } else if (absl::Status undone = store_->RollbackToSavepoint(); !undone.ok()) {
       return undone;
@@ -656,7 +664,7 @@ void IngestWriter::Publish(Group& group) {
     metrics_->SetRuns(board_->Count());
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
-  for (const std::string& run : changed) forecasts_->MarkDue(run);
+  for (const std::string& run : changed) forecasts_->MarkDue(run, /*urgent=*/group.live.count(run) > 0);
   board_->Notify(changed);
 }
 

@@ -54,6 +54,8 @@ struct IngestWriter::Group {
   // Runs folded again (a late event, a retraction): snapshotted before the commit, so that
   // a restart never folds their later events onto an older order.
   std::set<std::string> refolded;
+  // Runs changed by live requests (unary batches, plans): their forecasts go first.
+  std::set<std::string> live;
 };
 
 namespace ingest {

@@ -87,7 +87,6 @@ v1::RunStatus RunBoard::StatusOf(const RunView& view) const {
     *fc->mutable_forecast_as_of() = TimeToProto(sim->as_of);
     fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
   }
-  if (stale) forecasts_->MarkDue(view.name, /*urgent=*/true);
   CostToProto(forecast::CostOfRun(snap.seconds, view.plan->prior.cost, f.as_of, f.finish_p50, f.finish_p90),
               view.plan->prior.cost, status);
   for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));

@@ -26,8 +26,9 @@ namespace flightplan::daemon {
 
 class RunBoard {
  public:
-  // `options`, `clock` and `forecasts` must outlive the board.
-  RunBoard(const TrackerOptions& options, Clock* clock, ForecastScheduler* forecasts)
+  // `options`, `clock` and `forecasts` (read only: its cached simulations) must outlive
+  // the board.
+  RunBoard(const TrackerOptions& options, Clock* clock, const ForecastScheduler* forecasts)
       : options_(options), clock_(clock), forecasts_(forecasts) {}
 
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
@@ -44,13 +45,14 @@ class RunBoard {
 
   // The run's status now (wall clock, or its latest event with events_clock): the cheap
   // part of the forecast from the view, the latest simulation as cached (never waited
-  // for), labelled with how fresh it is. A stale one asks the forecaster to hurry the run.
+  // for), labelled with how fresh it is. A read changes nothing: the forecaster's order
+  // comes from ingest (IngestWriter marks the runs live reports change as urgent).
   [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
 
  private:
   const TrackerOptions& options_;
   Clock* const clock_;
-  ForecastScheduler* const forecasts_;
+  const ForecastScheduler* const forecasts_;
 
   mutable absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);

@@ -17,10 +17,10 @@
 // the latest state and the cached simulation, which may be behind it. It never hides that:
 // the status carries forecast_events, forecast_as_of, forecast_age_seconds and
 // forecast_stale (the simulation is older than the events or the plan revision shown), and
-// the scrape flightplan_forecast_stale and flightplan_forecast_age_seconds. A read that finds its run's simulation stale moves the
-// run to the front of the forecaster's queue (still at most one simulation per run per
-// forecast_min_interval), so `flightplan status`, which waits up to 2 s for a fresh one,
-// usually gets it. Cost: a read never simulates, so 1,000 runs read at once cost 1,000
+// the scrape flightplan_forecast_stale and flightplan_forecast_age_seconds. A read changes nothing: a run that a live
+// report (a unary batch, a plan) changed goes to the front of the forecaster's queue, so
+// `flightplan status`, which waits up to 2 s for a fresh one, usually gets it; a scrape
+// never reorders that queue. Cost: a read never simulates, so 1,000 runs read at once cost 1,000
 // cheap ForecastNow calls, not 1,000 simulations.
 //
 // Forecast history: after each simulation the forecaster hands the run's forecast to the
@@ -108,8 +108,7 @@ class Tracker {
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
   [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
   // The run's status now (wall clock, or its latest event with events_clock). NOT_FOUND.
-  // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...); a stale one
-  // asks the forecaster to hurry this run.
+  // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...).
   [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
   // The run's forecast under proposed changes (forecast::WhatIf), from its current view, on
   // the calling thread; nothing is stored.

@@ -40,7 +40,7 @@ TEST(ForecastScheduler, SimulatesADueRunAtMostOncePerInterval) {
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
 }
 
-TEST(ForecastScheduler, AReaderWaitingGoesFirstThenTheLongestUnsimulated) {
+TEST(ForecastScheduler, AnUrgentRunGoesFirstThenTheLongestUnsimulated) {
   Harness h(/*events_clock=*/true);
   for (const char* r : {"a", "b", "c"}) h.runs[r] = View(r, 100);
   h.scheduler->MarkDue("a");

@@ -103,6 +103,36 @@ TEST(IngestWriter, AFullQueueRefusesAtOnceAndAStoppedOneRefusesAll) {
   EXPECT_EQ(w.board->Find("other"), nullptr);
 }
 
+// Urgency comes from ingest: a run a live (unary) report changed is simulated before one a
+// stream (a replay) changed, whatever their names.
+TEST(IngestWriter, ALiveReportsRunIsForecastFirst) {
+  Writer w(/*events_clock=*/true);
+  w.writer->Start();
+  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  ASSERT_TRUE(plan.ok());
+  for (const char* run : {"a-replayed", "b-live"}) {
+    absl::Notification done;
+    ASSERT_TRUE(w.writer->SubmitCreateRun(run, *plan, [&](CreateResult) { done.Notify(); }).ok());
+    done.WaitForNotification();
+  }
+  // The creations were live too: let both be simulated once, then change them.
+  for (const char* run : {"a-replayed", "b-live"}) w.h.runs[run] = w.board->Find(run);
+  while (!w.h.scheduler->SimulateNext().simulated.empty()) {
+  }
+  w.h.clock.Advance(absl::Seconds(10));
+  absl::Notification streamed;
+  ASSERT_TRUE(w.writer
+                  ->SubmitEvents(testing::SyntheticRun("a-replayed", 20, 1), [&](BatchResult) { streamed.Notify(); },
+                                 std::make_shared<OrderedStream>(), 1)
+                  .ok());
+  streamed.WaitForNotification();
+  ASSERT_TRUE(w.Report(testing::SyntheticRun("b-live", 20, 1)).status.ok());
+  for (const char* run : {"a-replayed", "b-live"}) w.h.runs[run] = w.board->Find(run);
+  EXPECT_EQ(w.h.scheduler->SimulateNext().simulated, "b-live");
+  EXPECT_EQ(w.h.scheduler->SimulateNext().simulated, "a-replayed");
+  w.writer->Stop();
+}
+
 // Under the wall clock an event dated past the clock's skew allowance is refused, named,
 // and changes nothing: the clock is the fake one.
 TEST(IngestWriter, AnEventAheadOfTheClockIsRefusedAndChangesNothing) {

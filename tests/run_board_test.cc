@@ -38,10 +38,13 @@ TEST(RunBoard, AStatusSaysHowFreshItsForecastIs) {
   RunBoard board(h.options, &h.clock, h.scheduler.get());
   h.runs["a"] = View("a", 200);
   board.Publish({h.runs["a"]});
-  // No simulation yet: stale, and the run is asked for at once.
+  // No simulation yet: stale. Reading does not ask the forecaster for the run (reads do
+  // not write: a scrape must not reorder its queue); the writer does.
   v1::RunStatus status = board.StatusOf(*board.Find("a"));
   EXPECT_TRUE(status.forecast().forecast_stale());
   EXPECT_EQ(status.events(), h.runs["a"]->state.events);
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
+  h.scheduler->MarkDue("a");
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
   status = board.StatusOf(*board.Find("a"));
   EXPECT_FALSE(status.forecast().forecast_stale());
