@@ -7,11 +7,13 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -87,9 +89,10 @@ flightplan::daemon::DaemonOptions Options(const std::string& db, uint64_t snapsh
 
 // Starts a daemon with `options`, creates the run and streams `log` on one ReportEvents
 // stream; events/s, or 0 (with a message) when anything was refused.
+// `watchers` WatchStatus streams on the run read throughout, as dashboards would.
 double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
                   const flightplan::daemon::DaemonOptions& options, const flightplan::v1::Plan& plan,
-                  const std::vector<flightplan::v1::Event>& log, size_t batch) {
+                  const std::vector<flightplan::v1::Event>& log, size_t batch, int watchers = 0) {
   auto started = flightplan::daemon::Daemon::Start(options);
   if (!started.ok()) {
     std::fprintf(stderr, "%s\n", std::string(started.status().message()).c_str());
@@ -104,6 +107,21 @@ double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
     *create.mutable_plan() = plan;
     flightplan::v1::CreateRunResponse response;
     if (!stub->CreateRun(&ctx, create, &response).ok()) return 0;
+  }
+  std::vector<std::unique_ptr<grpc::ClientContext>> watch_contexts;
+  std::vector<std::thread> watch_threads;
+  std::atomic<uint64_t> statuses{0};
+  for (int w = 0; w < watchers; ++w) {
+    watch_contexts.push_back(std::make_unique<grpc::ClientContext>());
+    grpc::ClientContext* wctx = watch_contexts.back().get();
+    watch_threads.emplace_back([&, wctx] {
+      flightplan::v1::GetStatusRequest request;
+      request.set_run(plan.name());
+      auto reader = stub->WatchStatus(wctx, request);
+      flightplan::v1::RunStatus s;
+      while (reader->Read(&s)) ++statuses;
+      reader->Finish().IgnoreError();
+    });
   }
   grpc::ClientContext ctx;
   auto stream = stub->ReportEvents(&ctx);
@@ -127,6 +145,11 @@ double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
   writer.join();
   const grpc::Status st = stream->Finish();
   const double rate = static_cast<double>(accepted) / Since(start);
+  for (auto& c : watch_contexts) c->TryCancel();
+  for (std::thread& t : watch_threads) t.join();
+  if (watchers > 0) {
+    std::printf("    (%d watchers received %llu statuses)\n", watchers, static_cast<unsigned long long>(statuses.load()));
+  }
   if (!st.ok() || accepted != log.size()) {
     std::fprintf(stderr, "stream: %s, %llu accepted, %llu batches refused\n",
                  st.error_message().c_str(), static_cast<unsigned long long>(accepted),
@@ -303,6 +326,24 @@ int main(int argc, char** argv) {
     std::printf("  the same stream without backfill states, then with them again: %10.0f, %.0f events/s "
                 "(with / without %.2f; ratios to the ceiling %.2f, %.2f)\n",
                 without, with, with / without, without / ceiling, with / ceiling);
+  }
+
+  {
+    // The same stream with 100 WatchStatus readers on the run: their statuses are built on
+    // the watch pump, not on the writer thread, so they should cost the ingest little.
+    double alone = 0, watched = 0;
+    {
+      std::unique_ptr<flightplan::daemon::Daemon> d;
+      alone = StreamInto(d, Options(dir + "/alone.db", 20000), *plan, log, batch);
+    }
+    {
+      std::unique_ptr<flightplan::daemon::Daemon> d;
+      watched = StreamInto(d, Options(dir + "/watched.db", 20000), *plan, log, batch, 100);
+    }
+    if (alone == 0 || watched == 0) return 1;
+    std::printf("  the same stream alone, then with 100 watchers:                 %10.0f, %.0f events/s "
+                "(watched / alone %.2f)\n",
+                alone, watched, watched / alone);
   }
 
   // Restart on the database just written: with snapshots (every 20,000 events), then

@@ -170,6 +170,8 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   WatchReactor(TrackerService* service, Tracker* tracker, std::string run)
       : service_(service), tracker_(tracker), run_(std::move(run)) {}
 
+  const std::string& run() const { return run_; }
+
   // Called once after construction.
   void Begin() {
     if (!tracker_->Find(run_)) {
@@ -180,33 +182,51 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
     Changed();  // the status as it is now
   }
 
-  // The run changed (writer thread): send the latest status, or mark it pending.
+  // The run changed (on the writer's or the forecaster's thread): only a wake-up is posted
+  // (at most one at a time); the status is built on the watch pump (Pump).
   void Changed() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || finish_wanted_ || posted_) return;
+      posted_ = true;
+    }
+    service_->Wake(this);
+  }
+
+  // On the watch pump, with the service's watches_mu_ held (so OnDone waits): send the
+  // latest status, or mark it pending behind the write in flight.
+  void Pump(absl::StatusOr<v1::RunStatus> status) {
     absl::MutexLock lock(&mu_);
+    posted_ = false;
     if (finished_ || finish_wanted_) return;
     if (writing_) {
       pending_ = true;
       return;
     }
-    SendLocked();
+    pending_ = false;
+    SendLocked(std::move(status));
   }
 
   void OnWriteDone(bool ok) override {
     grpc::Status finish;
+    bool finishing = false;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
       if (finish_wanted_ && !finished_) {
-        finished_ = true;
+        finished_ = finishing = true;
         finish = finish_status_;
       } else {
-        if (!ok || finished_ || !pending_) return;
+        if (!ok || finished_ || !pending_ || posted_) return;
         pending_ = false;
-        SendLocked();
-        return;
+        posted_ = true;
       }
     }
-    Finish(finish);
+    if (finishing) {
+      Finish(finish);
+      return;
+    }
+    service_->Wake(this);  // the change that came during the write, built on the pump
   }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
@@ -234,8 +254,7 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
 
  private:
   // Under mu_: StartWrite never races with End (gRPC does not run OnWriteDone inline).
-  void SendLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::StatusOr<v1::RunStatus> status = tracker_->Status(run_);
+  void SendLocked(absl::StatusOr<v1::RunStatus> status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!status.ok()) {
       finished_ = true;
       // Finish outside the lock is not needed: it does not re-enter this reactor inline.
@@ -254,7 +273,8 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   v1::RunStatus status_;
   absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false, pending_ ABSL_GUARDED_BY(mu_) = false,
-       finished_ ABSL_GUARDED_BY(mu_) = false, finish_wanted_ ABSL_GUARDED_BY(mu_) = false;
+       finished_ ABSL_GUARDED_BY(mu_) = false, finish_wanted_ ABSL_GUARDED_BY(mu_) = false,
+       posted_ ABSL_GUARDED_BY(mu_) = false;  // a Pump is posted and has not run
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -406,9 +426,13 @@ grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* co
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  absl::StatusOr<v1::WhatIfResponse> out = tracker_->WhatIf(*request);
-  if (out.ok()) *response = std::move(*out);
-  reactor->Finish(ToGrpc(out.status()));
+  // Its simulations take tens of milliseconds: off the callback thread, on the what-if
+  // workers (the request and response live until Finish).
+  whatif_.Post([this, reactor, request, response] {
+    absl::StatusOr<v1::WhatIfResponse> out = tracker_->WhatIf(*request);
+    if (out.ok()) *response = std::move(*out);
+    reactor->Finish(ToGrpc(out.status()));
+  });
   return reactor;
 }
 
@@ -538,6 +562,36 @@ grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* 
 void TrackerService::Unregister(WatchReactor* w) {
   absl::MutexLock lock(&watches_mu_);
   watches_.erase(w);
+}
+
+// On the wall clock a status moves with "now": one built this recently serves every
+// watcher of the run (the burst of a commit reaches them all within it).
+constexpr std::chrono::milliseconds kSharedStatusFor(100);
+
+absl::StatusOr<v1::RunStatus> TrackerService::WatchedStatus(const std::string& run) {
+  std::shared_ptr<const RunView> view = tracker_->Find(run);
+  if (!view) {
+    shared_.erase(run);
+    return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  }
+  std::shared_ptr<const forecast::Simulation> sim = tracker_->LatestSimulation(run);
+  const auto now = std::chrono::steady_clock::now();
+  SharedStatus& s = shared_[run];
+  if (s.view != view || s.sim != sim || (!tracker_->options().events_clock && now - s.built >= kSharedStatusFor)) {
+    s.view = std::move(view);
+    s.sim = std::move(sim);
+    s.built = now;
+    s.status = tracker_->StatusOf(*s.view);
+  }
+  return s.status;
+}
+
+void TrackerService::Wake(WatchReactor* w) {
+  pump_.Post([this, w] {
+    // A reactor that has gone (OnDone unregisters it first) is not touched.
+    absl::MutexLock lock(&watches_mu_);
+    if (watches_.count(w)) w->Pump(WatchedStatus(w->run()));
+  });
 }
 
 void TrackerService::EndWatches() {

@@ -6,6 +6,8 @@
 #ifndef FLIGHTPLAN_DAEMON_SERVICE_H_
 #define FLIGHTPLAN_DAEMON_SERVICE_H_
 
+#include <chrono>
+#include <map>
 #include <set>
 
 #include "absl/base/thread_annotations.h"
@@ -13,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/auth.h"
 #include "daemon/tracker.h"
+#include "daemon/work_queue.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -23,6 +26,8 @@ grpc::Status ToGrpc(const absl::Status& status);
 
 class TrackerService final : public v1::Tracker::CallbackService {
  public:
+  // Threads: the gRPC callback threads; one watch pump that builds watchers' statuses (off
+  // the writer's thread); two what-if workers (off the callback threads).
   TrackerService(Tracker* tracker, Auth auth) : tracker_(tracker), auth_(std::move(auth)) {}
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
@@ -65,12 +70,28 @@ class TrackerService final : public v1::Tracker::CallbackService {
 
  private:
   void Unregister(WatchReactor* w);
+  // Posts `w`'s Pump to the watch pump (never under w's lock).
+  void Wake(WatchReactor* w);
+  // On the watch pump: `run`'s status as its watchers share it (NOT_FOUND when gone).
+  absl::StatusOr<v1::RunStatus> WatchedStatus(const std::string& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(watches_mu_);
 
   Tracker* const tracker_;
   const Auth auth_;
   absl::Mutex watches_mu_;
   std::set<WatchReactor*> watches_ ABSL_GUARDED_BY(watches_mu_);
+  // The status the watchers of each run share, and what it was built from: rebuilt when
+  // the view or the simulation changes (or, on the wall clock, after kSharedStatusFor).
+  struct SharedStatus {
+    std::shared_ptr<const RunView> view;
+    std::shared_ptr<const forecast::Simulation> sim;
+    std::chrono::steady_clock::time_point built;
+    v1::RunStatus status;
+  };
+  std::map<std::string, SharedStatus> shared_ ABSL_GUARDED_BY(watches_mu_);
   bool ending_ ABSL_GUARDED_BY(watches_mu_) = false;
+  // Last: their threads stop (after the work posted) before the members above go.
+  WorkQueue whatif_{2};
+  WorkQueue pump_{1};
 };
 
 }  // namespace flightplan::daemon

@@ -74,6 +74,10 @@ uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {
 void Tracker::Unsubscribe(uint64_t id) { board_->Unsubscribe(id); }
 size_t Tracker::QueueDepth() const { return writer_->QueueDepth(); }
 
+std::shared_ptr<const forecast::Simulation> Tracker::LatestSimulation(const std::string& run) const {
+  return forecasts_->Latest(run).sim;
+}
+
 absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
   std::shared_ptr<const RunView> view = Find(run);
   if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));

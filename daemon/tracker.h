@@ -110,6 +110,9 @@ class Tracker {
   // The run's status now (wall clock, or its latest event with events_clock). NOT_FOUND.
   // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...).
   [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
+  // The run's latest simulation (nullptr before one): with its view, what a status is
+  // built from (watchers of one run share a status while neither changes).
+  [[nodiscard]] std::shared_ptr<const forecast::Simulation> LatestSimulation(const std::string& run) const;
   // The run's forecast under proposed changes (forecast::WhatIf), from its current view, on
   // the calling thread; nothing is stored.
   [[nodiscard]] absl::StatusOr<v1::WhatIfResponse> WhatIf(const v1::WhatIfRequest& request) const;
