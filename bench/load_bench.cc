@@ -14,10 +14,7 @@
 // /metrics and the runs list are timed.
 //
 // --events is per client; each client streams to its own run.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -366,15 +363,8 @@ int main(int argc, char** argv) {
   if (metrics_port != 0) {
     std::vector<int> slow;
     for (size_t i = 0; i < slow_http; ++i) {
-      const int fd = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<uint16_t>(metrics_port));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        close(fd);
-        break;
-      }
+      const int fd = flightplan::testing::ConnectLoopback(metrics_port);
+      if (fd < 0) break;
       if (i % 2 == 1 && write(fd, "GET /metr", 9) < 0) break;
       slow.push_back(fd);
     }

@@ -77,10 +77,8 @@ class Tracker {
   // Idempotent.
   void Stop();
 
-  // Each Submit either refuses at once (the returned status: RESOURCE_EXHAUSTED when the
-  // queue is full, UNAVAILABLE when stopping, INVALID_ARGUMENT for a malformed request) and
-  // never calls `done`, or returns OK and calls `done` exactly once, after the commit.
-  // `stream` (optional) ties the batch to the batches before it on the same stream.
+  // The writer's requests, as IngestWriter documents them (each refuses at once, or calls
+  // `done` exactly once, after the commit).
   [[nodiscard]] absl::Status SubmitEvents(std::vector<v1::Event> events,
                                           std::function<void(BatchResult)> done,
                                           std::shared_ptr<OrderedStream> stream = nullptr,
@@ -89,21 +87,9 @@ class Tracker {
                                              std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
                                               std::function<void(CreateResult)> done);
-
-  // Reads the run's forecast history on the writer thread, after the commit of the group
-  // it joins: `done` (on the writer thread) gets every point stored so far. Refuses as the
-  // other Submits do, and NOT_FOUND at once for a run that does not exist.
-  [[nodiscard]] absl::Status SubmitHistoryRead(std::string run,
-                                               std::function<void(HistoryResult)> done);
-  // The run's plan revisions and launches, read on the writer thread like the history.
-  [[nodiscard]] absl::Status SubmitRunRead(std::string run,
-                                           std::function<void(absl::StatusOr<RunInfo>)> done);
-  // Retracts events of `run` (see RetractSpec): they move to the retracted log with an
-  // audit row, the run is folded again from what remains, and its forecast follows.
-  // NOT_FOUND when nothing matches (or an id is unknown); FAILED_PRECONDITION when what
-  // remains does not fold (the message names the event that would no longer apply).
-  [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec,
-                                           std::function<void(RetractResult)> done);
+  [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
+  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
+  [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done);
 
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;
   [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;

@@ -7,7 +7,7 @@
 
 namespace flightplan::testing {
 
-std::string HttpGet(int port, const std::string& path, const std::string& headers) {
+int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -15,8 +15,14 @@ std::string HttpGet(int port, const std::string& path, const std::string& header
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return "";
+    return -1;
   }
+  return fd;
+}
+
+std::string HttpGet(int port, const std::string& path, const std::string& headers) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
   if (write(fd, request.data(), request.size()) < 0) {
     close(fd);

@@ -10,6 +10,9 @@ namespace flightplan::testing {
 // extra request header lines, each ending in \r\n.
 std::string HttpGet(int port, const std::string& path, const std::string& headers = "");
 
+// A TCP connection to 127.0.0.1:`port` (its descriptor), or -1.
+int ConnectLoopback(int port);
+
 }  // namespace flightplan::testing
 
 #endif  // FLIGHTPLAN_TESTS_HTTP_GET_H_

@@ -24,18 +24,7 @@ namespace {
 
 using testing::HttpGet;
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+int Connect(int port) { return testing::ConnectLoopback(port); }
 
 // Whatever `fd` receives until the peer closes or `seconds` pass; `closed` says which.
 std::string ReadUntilClosed(int fd, double seconds, bool* closed) {
