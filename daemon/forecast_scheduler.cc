@@ -220,6 +220,19 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
   const bool backfill_waits = SimulateBackfill(run);
   std::shared_ptr<const RunView> view = hooks_.find(run);
   if (!view) return;
+  if (!backfill_waits) {
+    // The writer hands a group's states over before it publishes the group's view: a view
+    // newer than the states just simulated may come with states of its own, older than it.
+    // The view waits for the next turn, which simulates them first: its point would close
+    // the history to them, and a simulation published without its point would let a status
+    // read fresh before the history has it.
+    absl::MutexLock lock(&mu_);
+    auto it = backfill_.find(run);
+    if (it != backfill_.end() && !it->second.empty()) {
+      due_.insert(run);
+      return;
+    }
+  }
   absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
   if (now == absl::InfinitePast()) now = clock_->Now();
   forecast::ForecastOptions options;

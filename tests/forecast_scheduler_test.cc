@@ -95,6 +95,43 @@ TEST(ForecastScheduler, BackfillStatesBecomeHistoryOldestFirstAndYieldToTheWrite
   EXPECT_EQ(h.scheduler->BackfillFor("a").simulated_to, now->state.last_time);
 }
 
+// The writer publishes a group's view just after handing over its states: a turn that
+// finds the new view finds its states too, and gives them to the history before the view's
+// own point (else that point would close the history to them).
+TEST(ForecastScheduler, AViewPublishedDuringATurnWaitsForItsStates) {
+  Harness h(/*events_clock=*/true);
+  const std::shared_ptr<const RunView> later = View("a", 400);
+  h.runs["a"] = View("a", 100);
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  ASSERT_EQ(h.points.size(), 1u);
+  // Mid-turn, as the writer does: the states first, then the view.
+  ForecastScheduler* scheduler = h.scheduler.get();
+  std::vector<std::shared_ptr<const forecast::RunState>> states = {
+      std::make_shared<forecast::RunState>(View("a", 200)->state),
+      std::make_shared<forecast::RunState>(View("a", 300)->state)};
+  bool published = false;
+  auto find = [&](const std::string&) {
+    if (!published) {
+      scheduler->AddBackfill(*later, states);
+      published = true;
+    }
+    return later;
+  };
+  h.find_override = find;
+  h.clock.Advance(absl::Seconds(1));
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.points.size(), 1u);  // no point for the new view yet, and no simulation of it
+  EXPECT_NE(h.scheduler->Latest("a").sim->events, later->state.events);
+  h.clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");  // still due
+  ASSERT_EQ(h.points.size(), 4u);
+  for (size_t i = 1; i < h.points.size(); ++i) EXPECT_LT(h.points[i - 1].second, h.points[i].second) << i;
+  EXPECT_EQ(h.points.back().second, later->state.last_time);
+  EXPECT_EQ(h.scheduler->Latest("a").sim->events, later->state.events);
+}
+
 TEST(ForecastScheduler, PastItsBoundABackfillIsThinnedAndItsSpacingDoubles) {
   Harness h(/*events_clock=*/true);
   h.options.max_backfill_states = 4;

@@ -3,6 +3,7 @@
 #ifndef FLIGHTPLAN_TESTS_TRACKER_PARTS_H_
 #define FLIGHTPLAN_TESTS_TRACKER_PARTS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,6 +57,8 @@ struct Harness {
   std::vector<std::pair<std::string, absl::Time>> points;  // run, as of
   std::vector<std::string> simulated;
   size_t backlog = 0;
+  // When set, what the scheduler finds instead of `runs` (a writer publishing mid-turn).
+  std::function<std::shared_ptr<const RunView>(const std::string&)> find_override;
   std::unique_ptr<ForecastScheduler> scheduler;
 
   explicit Harness(bool events_clock) {
@@ -66,6 +69,7 @@ struct Harness {
     options.forecast_refresh = absl::Seconds(30);
     ForecastScheduler::Hooks hooks;
     hooks.find = [this](const std::string& run) -> std::shared_ptr<const RunView> {
+      if (find_override) return find_override(run);
       auto it = runs.find(run);
       return it == runs.end() ? nullptr : it->second;
     };
