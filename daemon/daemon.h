@@ -21,6 +21,7 @@ class Registry;
 }  // namespace prometheus
 
 namespace flightplan::exporters {
+class DaemonMetrics;
 class RunCollector;
 }
 

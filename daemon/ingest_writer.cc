@@ -101,7 +101,7 @@ using ingest::MakePlan;
 using ingest::Revised;
 
 IngestWriter::IngestWriter(std::unique_ptr<storage::RunStore> store, const TrackerOptions& options, Clock* clock,
-                           exporters::DaemonMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts)
+                           IngestMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts)
     : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)), board_(board),
       forecasts_(forecasts) {}
 

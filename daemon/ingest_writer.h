@@ -35,7 +35,7 @@
 #include "daemon/forecast_scheduler.h"
 #include "daemon/run_board.h"
 #include "daemon/run_view.h"
-#include "exporters/daemon_metrics.h"
+#include "daemon/ingest_metrics.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/plan.pb.h"
 #include "forecast/accounting.h"
@@ -115,7 +115,7 @@ class IngestWriter {
  public:
   // `options`, `clock`, `metrics` (nullable), `board` and `forecasts` must outlive it.
   IngestWriter(std::unique_ptr<storage::RunStore> store, const TrackerOptions& options, Clock* clock,
-               exporters::DaemonMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts);
+               IngestMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts);
   ~IngestWriter();
   IngestWriter(const IngestWriter&) = delete;
   IngestWriter& operator=(const IngestWriter&) = delete;
@@ -207,7 +207,7 @@ class IngestWriter {
 
   const TrackerOptions& options_;
   Clock* const clock_;
-  exporters::DaemonMetrics* const metrics_;
+  IngestMetrics* const metrics_;
   std::unique_ptr<storage::RunStore> store_;  // writer thread only (and Recover, before it)
   uint64_t events_since_round_ = 0;           // writer thread only
   int64_t last_seq_ = 0;                      // writer thread only

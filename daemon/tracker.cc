@@ -10,7 +10,7 @@
 
 namespace flightplan::daemon {
 
-Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, exporters::DaemonMetrics* metrics,
+Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
                  TrackerOptions options)
     : options_(options), clock_(clock) {
   ForecastScheduler::Hooks hooks;
@@ -26,7 +26,7 @@ Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, exporte
 }
 
 absl::StatusOr<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<storage::RunStore> store, Clock* clock,
-                                                        exporters::DaemonMetrics* metrics, TrackerOptions options) {
+                                                        IngestMetrics* metrics, TrackerOptions options) {
   std::unique_ptr<Tracker> t(new Tracker(std::move(store), clock, metrics, options));
   if (absl::Status st = t->writer_->Recover(); !st.ok()) return st;
   t->writer_->Start();

@@ -52,7 +52,7 @@
 #include "daemon/ingest_writer.h"
 #include "daemon/run_board.h"
 #include "daemon/run_view.h"
-#include "exporters/daemon_metrics.h"
+#include "daemon/ingest_metrics.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/plan.pb.h"
 #include "flightplan/v1/status.pb.h"
@@ -66,7 +66,7 @@ class Tracker {
   // Recovers every run from `store` (snapshots, then the events after them) and starts
   // the writer thread. `clock` and `metrics` (nullable) must outlive the Tracker.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tracker>> Start(
-      std::unique_ptr<storage::RunStore> store, Clock* clock, exporters::DaemonMetrics* metrics,
+      std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
       TrackerOptions options);
   ~Tracker();
   Tracker(const Tracker&) = delete;
@@ -113,7 +113,7 @@ class Tracker {
   [[nodiscard]] const TrackerOptions& options() const { return options_; }
 
  private:
-  Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, exporters::DaemonMetrics* metrics,
+  Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
           TrackerOptions options);
 
   const TrackerOptions options_;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "daemon/ingest_metrics.h"
 
 namespace prometheus {
 class Registry;
@@ -22,25 +23,19 @@ class Family;
 
 namespace flightplan::exporters {
 
-class DaemonMetrics {
+// The Prometheus side of the ingest writer's metrics (daemon/ingest_metrics.h).
+class DaemonMetrics final : public daemon::IngestMetrics {
  public:
   // Registers the families in `registry` (names: flightplan_ingest_*, flightplan_storage_*).
   explicit DaemonMetrics(prometheus::Registry& registry);
 
-  // A request's outcome: events stored, events ignored as duplicates, and, when refused,
-  // its events counted as rejected under the status code.
-  void CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code);
-  // The events of a batch refused with a status its client resolves by resending (the
-  // queue was full, the batch was over the limit and is split, a stream resends from its
-  // first refusal, the storage was away): counted apart from rejected events, which are
-  // refused for good.
-  void CountRetried(uint32_t events, absl::StatusCode code);
-  // A run folded again from its log (a late event, a retraction).
-  void CountRefold();
-  void SetQueueDepth(size_t depth);
-  void ObserveCommit(double seconds);
-  void SetDatabaseBytes(double bytes);
-  void SetRuns(size_t runs);
+  void CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code) override;
+  void CountRetried(uint32_t events, absl::StatusCode code) override;
+  void CountRefold() override;
+  void SetQueueDepth(size_t depth) override;
+  void ObserveCommit(double seconds) override;
+  void SetDatabaseBytes(double bytes) override;
+  void SetRuns(size_t runs) override;
 
  private:
   prometheus::Counter& accepted_;
