@@ -14,7 +14,7 @@
 #include "cli/plan_file.h"
 #include "forecast/calibration.h"
 #include "planner/plan_engine.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 int main(int argc, char** argv) {
   using namespace flightplan::forecast;
@@ -41,12 +41,12 @@ int main(int argc, char** argv) {
   app.add_flag("--points", points, "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h), the time left (h), width and interval score (% of it)");
   CLI11_PARSE(app, argc, argv);
 
-  absl::StatusOr<flightplan::v1::Plan> proto = flightplan::LoadPlanFile(plan_path);
+  absl::StatusOr<flightplan::v1::Plan> proto = flightplan::cli::LoadPlanFile(plan_path);
   if (!proto.ok()) {
     std::cerr << "flightplan_calibrate: " << proto.status().message() << "\n";
     return 2;
   }
-  const PlanSpec plan = flightplan::PlanFromProto(*proto);
+  const PlanSpec plan = flightplan::convert::PlanFromProto(*proto);
   const PlanReport report = ComputePlan(plan);
   std::vector<Scenario> scenarios;
   for (const Scenario& s : Scenarios()) {

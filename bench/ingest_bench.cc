@@ -22,7 +22,7 @@
 #include "forecast/forecaster.h"
 #include "planner/plan_engine.h"
 #include "forecast/simulator.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/event_log.h"
@@ -167,9 +167,9 @@ double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
 // part every status read and scrape runs, each timed over repeats.
 static void ForecasterCost() {
   namespace fc = flightplan::forecast;
-  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
+  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::cli::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
   if (!plan.ok()) return;
-  const fc::PlanSpec spec = flightplan::PlanFromProto(*plan);
+  const fc::PlanSpec spec = flightplan::convert::PlanFromProto(*plan);
   const fc::PlanReport report = flightplan::planner::ComputePlan(spec);
   const fc::ForecastPrior prior = fc::PriorFromPlan(spec, report);
   fc::SimulationOptions so = fc::FindScenario("chaotic-start")->options;
@@ -206,9 +206,9 @@ static void PlannerCost() {
   using Clock = std::chrono::steady_clock;
   const std::string examples = std::filesystem::path(FLIGHTPLAN_FLAGSHIP).parent_path().string();
   for (const char* name : {"dense-70b-10t.yaml", "moe-400b-a50b-15t.yaml", "bloom-176b.yaml"}) {
-    absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(examples + "/" + name);
+    absl::StatusOr<flightplan::v1::Plan> plan = flightplan::cli::LoadPlanFile(examples + "/" + name);
     if (!plan.ok()) continue;
-    const fc::PlanSpec spec = flightplan::PlanFromProto(*plan);
+    const fc::PlanSpec spec = flightplan::convert::PlanFromProto(*plan);
     constexpr int kRepeats = 200;
     auto t = Clock::now();
     double sink = 0;
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   const double ceiling = SqliteCeiling(dir + "/ceiling.db", payloads, keys, batch);
   std::printf("  SQLite ceiling (bulk insert, same schema and key, WAL, NORMAL): %10.0f rows/s\n", ceiling);
 
-  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
+  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::cli::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
   if (!plan.ok()) return 1;
   plan->set_name(run);
   const std::string db = dir + "/daemon.db";

@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() /
                            absl::StrCat("flightplan-load-", getpid())).string();
   std::filesystem::create_directories(dir);
-  absl::StatusOr<v1::Plan> plan = flightplan::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
+  absl::StatusOr<v1::Plan> plan = flightplan::cli::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
   if (!plan.ok()) return 1;
 
   std::printf("flightplan load benchmark: %zu clients streaming %zu events each (batches of %zu) "

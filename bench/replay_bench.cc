@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "flightplan/v1/event.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/event_json.h"
+#include "convert/event_json.h"
 #include "tests/event_log.h"
 #include "tests/subprocess.h"
 
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     flightplan::v1::Event e = log[i];
     e.set_id(absl::StrCat("e", i + 1));  // a (run, id) key for every row, as the import's
     std::string line;
-    flightplan::AppendEventJson(e, line);
+    flightplan::convert::AppendEventJson(e, line);
     absl::StrAppend(&jsonl, line, "\n");
     absl::StrAppend(&csv, Csv(run), ",", Csv(e.id()), ",",
                     e.time().seconds() * 1000000 + e.time().nanos() / 1000, ",", Csv(line), "\n");
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     return google::protobuf::util::JsonStringToMessage(l, &e, popt).ok();
   });
   const double fast_rate = ParseRate(lines, lines.size(), [](const std::string& l, flightplan::v1::Event& e) {
-    return flightplan::ParseEventJson(l, e).ok();
+    return flightplan::convert::ParseEventJson(l, e).ok();
   });
   std::printf("  parse alone, protobuf JsonStringToMessage:             %9.0f events/s\n", protobuf_rate);
   std::printf("  parse alone, proto/event_json (flightplan's parser):   %9.0f events/s (%.1fx)\n", fast_rate,

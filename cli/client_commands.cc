@@ -28,11 +28,11 @@
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/event_convert.h"
-#include "proto/event_json.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/event_json.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 std::unique_ptr<v1::Tracker::Stub> Connect(const ClientOptions& client) {
@@ -111,7 +111,7 @@ int RunCreate(const ClientOptions& client, const CreateOptions& options, std::os
   out << (response.created() ? "created run " : "run already exists with this plan: ") << run
       << " (plan revision " << response.plan_revision() << ", target "
       << units::Sci(static_cast<double>(plan->data().tokens())) << " tokens, plan finish "
-      << units::Date(TimeFromProto(response.report().schedule().finish_time())) << ")\n";
+      << units::Date(convert::TimeFromProto(response.report().schedule().finish_time())) << ")\n";
   return 0;
 }
 
@@ -272,7 +272,7 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
       bytes += line.size() + 1;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       v1::Event event;
-      if (const absl::Status st = ParseEventJson(line, event); !st.ok()) {
+      if (const absl::Status st = convert::ParseEventJson(line, event); !st.ok()) {
         counts.Reject(line_no, absl::StrCat("not a flightplan.v1.Event: ", st.message()));
         continue;
       }
@@ -413,7 +413,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       err << "flightplan tail: " << plan.status().message() << "\n";
       return 2;
     }
-    const planner::PlanReport report = planner::ComputePlan(PlanFromProto(*plan));
+    const planner::PlanReport report = planner::ComputePlan(convert::PlanFromProto(*plan));
     if (lo.seq_len == 0) lo.seq_len = plan->model().seq_len();
     if (lo.tokens_per_step == 0) lo.tokens_per_step = static_cast<int64_t>(report.batch.tokens_per_step);
   }
@@ -454,7 +454,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       return local + 1;
     }
     for (const v1::Attempt& a : info.attempts()) {
-      if (TimeFromProto(a.started()) == at) return a.attempt();
+      if (convert::TimeFromProto(a.started()) == at) return a.attempt();
     }
     return std::max(info.attempt(), local) + 1;
   };
@@ -617,7 +617,7 @@ int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream&
     }
     time = *t;
   }
-  *e.mutable_time() = TimeToProto(time);
+  *e.mutable_time() = convert::TimeToProto(time);
   int kinds = 0;
   if (o.step || o.tokens) {
     if (!o.step || !o.tokens) {
@@ -770,11 +770,11 @@ int RunPlans(const ClientOptions& client, const std::string& run, bool json, std
   for (const v1::PlanRevision& p : info.plans()) {
     const v1::PlanReport& r = p.report();
     out << absl::StrFormat("%-8d  %-20s  %6s  %10s  %12s  %14s  %s\n", p.revision(),
-                           units::Date(TimeFromProto(p.has_effective() ? p.effective() : p.created())),
+                           units::Date(convert::TimeFromProto(p.has_effective() ? p.effective() : p.created())),
                            units::Count(static_cast<double>(p.plan().fleet().gpus())),
                            units::Sci(static_cast<double>(p.plan().data().tokens())),
                            units::Sci(r.compute().tokens_per_second()),
-                           units::DateOnly(TimeFromProto(r.schedule().finish_time())), p.plan().name());
+                           units::DateOnly(convert::TimeFromProto(r.schedule().finish_time())), p.plan().name());
   }
   out << units::Counted(info.plans_size(), "revision") << "; the forecast uses the latest for the work ahead\n";
   return 0;
@@ -861,7 +861,7 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
       err << "flightplan whatif: --deadline: " << t.status().message() << "\n";
       return 2;
     }
-    *request.mutable_deadline() = TimeToProto(*t);
+    *request.mutable_deadline() = convert::TimeToProto(*t);
   }
   auto stub = Connect(client);
   grpc::ClientContext ctx;
@@ -893,7 +893,7 @@ int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostrea
       err << "flightplan retract: --after '" << o.after << "': " << after.status().message() << "\n";
       return 2;
     }
-    *request.mutable_after() = TimeToProto(*after);
+    *request.mutable_after() = convert::TimeToProto(*after);
   }
   request.set_reason(o.reason);
   request.set_dry_run(o.dry_run);
@@ -910,7 +910,7 @@ int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostrea
   constexpr int kShown = 20;
   for (int i = 0; i < response.events_size() && i < kShown; ++i) {
     const v1::RetractedEvent& e = response.events(i);
-    absl::StatusOr<forecast::Event> event = EventFromProto(e.event());
+    absl::StatusOr<forecast::Event> event = convert::EventFromProto(e.event());
     out << "  " << e.key() << "  " << (event.ok() ? forecast::Describe(*event) : e.event().ShortDebugString()) << "\n";
   }
   if (response.events_size() > kShown) out << "  ... and " << response.events_size() - kShown << " more\n";
@@ -925,4 +925,4 @@ int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostrea
   return 0;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

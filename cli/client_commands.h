@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace flightplan {
+namespace flightplan::cli {
 
 struct ClientOptions {
   std::string server = "127.0.0.1:50051";
@@ -128,6 +128,6 @@ struct RetractOptions {
 int RunRetract(const ClientOptions& client, const RetractOptions& options, std::ostream& out,
                std::ostream& err);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_CLIENT_COMMANDS_H_

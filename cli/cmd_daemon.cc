@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "storage/sqlite_store.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 void AddDaemonCommands(Commands& c) {
   struct State {
@@ -243,4 +243,4 @@ void AddDaemonCommands(Commands& c) {
   c.Add(tail, [s, &client] { return RunTail(client, s->tail_options, std::cout, std::cerr); });
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/plan_command.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 void AddPlanCommands(Commands& c) {
   struct State {
@@ -49,4 +49,4 @@ void AddPlanCommands(Commands& c) {
   });
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

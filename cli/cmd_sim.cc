@@ -10,7 +10,7 @@
 #include "cli/sim_commands.h"
 #include "forecast/simulator.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 void AddSimCommands(Commands& c) {
   struct State {
@@ -99,4 +99,4 @@ void AddSimCommands(Commands& c) {
   c.Add(backtest, [s] { return RunBacktestCommand(s->backtest_options, std::cout, std::cerr); });
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

@@ -11,7 +11,7 @@
 #include "CLI/CLI.hpp"
 #include "cli/client_commands.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 struct Commands {
   CLI::App& app;
@@ -30,6 +30,6 @@ void AddDaemonCommands(Commands& c);  // create, replay, report, status, history
                                       // plans, retract, backup, tail (cmd_daemon.cc)
 void AddSimCommands(Commands& c);     // simulate, backtest (cmd_sim.cc)
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_COMMANDS_H_

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 constexpr int kScheduler = 7, kHardware = 6, kMemory = 5, kCuda = 4, kNccl = 3, kHang = 2, kSignal = 1;
@@ -174,4 +174,4 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
   return std::nullopt;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

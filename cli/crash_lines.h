@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace flightplan {
+namespace flightplan::cli {
 
 struct Crash {
   // An interruption cause: time_limit, preemption, node, operator (the scheduler); ecc, gpu
@@ -35,6 +35,6 @@ struct Crash {
 // wraps.
 std::optional<Crash> ClassifyCrashLine(const std::string& line);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_CRASH_LINES_H_

@@ -8,9 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/crash_lines.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 // Megatron prints " [2026-08-22 15:22:22.123456] iteration ..." (microseconds since
@@ -97,15 +97,15 @@ absl::Time LogEvents::When(const std::optional<absl::Time>& line_time, absl::Tim
 v1::Event LogEvents::Base(absl::Time at) const {
   v1::Event e;
   e.set_run(o_.run);
-  *e.mutable_time() = TimeToProto(at);
+  *e.mutable_time() = convert::TimeToProto(at);
   return e;
 }
 
 void LogEvents::Emit(v1::Event e) {
   // Never before the previous event: lines without a time of their own (a backfill of a log
   // that prints none) must not send the daemon back in time.
-  const absl::Time t = TimeFromProto(e.time());
-  if (last_emitted_ && t < *last_emitted_) *e.mutable_time() = TimeToProto(*last_emitted_);
+  const absl::Time t = convert::TimeFromProto(e.time());
+  if (last_emitted_ && t < *last_emitted_) *e.mutable_time() = convert::TimeToProto(*last_emitted_);
   last_emitted_ = std::max(t, last_emitted_.value_or(t));
   if (releasing_) {
     out_->push_back(std::move(e));
@@ -655,4 +655,4 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
   return true;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

@@ -31,7 +31,7 @@
 #include "cli/crash_lines.h"
 #include "flightplan/v1/event.pb.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 enum class LogFormat { kMegatron, kTorchtitan };
 
@@ -176,6 +176,6 @@ class LogEvents {
   std::vector<std::string> notices_;
 };
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_LOG_EVENTS_H_

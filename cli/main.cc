@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "flightplan " FLIGHTPLAN_VERSION);
 
-  flightplan::ClientOptions client;
+  flightplan::cli::ClientOptions client;
   app.add_option("--server", client.server,
                  "flightpland's gRPC address (commands that talk to the daemon)")
       ->envname("FLIGHTPLAN_SERVER")
@@ -34,10 +34,10 @@ int main(int argc, char** argv) {
       ->envname("FLIGHTPLAN_TOKEN_FILE");
 
 
-  flightplan::Commands commands{app, client, {}};
-  flightplan::AddPlanCommands(commands);
-  flightplan::AddDaemonCommands(commands);
-  flightplan::AddSimCommands(commands);
+  flightplan::cli::Commands commands{app, client, {}};
+  flightplan::cli::AddPlanCommands(commands);
+  flightplan::cli::AddDaemonCommands(commands);
+  flightplan::cli::AddSimCommands(commands);
 
   try {
     app.parse(argc, argv);
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  for (const flightplan::Commands::Entry& e : commands.entries) {
+  for (const flightplan::cli::Commands::Entry& e : commands.entries) {
     if (app.got_subcommand(e.subcommand)) return e.run();
   }
   return 2;

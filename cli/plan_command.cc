@@ -7,9 +7,9 @@
 #include "cli/plan_print.h"
 #include "planner/plan_engine.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::ostream& err) {
   absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.path);
@@ -17,7 +17,7 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
     err << "flightplan plan: " << plan.status().message() << "\n";
     return 2;
   }
-  planner::PlanSpec spec = PlanFromProto(*plan);
+  planner::PlanSpec spec = convert::PlanFromProto(*plan);
 
   std::optional<planner::DeadlineFleet> fleet;
   if (!options.deadline.empty()) {
@@ -32,8 +32,8 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
   const planner::PlanReport report = planner::ComputePlan(spec);
 
   if (options.json) {
-    v1::PlanReport proto = ReportToProto(report);
-    if (fleet) *proto.mutable_deadline_fleet() = DeadlineFleetToProto(*fleet);
+    v1::PlanReport proto = convert::ReportToProto(report);
+    if (fleet) *proto.mutable_deadline_fleet() = convert::DeadlineFleetToProto(*fleet);
     google::protobuf::util::JsonPrintOptions print;
     print.add_whitespace = true;
     print.always_print_primitive_fields = true;
@@ -52,4 +52,4 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
   return report.HasError() || no_fleet ? 1 : 0;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

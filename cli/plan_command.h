@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace flightplan {
+namespace flightplan::cli {
 
 struct PlanCommandOptions {
   std::string path;      // plan file, "-" for standard input
@@ -19,6 +19,6 @@ struct PlanCommandOptions {
 [[nodiscard]] int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out,
                                  std::ostream& err);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_PLAN_COMMAND_H_

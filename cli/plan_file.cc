@@ -20,10 +20,10 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
 #include "google/protobuf/timestamp.pb.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 #include "yaml-cpp/yaml.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 using google::protobuf::Descriptor;
@@ -104,7 +104,7 @@ class Filler {
         if (!value.IsScalar()) return Err(value, path, "expected a timestamp");
         absl::StatusOr<absl::Time> t = ParseTimestamp(value.Scalar());
         if (!t.ok()) return Err(value, path, std::string(t.status().message()));
-        static_cast<google::protobuf::Timestamp&>(*sub) = TimeToProto(*t);
+        static_cast<google::protobuf::Timestamp&>(*sub) = convert::TimeToProto(*t);
         return absl::OkStatus();
       }
       return Fill(value, *sub, path);
@@ -462,4 +462,4 @@ absl::StatusOr<v1::Plan> LoadPlanFile(const std::string& path) {
   return ParsePlan(buf.str(), path);
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

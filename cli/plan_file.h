@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "flightplan/v1/plan.pb.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 // Parses `text` (YAML or JSON); `source` names it in messages. InvalidArgument on any
 // syntax error, unknown key, duplicate key or value of the wrong type.
@@ -28,6 +28,6 @@ namespace flightplan {
 // RFC 3339 ("2027-03-01T00:00:00Z") or a date ("2027-03-01", midnight UTC).
 [[nodiscard]] absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_PLAN_FILE_H_

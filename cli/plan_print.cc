@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/units.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 using namespace units;  // NOLINT: this file is all formatting
@@ -239,4 +239,4 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   return o.Take();
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

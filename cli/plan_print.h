@@ -6,13 +6,13 @@
 
 #include "planner/plan.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 // `fleet` may be null (no --deadline).
 [[nodiscard]] std::string FormatPlanReport(const planner::PlanSpec& plan,
                                            const planner::PlanReport& report,
                                            const planner::DeadlineFleet* fleet);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_PLAN_PRINT_H_

@@ -10,11 +10,11 @@
 #include "cli/units.h"
 #include "forecast/backtest.h"
 #include "planner/plan_engine.h"
-#include "proto/event_convert.h"
-#include "proto/event_json.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/event_json.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 struct LoadedPlan {
@@ -30,7 +30,7 @@ int LoadPlan(const std::string& path, const char* command, LoadedPlan& out, std:
     return 2;
   }
   out.name = plan->name();
-  out.spec = PlanFromProto(*plan);
+  out.spec = convert::PlanFromProto(*plan);
   out.report = planner::ComputePlan(out.spec);
   if (out.report.HasError()) {
     err << "flightplan " << command << ": the plan has errors (flightplan plan " << path << "):\n";
@@ -56,7 +56,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   const std::vector<forecast::Event> events = forecast::SimulateRun(plan.spec, plan.report, options.simulation);
   std::string lines;
   for (const forecast::Event& e : events) {
-    AppendEventJson(EventToProto(e, run), lines);
+    convert::AppendEventJson(convert::EventToProto(e, run), lines);
     lines += '\n';
     if (lines.size() > (1 << 20)) {
       out << lines;
@@ -88,8 +88,8 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     v1::Event proto;
     absl::StatusOr<forecast::Event> e = absl::InvalidArgumentError("unparsed");
-    if (const absl::Status st = ParseEventJson(line, proto); st.ok()) {
-      e = EventFromProto(proto);
+    if (const absl::Status st = convert::ParseEventJson(line, proto); st.ok()) {
+      e = convert::EventFromProto(proto);
     } else {
       e = absl::InvalidArgumentError(absl::StrCat("not a flightplan.v1.Event: ", st.message()));
     }
@@ -151,4 +151,4 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
   return 0;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

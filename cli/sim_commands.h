@@ -8,7 +8,7 @@
 
 #include "forecast/simulator.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 struct SimulateOptions {
   std::string plan_path;
@@ -28,6 +28,6 @@ struct BacktestOptions {
 // Exit 0; 1 when the log never reaches its target; 2 when a file is unreadable.
 int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::ostream& err);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_SIM_COMMANDS_H_

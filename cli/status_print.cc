@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/units.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 using namespace units;  // NOLINT: formatting only
 
@@ -51,8 +51,8 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         Count(static_cast<double>(p.step()))));
   if (s.has_as_of()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s (first event %s)\n", "as of",
-                                          Date(TimeFromProto(s.as_of())),
-                                          empty ? std::string("-") : Date(TimeFromProto(s.first_event_time()))));
+                                          Date(convert::TimeFromProto(s.as_of())),
+                                          empty ? std::string("-") : Date(convert::TimeFromProto(s.first_event_time()))));
   }
   const v1::TimeSeconds& t = s.time_seconds();
   const double elapsed = t.elapsed();
@@ -91,29 +91,29 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   absl::StrAppend(&out, "\n");
   if (fc.has_finish_p50()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s P10 %s, P50 %s, P90 %s\n", "finish forecast",
-                                          DateOnly(TimeFromProto(fc.finish_p10())),
-                                          Date(TimeFromProto(fc.finish_p50())),
-                                          DateOnly(TimeFromProto(fc.finish_p90()))));
+                                          DateOnly(convert::TimeFromProto(fc.finish_p10())),
+                                          Date(convert::TimeFromProto(fc.finish_p50())),
+                                          DateOnly(convert::TimeFromProto(fc.finish_p90()))));
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s, P50 %s %s\n", "plan finish",
-                                          Date(TimeFromProto(fc.plan_finish())),
+                                          Date(convert::TimeFromProto(fc.plan_finish())),
                                           fc.slip_seconds() >= 0 ? "later by" : "earlier by",
                                           Duration(std::fabs(fc.slip_seconds()))));
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
-                                          Date(TimeFromProto(fc.plan_finish()))));
+                                          Date(convert::TimeFromProto(fc.plan_finish()))));
   }
   // The two futures, when the failures are far from the plan's (docs/contract.md).
   for (const v1::Future& fu : s.futures()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s P50 %s, budget at finish %s, weight %s\n",
                                           fu.name() == "plan" ? "  back to plan" : "  last days continue",
-                                          Date(TimeFromProto(fu.finish_p50())),
+                                          Date(convert::TimeFromProto(fu.finish_p50())),
                                           Duration(fu.budget_at_finish_seconds()), Percent(fu.weight(), 0)));
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "", fu.reason()));
   }
   absl::StrAppend(&out, FormatForecastFreshness(s));
   if (fc.has_deadline()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",
-                                          Date(TimeFromProto(fc.deadline())),
+                                          Date(convert::TimeFromProto(fc.deadline())),
                                           Percent(fc.deadline_probability(), 0)));
   }
   const v1::FailureBudget& b = s.failure_budget();
@@ -133,8 +133,8 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         Percent(b.exhaustion_probability(), 0),
                                         !b.has_exhausted_at() ? ""
                                         : b.remaining_seconds() <= 0
-                                            ? absl::StrCat(", ran out ", Date(TimeFromProto(b.exhausted_at())))
-                                            : absl::StrCat(", runs out ", Date(TimeFromProto(b.exhausted_at())),
+                                            ? absl::StrCat(", ran out ", Date(convert::TimeFromProto(b.exhausted_at())))
+                                            : absl::StrCat(", runs out ", Date(convert::TimeFromProto(b.exhausted_at())),
                                                            " at this burn")));
   const v1::Reliability& r = s.reliability();
   absl::StrAppend(&out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n",
@@ -161,7 +161,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
 }
 
 std::string FormatWhatIf(const v1::WhatIfResponse& r) {
-  std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(TimeFromProto(r.as_of())),
+  std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(convert::TimeFromProto(r.as_of())),
                                  ", failure budget ", Duration(r.budget_seconds()), "\n");
   absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
                                         "VARIANT", "GPUS", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90",
@@ -175,9 +175,9 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
     const double share = r.budget_seconds() > 0 ? o.projected_budget_seconds() / r.budget_seconds() : 0;
     absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
                                           o.name(), Count(o.gpus()), Si(o.tokens_per_second(), ""),
-                                          Duration(o.mtbf_seconds()), DateOnly(TimeFromProto(o.finish_p10())),
-                                          Date(TimeFromProto(o.finish_p50())).substr(0, 16),
-                                          DateOnly(TimeFromProto(o.finish_p90())),
+                                          Duration(o.mtbf_seconds()), DateOnly(convert::TimeFromProto(o.finish_p10())),
+                                          Date(convert::TimeFromProto(o.finish_p50())).substr(0, 16),
+                                          DateOnly(convert::TimeFromProto(o.finish_p90())),
                                           absl::StrCat(Duration(o.projected_budget_seconds()), " (", Percent(share, 0), ")"),
                                           Percent(o.exhaustion_probability(), 0), Percent(o.deadline_probability(), 0),
                                           o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
@@ -186,7 +186,7 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
   if (r.has_deadline_fleet()) {
     const v1::WhatIfDeadlineFleet& d = r.deadline_fleet();
     absl::StrAppend(&out, d.met() ? absl::StrCat("fleet for the deadline: ", Count(d.fleet().gpus()), " GPUs, P90 ",
-                                                 Date(TimeFromProto(d.fleet().finish_p90())), "\n")
+                                                 Date(convert::TimeFromProto(d.fleet().finish_p90())), "\n")
                                   : std::string("fleet for the deadline: NONE FOUND\n"));
     absl::StrAppend(&out, "  ", d.explanation(), "\n");
   }
@@ -202,19 +202,19 @@ std::string FormatHistory(const v1::ForecastHistory& h) {
   std::string out = absl::StrFormat(
       "run %s: %d forecast point%s, %s to %s\n", h.run(), h.points_size(),
       h.points_size() == 1 ? "" : "s",
-      Date(TimeFromProto(h.points(0).as_of())),
-      Date(TimeFromProto(h.points(h.points_size() - 1).as_of())));
+      Date(convert::TimeFromProto(h.points(0).as_of())),
+      Date(convert::TimeFromProto(h.points(h.points_size() - 1).as_of())));
   absl::StrAppend(&out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s\n", "AS OF",
                                         "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED",
                                         "PROJECTED", "P(EXH)", "BURN"));
   auto day = [](const google::protobuf::Timestamp& t, bool has, bool with_time) {
     if (!has) return std::string("-");
-    return with_time ? Date(TimeFromProto(t)) : DateOnly(TimeFromProto(t));
+    return with_time ? Date(convert::TimeFromProto(t)) : DateOnly(convert::TimeFromProto(t));
   };
   for (const v1::ForecastPoint& p : h.points()) {
     absl::StrAppend(
         &out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f%s\n",
-                              Date(TimeFromProto(p.as_of())), Count(static_cast<double>(p.events())),
+                              Date(convert::TimeFromProto(p.as_of())), Count(static_cast<double>(p.events())),
                               day(p.finish_p10(), p.has_finish_p10(), false),
                               day(p.finish_p50(), p.has_finish_p50(), true),
                               day(p.finish_p90(), p.has_finish_p90(), false),
@@ -242,4 +242,4 @@ std::string FormatRunList(const v1::ListRunsResponse& runs) {
   return out;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::cli

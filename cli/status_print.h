@@ -8,7 +8,7 @@
 #include "flightplan/v1/status.pb.h"
 #include "flightplan/v1/tracker.pb.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 
 [[nodiscard]] std::string FormatRunStatus(const v1::RunStatus& status);
 // The line that says a status's forecast is older than its state ("forecast as of N events
@@ -22,6 +22,6 @@ namespace flightplan {
 [[nodiscard]] std::string FormatWhatIf(const v1::WhatIfResponse& response);
 [[nodiscard]] std::string FormatRunList(const v1::ListRunsResponse& runs);
 
-}  // namespace flightplan
+}  // namespace flightplan::cli
 
 #endif  // FLIGHTPLAN_CLI_STATUS_PRINT_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace flightplan::units {
+namespace flightplan::cli::units {
 
 std::string Si(double value, const std::string& unit) {
   static const char* const kPrefixes[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
@@ -61,4 +61,4 @@ std::string Counted(double value, const std::string& noun) {
   return Count(value) + " " + noun + (value == 1 ? "" : "s");
 }
 
-}  // namespace flightplan::units
+}  // namespace flightplan::cli::units

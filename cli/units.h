@@ -6,7 +6,7 @@
 
 #include "absl/time/time.h"
 
-namespace flightplan::units {
+namespace flightplan::cli::units {
 
 // Decimal SI prefix with three significant digits: Si(1.62e18, "FLOP/s") = "1.62 EFLOP/s".
 std::string Si(double value, const std::string& unit);
@@ -24,6 +24,6 @@ std::string Percent(double ratio, int decimals = 1);
 std::string Date(absl::Time t);      // 2027-02-10 14:05 UTC
 std::string DateOnly(absl::Time t);  // 2027-02-10
 
-}  // namespace flightplan::units
+}  // namespace flightplan::cli::units
 
 #endif  // FLIGHTPLAN_CLI_UNITS_H_

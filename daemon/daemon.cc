@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/service.h"
+#include "daemon/wire.h"
 #include "exporters/daemon_metrics.h"
 #include "exporters/run_collector.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -27,7 +28,7 @@ constexpr int kPageRefreshSeconds = 60;
 // Every run's status, as the metrics and the runs' list show them.
 std::vector<v1::RunStatus> AllStatuses(const Tracker& tracker) {
   std::vector<v1::RunStatus> statuses;
-  for (const auto& view : tracker.List()) statuses.push_back(tracker.StatusOf(*view));
+  for (const auto& view : tracker.List()) statuses.push_back(RunStatusToProto(tracker.StatusOf(*view)));
   return statuses;
 }
 
@@ -37,7 +38,7 @@ std::optional<std::string> RunPage(Tracker& tracker, const std::string& name) {
   const std::shared_ptr<const RunView> view = tracker.Find(name);
   if (!view) return std::nullopt;
   exporters::RunPageInput in;
-  in.status = tracker.StatusOf(*view);
+  in.status = RunStatusToProto(tracker.StatusOf(*view));
   in.status.set_run(view->name);
   auto history = std::make_shared<std::promise<HistoryResult>>();
   std::future<HistoryResult> got = history->get_future();

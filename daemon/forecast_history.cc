@@ -1,7 +1,5 @@
 #include "daemon/forecast_history.h"
 
-#include "proto/plan_convert.h"
-
 #include <algorithm>
 #include <cmath>
 
@@ -62,47 +60,6 @@ bool ShouldRecord(const std::optional<storage::ForecastPoint>& last,
   const absl::Duration since = next.as_of - last->as_of;
   if (since >= options.min_spacing) return true;
   return since >= options.min_move_spacing && IsLargeMove(*last, next, options);
-}
-
-v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<storage::ForecastPoint>& points,
-                                   const forecast::RunState* state) {
-  v1::ForecastHistory out;
-  out.set_run(run);
-  out.mutable_points()->Reserve(static_cast<int>(points.size()));
-  for (const storage::ForecastPoint& p : points) {
-    v1::ForecastPoint* q = out.add_points();
-    *q->mutable_as_of() = TimeToProto(p.as_of);
-    q->set_events(p.events);
-    if (p.finish_p10) *q->mutable_finish_p10() = TimeToProto(*p.finish_p10);
-    if (p.finish_p50) *q->mutable_finish_p50() = TimeToProto(*p.finish_p50);
-    if (p.finish_p90) *q->mutable_finish_p90() = TimeToProto(*p.finish_p90);
-    q->set_budget_consumed_seconds(p.consumed_seconds);
-    q->set_projected_at_finish_seconds(p.projected_at_finish_seconds);
-    q->set_exhaustion_probability(p.exhaustion_probability);
-    q->set_burn_rate(p.burn_rate);
-    q->set_finished(p.finished);
-    q->set_tokens(p.tokens);
-    v1::TimeSeconds* t = q->mutable_time_seconds();
-    t->set_productive(p.seconds[0]);
-    t->set_checkpoint(p.seconds[1]);
-    t->set_lost(p.seconds[2]);
-    t->set_startup(p.seconds[3]);
-    t->set_down_unplanned(p.seconds[4]);
-    t->set_down_planned(p.seconds[5]);
-    t->set_stalled(p.seconds[6]);
-    double elapsed = 0;
-    for (const double x : p.seconds) elapsed += x;
-    t->set_elapsed(elapsed);
-  }
-  if (state != nullptr) {
-    for (const forecast::InterruptionMark& m : state->interruption_marks) {
-      v1::InterruptionMark* q = out.add_interruptions();
-      *q->mutable_time() = TimeToProto(m.time);
-      q->set_cause(m.cause);
-      q->set_planned(m.planned);
-    }
-  }
-  return out;
 }
 
 }  // namespace flightplan::daemon

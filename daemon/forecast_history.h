@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "flightplan/v1/tracker.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
 #include "storage/run_store.h"
@@ -46,11 +45,6 @@ struct HistoryOptions {
 };
 
 // The point of a (combined) forecast. Finish times outside a Timestamp's range are absent.
-// The stored points as the GetHistory message (and the run page's input), with the run's
-// interruptions on its timeline from its folded state.
-[[nodiscard]] v1::ForecastHistory HistoryToProto(const std::string& run,
-                                                 const std::vector<storage::ForecastPoint>& points,
-                                                 const forecast::RunState* state);
 
 [[nodiscard]] storage::ForecastPoint PointFromForecast(const forecast::Forecast& forecast);
 

@@ -8,17 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/ingest_writer_internal.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/util/message_differencer.h"
+#include "convert/stored.h"
 #include "planner/plan_engine.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
 
 namespace flightplan::daemon {
 
 using ingest::Annotate;
-using ingest::Deterministic;
 using ingest::MakePlan;
 using ingest::Revised;
 
@@ -84,10 +79,7 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
     }
     if (inserted->seq == 0) {
       // The key is taken: the same event again is a duplicate; another one is refused.
-      v1::Event proto;
-      absl::StatusOr<forecast::Event> existing =
-          proto.ParseFromString(inserted->existing) ? EventFromProto(proto)
-                                                   : absl::StatusOr<forecast::Event>(absl::DataLossError("unreadable"));
+      absl::StatusOr<forecast::Event> existing = convert::DecodeStoredEvent(inserted->existing, "the stored event");
       if (existing.ok() && forecast::SameEvent(*existing, forecast::AttemptOf(state, *existing), item.event, attempt)) {
         ++result.duplicates;
         continue;
@@ -177,14 +169,8 @@ absl::StatusOr<std::vector<forecast::LoggedEvent>> IngestWriter::LoadRunEvents(
   std::vector<forecast::LoggedEvent> events;
   absl::Status st = store_->ForEachRunEvent(
       run_id, [&](int64_t seq, const std::string& key, const std::string& bytes) -> absl::Status {
-        v1::Event proto;
-        if (!proto.ParseFromString(bytes)) {
-          return absl::DataLossError(absl::StrCat("stored event ", seq, " is unreadable"));
-        }
-        absl::StatusOr<forecast::Event> event = EventFromProto(proto);
-        if (!event.ok()) {
-          return absl::DataLossError(absl::StrCat("stored event ", seq, ": ", event.status().message()));
-        }
+        absl::StatusOr<forecast::Event> event = convert::DecodeStoredEvent(bytes, absl::StrCat("stored event ", seq));
+        if (!event.ok()) return event.status();
         events.push_back({seq, *std::move(event)});
         if (keys) (*keys)[seq] = key;
         return absl::OkStatus();
@@ -266,7 +252,7 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
     }
     absl::StatusOr<int64_t> id = store_->InsertRun(request.run, now);
     if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
-    if (absl::Status st = store_->InsertPlan(*id, 1, Deterministic(request.plan->plan), now, now); !st.ok()) {
+    if (absl::Status st = store_->InsertPlan(*id, 1, request.plan->encoded, now, now); !st.ok()) {
       return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
     }
     auto view = std::make_unique<RunView>();
@@ -280,7 +266,7 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
     return absl::OkStatus();
   }
   RunView& run = *it->second;
-  const bool same = google::protobuf::util::MessageDifferencer::Equals(run.plan->plan, request.plan->plan);
+  const bool same = run.plan->encoded == request.plan->encoded;  // deterministic bytes
   if (same) {
     result.created = false;
     result.plan = run.plan;
@@ -295,7 +281,7 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
   // From when, in the run's time, the new plan governs the work (before any event: all of it).
   std::optional<absl::Time> effective;
   if (run.state.events > 0) effective = options_.events_clock ? run.state.last_time : std::max(now, run.state.last_time);
-  if (absl::Status st = store_->InsertPlan(run.id, revision, Deterministic(request.plan->plan), now,
+  if (absl::Status st = store_->InsertPlan(run.id, revision, request.plan->encoded, now,
                                            effective.value_or(absl::InfinitePast()));
       !st.ok()) {
     return absl::UnavailableError(absl::StrCat("storage: ", st.message()));

@@ -10,12 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/ingest_writer_internal.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/util/message_differencer.h"
+#include "convert/stored.h"
 #include "planner/plan_engine.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
 
 namespace flightplan::daemon {
 
@@ -56,23 +52,13 @@ absl::Status OverLimit(const std::string& message, size_t limit) {
 }  // namespace
 
 namespace ingest {
-std::string Deterministic(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  m.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
-}
-
-std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan) {
+std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, PlanInput plan) {
   auto p = std::make_shared<RunPlan>();
   p->revision = revision;
-  const planner::PlanSpec spec = PlanFromProto(plan);
-  p->report = planner::ComputePlan(spec);
-  p->prior = forecast::PriorFromPlan(spec, p->report);
-  p->plan = std::move(plan);
+  p->report = planner::ComputePlan(plan.spec);
+  p->prior = forecast::PriorFromPlan(plan.spec, p->report);
+  p->spec = std::move(plan.spec);
+  p->encoded = std::move(plan.encoded);
   return p;
 }
 
@@ -96,7 +82,6 @@ absl::Status Annotate(const absl::Status& st, size_t index, const std::string& r
 }  // namespace ingest
 
 using ingest::Annotate;
-using ingest::Deterministic;
 using ingest::MakePlan;
 using ingest::Revised;
 
@@ -128,18 +113,22 @@ absl::Status IngestWriter::Recover() {
     auto view = std::make_unique<RunView>();
     view->id = stored.id;
     view->name = stored.name;
-    v1::Plan plan;
-    if (!plan.ParseFromString(stored.plan)) {
-      parse_error = absl::DataLossError(absl::StrCat("run ", stored.name, ": stored plan is unreadable"));
+    absl::StatusOr<planner::PlanSpec> spec =
+        convert::DecodeStoredPlan(stored.plan, absl::StrCat("run ", stored.name, ": stored plan"));
+    if (!spec.ok()) {
+      parse_error = spec.status();
+      spec = planner::PlanSpec{};
     }
-    view->plan = MakePlan(stored.plan_revision, std::move(plan));
+    view->plan = MakePlan(stored.plan_revision, PlanInput{std::move(*spec), stored.plan});
     if (stored.plan_revision > 1) revised.push_back(view.get());
     if (!stored.snapshot.empty()) {
-      v1::RunStateSnapshot snap;
-      if (!snap.ParseFromString(stored.snapshot)) {
-        parse_error = absl::DataLossError(absl::StrCat("run ", stored.name, ": stored snapshot is unreadable"));
+      absl::StatusOr<forecast::RunState> state =
+          convert::DecodeStoredState(stored.snapshot, absl::StrCat("run ", stored.name, ": stored snapshot"));
+      if (state.ok()) {
+        view->state = std::move(*state);
+      } else {
+        parse_error = state.status();
       }
-      view->state = StateFromProto(snap);
       view->last_seq = stored.snapshot_seq;
     }
     by_id[stored.id] = std::move(view);
@@ -152,14 +141,12 @@ absl::Status IngestWriter::Recover() {
     if (!st.ok()) return st;
     if (plans.size() < 2) continue;
     const storage::StoredPlan& before = plans[plans.size() - 2];
-    v1::Plan previous;
-    if (!previous.ParseFromString(before.plan)) {
-      return absl::DataLossError(absl::StrCat("run ", view->name, ": stored plan revision ", before.revision,
-                                              " is unreadable"));
-    }
+    absl::StatusOr<planner::PlanSpec> previous = convert::DecodeStoredPlan(
+        before.plan, absl::StrCat("run ", view->name, ": stored plan revision ", before.revision));
+    if (!previous.ok()) return previous.status();
     const uint32_t revision = view->plan->revision;
-    std::shared_ptr<RunPlan> plan =
-        Revised(*MakePlan(before.revision, std::move(previous)), *view->plan, plans.back().effective);
+    std::shared_ptr<RunPlan> plan = Revised(*MakePlan(before.revision, PlanInput{std::move(*previous), before.plan}),
+                                            *view->plan, plans.back().effective);
     plan->revision = revision;
     view->plan = plan;
   }
@@ -171,12 +158,8 @@ absl::Status IngestWriter::Recover() {
     last_seq_ = std::max(last_seq_, seq);
     auto it = by_id.find(run_id);
     if (it == by_id.end() || seq <= it->second->last_seq) return absl::OkStatus();
-    v1::Event proto;
-    if (!proto.ParseFromString(bytes)) {
-      return absl::DataLossError(absl::StrCat("stored event ", seq, " is unreadable"));
-    }
-    absl::StatusOr<forecast::Event> event = EventFromProto(proto);
-    if (!event.ok()) return absl::DataLossError(absl::StrCat("stored event ", seq, ": ", event.status().message()));
+    absl::StatusOr<forecast::Event> event = convert::DecodeStoredEvent(bytes, absl::StrCat("stored event ", seq));
+    if (!event.ok()) return event.status();
     RunView& view = *it->second;
     // Stored events were accepted in this order, so they apply again; if the accounting
     // rules changed since, an event that no longer applies is skipped, not fatal.
@@ -217,7 +200,7 @@ absl::Status IngestWriter::Enqueue(std::unique_ptr<Request> request) {
   return absl::OkStatus();
 }
 
-absl::Status IngestWriter::SubmitEvents(std::vector<v1::Event> events,
+absl::Status IngestWriter::SubmitEvents(std::vector<IngestEvent> events,
                                    std::function<void(BatchResult)> done,
                                    std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   const uint32_t count = static_cast<uint32_t>(events.size());
@@ -235,7 +218,7 @@ absl::Status IngestWriter::SubmitEvents(std::vector<v1::Event> events,
   return st;
 }
 
-absl::Status IngestWriter::Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
+absl::Status IngestWriter::Submit(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
                              std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   if (events.size() > options_.max_batch_events) {
     // Its own code: the queue's RESOURCE_EXHAUSTED says "wait", this says "split", and the
@@ -250,12 +233,12 @@ absl::Status IngestWriter::Submit(std::vector<v1::Event> events, std::function<v
   request->kind = Request::Kind::kEvents;
   request->items.reserve(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
-    absl::StatusOr<forecast::Event> e = EventFromProto(events[i]);
-    if (!e.ok()) return Annotate(e.status(), i, events[i].run(), events[i].id());
+    absl::StatusOr<forecast::Event>& e = events[i].event;
+    if (!e.ok()) return Annotate(e.status(), i, events[i].run, events[i].id);
     if (absl::Status st = forecast::ValidateEvent(*e); !st.ok()) {
-      return Annotate(st, i, events[i].run(), events[i].id());
+      return Annotate(st, i, events[i].run, events[i].id);
     }
-    if (absl::Status st = ValidateRunName(events[i].run()); !st.ok()) return Annotate(st, i, "?", events[i].id());
+    if (absl::Status st = ValidateRunName(events[i].run); !st.ok()) return Annotate(st, i, "?", events[i].id);
     if (e->time > latest_allowed) {
       return Annotate(
           absl::InvalidArgumentError(absl::StrCat(
@@ -263,13 +246,13 @@ absl::Status IngestWriter::Submit(std::vector<v1::Event> events, std::function<v
               " ahead of flightpland's clock (", forecast::FormatUtc(clock_->Now()), "); --max-clock-skew allows ",
               absl::FormatDuration(options_.max_clock_skew),
               ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
-          i, events[i].run(), events[i].id());
+          i, events[i].run, events[i].id);
     }
     Request::Item item;
     item.index = i;
-    item.run = events[i].run();
+    item.run = std::move(events[i].run);
     item.event = std::move(*e);
-    item.bytes = Deterministic(events[i]);
+    item.bytes = std::move(events[i].encoded);
     request->items.push_back(std::move(item));
   }
   // Out-of-order delivery inside a batch is sorted by time (ties: by attempt, then kind).
@@ -283,18 +266,18 @@ absl::Status IngestWriter::Submit(std::vector<v1::Event> events, std::function<v
   return Enqueue(std::move(request));
 }
 
-absl::Status IngestWriter::SubmitCreateRun(std::string run, v1::Plan plan,
+absl::Status IngestWriter::SubmitCreateRun(std::string run, PlanInput plan,
                                       std::function<void(CreateResult)> done) {
-  if (run.empty()) run = plan.name();
+  if (run.empty()) run = plan.spec.name;
   return SubmitPlan(false, std::move(run), std::move(plan), std::move(done));
 }
 
-absl::Status IngestWriter::SubmitUpdatePlan(std::string run, v1::Plan plan,
+absl::Status IngestWriter::SubmitUpdatePlan(std::string run, PlanInput plan,
                                        std::function<void(CreateResult)> done) {
   return SubmitPlan(true, std::move(run), std::move(plan), std::move(done));
 }
 
-absl::Status IngestWriter::SubmitPlan(bool update, std::string run, v1::Plan plan,
+absl::Status IngestWriter::SubmitPlan(bool update, std::string run, PlanInput plan,
                                  std::function<void(CreateResult)> done) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   auto request = std::make_unique<Request>();
@@ -419,7 +402,7 @@ absl::Status IngestWriter::SnapshotRuns(Group& group) {
   for (auto& [name, run] : group.working) {
     if (run->events_since_snapshot == 0) continue;
     if (absl::Status st = store_->SaveSnapshot(run->id, run->last_seq,
-                                               StateToProto(run->state).SerializeAsString());
+                                               convert::EncodeStoredState(run->state));
         !st.ok()) {
       return st;
     }
@@ -539,7 +522,7 @@ void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
     auto it = group.working.find(name);
     if (it == group.working.end() || it->second->events_since_snapshot == 0) continue;
     RunView& run = *it->second;
-    group_status = store_->SaveSnapshot(run.id, run.last_seq, StateToProto(run.state).SerializeAsString());
+    group_status = store_->SaveSnapshot(run.id, run.last_seq, convert::EncodeStoredState(run.state));
     if (group_status.ok()) run.events_since_snapshot = 0;
   }
   if (group_status.ok()) group_status = store_->Commit();
@@ -608,13 +591,17 @@ void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
         info.attempts = view->state.attempt_starts;
         absl::Status parse;
         absl::Status st = store_->ForEachPlan(view->id, [&](const storage::StoredPlan& stored) {
-          v1::Plan plan;
-          if (!plan.ParseFromString(stored.plan)) {
-            parse = absl::DataLossError(absl::StrCat("plan revision ", stored.revision, " is unreadable"));
-            return;
+          if (stored.revision == view->plan->revision) {
+            info.plans.push_back(view->plan);
+          } else {
+            absl::StatusOr<planner::PlanSpec> spec =
+                convert::DecodeStoredPlan(stored.plan, absl::StrCat("plan revision ", stored.revision));
+            if (!spec.ok()) {
+              parse = spec.status();
+              return;
+            }
+            info.plans.push_back(MakePlan(stored.revision, PlanInput{std::move(*spec), stored.plan}));
           }
-          info.plans.push_back(stored.revision == view->plan->revision ? view->plan
-                                                                       : MakePlan(stored.revision, std::move(plan)));
           info.plan_created.push_back(stored.created);
           info.plan_effective.push_back(stored.effective);
         });

@@ -36,8 +36,6 @@
 #include "daemon/run_board.h"
 #include "daemon/run_view.h"
 #include "daemon/ingest_metrics.h"
-#include "flightplan/v1/event.pb.h"
-#include "flightplan/v1/plan.pb.h"
 #include "forecast/accounting.h"
 #include "storage/run_store.h"
 
@@ -59,6 +57,16 @@ inline constexpr char kBatchLimitMetadata[] = "flightplan-max-batch-events";
 struct OrderedStream {
   bool refused = false;
   uint64_t first_refused = 0;
+};
+
+// One event as the shell hands it in: decoded (or why it could not be), and the bytes the
+// store keeps (the shell's deterministic encoding of the event the client sent). `run`
+// and `id` name it in messages, also when it could not be decoded.
+struct IngestEvent {
+  std::string run;
+  std::string id;
+  absl::StatusOr<forecast::Event> event = absl::UnknownError("not decoded");
+  std::string encoded;
 };
 
 struct BatchResult {
@@ -132,13 +140,13 @@ class IngestWriter {
   // queue is full, UNAVAILABLE when stopping, INVALID_ARGUMENT for a malformed request) and
   // never calls `done`, or returns OK and calls `done` exactly once, after the commit.
   // `stream` (optional) ties the batch to the batches before it on the same stream.
-  [[nodiscard]] absl::Status SubmitEvents(std::vector<v1::Event> events,
+  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events,
                                           std::function<void(BatchResult)> done,
                                           std::shared_ptr<OrderedStream> stream = nullptr,
                                           uint64_t sequence = 0);
-  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, v1::Plan plan,
+  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan,
                                              std::function<void(CreateResult)> done);
-  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
+  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan,
                                               std::function<void(CreateResult)> done);
 
   // Reads the run's forecast history on the writer thread, after the commit of the group
@@ -170,9 +178,9 @@ class IngestWriter {
     uint64_t version = 0;  // of the run view it was simulated from
     storage::ForecastPoint point;
   };
-  absl::Status SubmitPlan(bool update, std::string run, v1::Plan plan,
+  absl::Status SubmitPlan(bool update, std::string run, PlanInput plan,
                           std::function<void(CreateResult)> done);
-  absl::Status Submit(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
+  absl::Status Submit(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
                       std::shared_ptr<OrderedStream> stream, uint64_t sequence);
   absl::Status Enqueue(std::unique_ptr<Request> request);
   void WriterLoop();

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "daemon/ingest_writer.h"
-#include "google/protobuf/message.h"
 
 namespace flightplan::daemon {
 
@@ -25,7 +24,7 @@ struct IngestWriter::Request {
     size_t index = 0;  // in the request as sent
     std::string run;
     forecast::Event event;
-    std::string bytes;  // the serialized flightplan.v1.Event, as stored
+    std::string bytes;  // IngestEvent::encoded, as stored
   };
   std::vector<Item> items;  // in time order
   std::function<void(BatchResult)> events_done;
@@ -60,10 +59,8 @@ struct IngestWriter::Group {
 
 namespace ingest {
 
-// The message serialized deterministically (the same plan, the same bytes).
-[[nodiscard]] std::string Deterministic(const google::protobuf::Message& m);
 // A plan revision with its report and prior.
-[[nodiscard]] std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, v1::Plan plan);
+[[nodiscard]] std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, PlanInput plan);
 // `next` governs the run's work from `effective` on: the rate the run showed under
 // `previous` is scaled by the plans' rates until it shows its own (ForecastPrior). Without
 // an effective time (a revision before the run's first event), `next` simply governs.

@@ -3,8 +3,6 @@
 #include <algorithm>
 
 #include "forecast/forecaster.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
 
 namespace flightplan::daemon {
 
@@ -58,38 +56,32 @@ void RunBoard::Notify(const std::set<std::string>& runs) {
   }
 }
 
-v1::RunStatus RunBoard::StatusOf(const RunView& view) const {
+RunStatus RunBoard::StatusOf(const RunView& view) const {
   absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
   if (now == absl::InfinitePast()) now = clock_->Now();  // no events yet
-  const forecast::RunSnapshot snap = forecast::Snapshot(view.state, now);
-  const auto& plan = view.plan->plan;
-  v1::RunStatus status =
-      StatusToProto(view.name, snap, static_cast<int64_t>(plan.data().tokens()),
-                    view.plan->report.compute.tokens_per_second);
-  status.set_plan_revision(view.plan->revision);
-  status.set_plan_name(view.plan->plan.name());
-  status.mutable_progress()->set_plan_tokens(
-      static_cast<int64_t>(forecast::PlannedTokensAt(view.plan->prior, now)));
+  RunStatus status;
+  status.run = view.name;
+  status.snapshot = forecast::Snapshot(view.state, now);
+  status.plan_revision = view.plan->revision;
+  status.plan_name = view.plan->spec.name;
+  status.target_tokens = static_cast<int64_t>(view.plan->spec.data.tokens);
+  status.plan_tokens_per_second = view.plan->report.compute.tokens_per_second;
+  status.plan_tokens_now = forecast::PlannedTokensAt(view.plan->prior, now);
   // The cheap part now; the simulation as last computed (never waited for), labelled with
   // how old it is.
-  forecast::Forecast f = forecast::ForecastNow(view.state, view.plan->prior, now);
+  status.forecast = forecast::ForecastNow(view.state, view.plan->prior, now);
   const ForecastScheduler::Cached cached = forecasts_->Latest(view.name);
-  const forecast::Simulation* sim = cached.sim.get();
-  if (sim) f = forecast::Combine(f, *sim);
-  ForecastToProto(f, sim ? std::max<uint64_t>(sim->events, 1) : 0, status);
-  const bool stale = sim == nullptr || sim->events != view.state.events ||
-                     cached.plan_revision != view.plan->revision;
-  v1::Forecast* fc = status.mutable_forecast();
-  fc->set_forecast_stale(stale);
-  if (sim) {
-    // Exact, also for a simulation of a run without events (forecast_as_of says one exists).
-    fc->set_forecast_events(sim->events);
-    *fc->mutable_forecast_as_of() = TimeToProto(sim->as_of);
-    fc->set_forecast_age_seconds(std::max(0.0, absl::ToDoubleSeconds(f.as_of - sim->as_of)));
+  if (const forecast::Simulation* sim = cached.sim.get()) {
+    status.forecast = forecast::Combine(status.forecast, *sim);
+    status.simulated_events = sim->events;
+    status.simulated_as_of = sim->as_of;
   }
-  CostToProto(forecast::CostOfRun(snap.seconds, view.plan->prior.cost, f.as_of, f.finish_p50, f.finish_p90),
-              view.plan->prior.cost, status);
-  for (std::string& flag : forecast::PlausibilityFlags(snap, view.plan->prior)) status.add_flags(std::move(flag));
+  status.forecast_stale = cached.sim == nullptr || cached.sim->events != view.state.events ||
+                          cached.plan_revision != view.plan->revision;
+  const forecast::Forecast& f = status.forecast;
+  status.prices = view.plan->prior.cost;
+  status.cost = forecast::CostOfRun(status.snapshot.seconds, status.prices, f.as_of, f.finish_p50, f.finish_p90);
+  status.flags = forecast::PlausibilityFlags(status.snapshot, view.plan->prior);
   return status;
 }
 

@@ -19,8 +19,8 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/forecast_scheduler.h"
+#include "daemon/run_status.h"
 #include "daemon/run_view.h"
-#include "flightplan/v1/status.pb.h"
 
 namespace flightplan::daemon {
 
@@ -47,7 +47,7 @@ class RunBoard {
   // part of the forecast from the view, the latest simulation as cached (never waited
   // for), labelled with how fresh it is. A read changes nothing: the forecaster's order
   // comes from ingest (IngestWriter marks the runs live reports change as urgent).
-  [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
+  [[nodiscard]] RunStatus StatusOf(const RunView& view) const;
 
  private:
   const TrackerOptions& options_;

@@ -12,7 +12,6 @@
 
 #include "absl/time/time.h"
 #include "daemon/forecast_history.h"
-#include "flightplan/v1/plan.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
 #include "planner/plan.h"
@@ -70,10 +69,18 @@ struct TrackerOptions {
   size_t max_backfill_states = 512;
 };
 
+// A plan as the core takes it: its spec, and the bytes the store keeps (the shell's
+// deterministic encoding of the plan the client sent; equal bytes, an unchanged plan).
+struct PlanInput {
+  planner::PlanSpec spec;
+  std::string encoded;
+};
+
 // What a run's plan says, fixed per plan revision.
 struct RunPlan {
   uint32_t revision = 0;
-  v1::Plan plan;
+  planner::PlanSpec spec;
+  std::string encoded;  // as PlanInput::encoded
   planner::PlanReport report;
   forecast::ForecastPrior prior;
 };

@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
+#include "daemon/wire.h"
 
 namespace flightplan::daemon {
 
@@ -21,15 +21,6 @@ namespace {
 // The most a ReportEvents stream keeps in flight (submitted, or acked but not yet
 // written) before it stops reading: a client that floods waits instead of growing memory.
 constexpr size_t kMaxPendingPerStream = 64;
-
-void FillAck(uint64_t sequence, const BatchResult& r, v1::BatchAck& ack) {
-  ack.set_sequence(sequence);
-  ack.set_accepted(r.accepted);
-  ack.set_duplicates(r.duplicates);
-  ack.set_code(static_cast<int32_t>(r.status.code()));
-  ack.set_message(std::string(r.status.message()));
-  ack.set_max_batch_events(static_cast<uint32_t>(BatchLimitOf(r.status)));
-}
 
 class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck> {
  public:
@@ -57,7 +48,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
       return;
     }
     const uint64_t sequence = batch_.sequence();
-    std::vector<v1::Event> events(batch_.events().begin(), batch_.events().end());
+    std::vector<IngestEvent> events = IngestEventsFromProto(batch_.events());
     absl::Status st;
     if (refused_since != 0) {
       // The stream is an ordered log: after a batch was refused before reaching the queue,
@@ -106,7 +97,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
       --in_flight_;
       if (write_failed_) return;
       acks_.emplace_back();
-      FillAck(sequence, r, acks_.back());
+      BatchAckToProto(sequence, r, acks_.back());
     });
   }
 
@@ -287,7 +278,7 @@ grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext*
     return reactor;
   }
   const std::string run = request->run().empty() ? request->plan().name() : request->run();
-  absl::Status st = tracker_->SubmitCreateRun(run, request->plan(), [=](CreateResult r) {
+  absl::Status st = tracker_->SubmitCreateRun(run, PlanInputFromProto(request->plan()), [=](CreateResult r) {
     if (!r.status.ok()) {
       reactor->Finish(ToGrpc(r.status));
       return;
@@ -295,7 +286,7 @@ grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext*
     response->set_run(run);
     response->set_created(r.created);
     response->set_plan_revision(r.plan->revision);
-    *response->mutable_report() = ReportToProto(r.plan->report);
+    *response->mutable_report() = convert::ReportToProto(r.plan->report);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
@@ -310,13 +301,13 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  absl::Status st = tracker_->SubmitUpdatePlan(request->run(), request->plan(), [=](CreateResult r) {
+  absl::Status st = tracker_->SubmitUpdatePlan(request->run(), PlanInputFromProto(request->plan()), [=](CreateResult r) {
     if (!r.status.ok()) {
       reactor->Finish(ToGrpc(r.status));
       return;
     }
     response->set_plan_revision(r.plan->revision);
-    *response->mutable_report() = ReportToProto(r.plan->report);
+    *response->mutable_report() = convert::ReportToProto(r.plan->report);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
@@ -340,13 +331,13 @@ grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContex
     return reactor;
   }
   const uint64_t sequence = request->sequence();
-  std::vector<v1::Event> events(request->events().begin(), request->events().end());
+  std::vector<IngestEvent> events = IngestEventsFromProto(request->events());
   absl::Status st = tracker_->SubmitEvents(std::move(events), [=](BatchResult r) {
     if (!r.status.ok()) {
       reactor->Finish(ToGrpc(r.status));
       return;
     }
-    FillAck(sequence, r, *response);
+    BatchAckToProto(sequence, r, *response);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) {
@@ -366,8 +357,8 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  absl::StatusOr<v1::RunStatus> status = tracker_->Status(request->run());
-  if (status.ok()) *response = std::move(*status);
+  absl::StatusOr<RunStatus> status = tracker_->Status(request->run());
+  if (status.ok()) *response = RunStatusToProto(*status);
   reactor->Finish(ToGrpc(status.status()));
   return reactor;
 }
@@ -429,25 +420,13 @@ grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* co
   // Its simulations take tens of milliseconds: off the callback thread, on the what-if
   // workers (the request and response live until Finish).
   whatif_.Post([this, reactor, request, response] {
-    absl::StatusOr<v1::WhatIfResponse> out = tracker_->WhatIf(*request);
-    if (out.ok()) *response = std::move(*out);
+    absl::StatusOr<WhatIfQuery> query = WhatIfQueryFromProto(*request);
+    absl::StatusOr<WhatIfAnswer> out = query.ok() ? tracker_->WhatIf(*query) : query.status();
+    if (out.ok()) *response = WhatIfAnswerToProto(*out);
     reactor->Finish(ToGrpc(out.status()));
   });
   return reactor;
 }
-
-namespace {
-
-// The run's i-th plan revision, as GetRun lists them and GetPlan returns one.
-void RevisionToProto(const RunInfo& info, size_t i, v1::PlanRevision& out) {
-  out.set_revision(info.plans[i]->revision);
-  *out.mutable_created() = TimeToProto(info.plan_created[i]);
-  if (info.plan_effective[i]) *out.mutable_effective() = TimeToProto(*info.plan_effective[i]);
-  *out.mutable_plan() = info.plans[i]->plan;
-  *out.mutable_report() = ReportToProto(info.plans[i]->report);
-}
-
-}  // namespace
 
 grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* context,
                                                   const v1::GetPlanRequest* request, v1::PlanRevision* response) {
@@ -489,17 +468,7 @@ grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* co
       reactor->Finish(ToGrpc(info.status()));
       return;
     }
-    response->set_run(info->run);
-    for (size_t i = 0; i < info->plans.size(); ++i) {
-      RevisionToProto(*info, i, *response->add_plans());
-    }
-    for (const forecast::AttemptStart& a : info->attempts) {
-      v1::Attempt* out = response->add_attempts();
-      out->set_attempt(a.attempt);
-      *out->mutable_started() = TimeToProto(a.time);
-    }
-    response->set_attempt(info->attempt);
-    if (info->latest_event != absl::InfinitePast()) *response->mutable_latest_event() = TimeToProto(info->latest_event);
+    *response = RunInfoToProto(*info);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
@@ -514,24 +483,14 @@ grpc::ServerUnaryReactor* TrackerService::RetractEvents(grpc::CallbackServerCont
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  RetractSpec spec;
-  spec.ids.assign(request->ids().begin(), request->ids().end());
-  if (request->has_after()) spec.after = TimeFromProto(request->after());
-  spec.reason = request->reason();
-  spec.dry_run = request->dry_run();
+  RetractSpec spec = RetractSpecFromProto(*request);
   const std::string run = request->run();
   absl::Status st = tracker_->SubmitRetract(run, std::move(spec), [=](RetractResult r) {
     if (!r.status.ok()) {
       reactor->Finish(ToGrpc(r.status));
       return;
     }
-    response->set_retraction_id(r.retraction_id);
-    for (const RetractedEvent& e : r.events) {
-      v1::RetractedEvent* out = response->add_events();
-      out->set_seq(e.seq);
-      out->set_key(e.key);
-      *out->mutable_event() = EventToProto(e.event, run);
-    }
+    RetractResultToProto(run, r, *response);
     reactor->Finish(grpc::Status::OK);
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
@@ -547,13 +506,7 @@ grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* 
     return reactor;
   }
   for (const std::shared_ptr<const RunView>& view : tracker_->List()) {
-    v1::RunSummary* s = response->add_runs();
-    s->set_run(view->name);
-    s->set_state(forecast::PhaseName(view->state.phase));
-    s->set_tokens(view->state.tokens);
-    s->set_target_tokens(static_cast<int64_t>(view->plan->plan.data().tokens()));
-    s->set_events(view->state.events);
-    s->set_plan_revision(view->plan->revision);
+    *response->add_runs() = RunSummaryToProto(*view);
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -581,7 +534,7 @@ absl::StatusOr<v1::RunStatus> TrackerService::WatchedStatus(const std::string& r
     s.view = std::move(view);
     s.sim = std::move(sim);
     s.built = now;
-    s.status = tracker_->StatusOf(*s.view);
+    s.status = RunStatusToProto(tracker_->StatusOf(*s.view));
   }
   return s.status;
 }

@@ -5,8 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "forecast/whatif.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
 
 namespace flightplan::daemon {
 
@@ -45,14 +43,14 @@ void Tracker::Stop() {
   });
 }
 
-absl::Status Tracker::SubmitEvents(std::vector<v1::Event> events, std::function<void(BatchResult)> done,
+absl::Status Tracker::SubmitEvents(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
                                    std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   return writer_->SubmitEvents(std::move(events), std::move(done), std::move(stream), sequence);
 }
-absl::Status Tracker::SubmitCreateRun(std::string run, v1::Plan plan, std::function<void(CreateResult)> done) {
+absl::Status Tracker::SubmitCreateRun(std::string run, PlanInput plan, std::function<void(CreateResult)> done) {
   return writer_->SubmitCreateRun(std::move(run), std::move(plan), std::move(done));
 }
-absl::Status Tracker::SubmitUpdatePlan(std::string run, v1::Plan plan, std::function<void(CreateResult)> done) {
+absl::Status Tracker::SubmitUpdatePlan(std::string run, PlanInput plan, std::function<void(CreateResult)> done) {
   return writer_->SubmitUpdatePlan(std::move(run), std::move(plan), std::move(done));
 }
 absl::Status Tracker::SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done) {
@@ -67,7 +65,7 @@ absl::Status Tracker::SubmitRetract(std::string run, RetractSpec spec, std::func
 
 std::shared_ptr<const RunView> Tracker::Find(const std::string& run) const { return board_->Find(run); }
 std::vector<std::shared_ptr<const RunView>> Tracker::List() const { return board_->List(); }
-v1::RunStatus Tracker::StatusOf(const RunView& view) const { return board_->StatusOf(view); }
+RunStatus Tracker::StatusOf(const RunView& view) const { return board_->StatusOf(view); }
 uint64_t Tracker::Subscribe(const std::string& run, std::function<void()> fn) {
   return board_->Subscribe(run, std::move(fn));
 }
@@ -78,79 +76,31 @@ std::shared_ptr<const forecast::Simulation> Tracker::LatestSimulation(const std:
   return forecasts_->Latest(run).sim;
 }
 
-absl::StatusOr<v1::RunStatus> Tracker::Status(const std::string& run) const {
+absl::StatusOr<RunStatus> Tracker::Status(const std::string& run) const {
   std::shared_ptr<const RunView> view = Find(run);
   if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
   return StatusOf(*view);
 }
 
-absl::StatusOr<v1::WhatIfResponse> Tracker::WhatIf(const v1::WhatIfRequest& request) const {
-  std::shared_ptr<const RunView> view = Find(request.run());
-  if (!view) return absl::NotFoundError(absl::StrCat("run '", request.run(), "' does not exist"));
+absl::StatusOr<WhatIfAnswer> Tracker::WhatIf(const WhatIfQuery& query) const {
+  std::shared_ptr<const RunView> view = Find(query.run);
+  if (!view) return absl::NotFoundError(absl::StrCat("run '", query.run, "' does not exist"));
   absl::Time now = options_.events_clock ? view->state.last_time : clock_->Now();
   if (now == absl::InfinitePast()) now = clock_->Now();
-  std::optional<absl::Time> deadline;
-  if (request.has_deadline()) {
-    deadline = TimeFromProto(request.deadline());
-    if (*deadline <= now) {
-      return absl::InvalidArgumentError(absl::StrCat("deadline ", forecast::FormatUtc(*deadline),
-                                                     " is not after the run's now, ", forecast::FormatUtc(now)));
-    }
-  }
-  std::vector<forecast::Variant> variants;
-  for (int i = 0; i < request.variants_size(); ++i) {
-    const v1::WhatIfVariant& in = request.variants(i);
-    forecast::Variant v;
-    v.name = in.name();
-    if (in.has_gpus()) v.gpus = in.gpus();
-    if (in.has_add_gpus()) v.add_gpus = in.add_gpus();
-    if (in.has_checkpoint_interval_seconds()) v.checkpoint_interval_seconds = in.checkpoint_interval_seconds();
-    if (in.has_async_checkpoint()) v.async_checkpoint = in.async_checkpoint();
-    if (in.has_node_mtbf_hours()) v.node_mtbf_hours = in.node_mtbf_hours();
-    if (in.has_node_mtbf_factor()) v.node_mtbf_factor = in.node_mtbf_factor();
-    if (in.has_restart_seconds()) v.restart_seconds = in.restart_seconds();
-    if (in.has_mfu()) v.mfu = in.mfu();
-    if (!(v.gpus || v.add_gpus || v.checkpoint_interval_seconds || v.async_checkpoint || v.node_mtbf_hours ||
-          v.node_mtbf_factor || v.restart_seconds || v.mfu)) {
-      return absl::InvalidArgumentError(absl::StrCat("variants[", i, "] changes nothing"));
-    }
-    variants.push_back(std::move(v));
+  if (query.deadline && *query.deadline <= now) {
+    return absl::InvalidArgumentError(absl::StrCat("deadline ", forecast::FormatUtc(*query.deadline),
+                                                   " is not after the run's now, ", forecast::FormatUtc(now)));
   }
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
-  const std::vector<forecast::Outcome> outcomes =
-      forecast::WhatIf(PlanFromProto(view->plan->plan), view->state, now, variants, deadline, options);
-  v1::WhatIfResponse out;
-  out.set_run(view->name);
-  *out.mutable_as_of() = TimeToProto(now);
-  out.set_budget_seconds(view->plan->report.failures.budget_seconds);
-  auto fill = [](const forecast::Outcome& o, v1::WhatIfOutcome* p) {
-    p->set_name(o.name);
-    p->set_broken(o.broken);
-    for (const std::string& e : o.errors) p->add_errors(e);
-    if (o.broken) return;
-    p->set_gpus(o.gpus);
-    p->set_tokens_per_second(o.tokens_per_second);
-    p->set_mtbf_seconds(o.mtbf_seconds);
-    *p->mutable_finish_p10() = TimeToProto(o.finish_p10);
-    *p->mutable_finish_p50() = TimeToProto(o.finish_p50);
-    *p->mutable_finish_p90() = TimeToProto(o.finish_p90);
-    p->set_projected_budget_seconds(o.budget_projected_seconds);
-    p->set_exhaustion_probability(o.exhaustion_probability);
-    p->set_deadline_probability(o.deadline_probability);
-    p->set_cost_p50_dollars(o.cost_p50_dollars);
-    p->set_energy_p50_mwh(o.energy_p50_mwh);
-  };
-  for (const forecast::Outcome& o : outcomes) fill(o, out.add_outcomes());
-  if (deadline) {
-    const forecast::LiveDeadlineFleet d =
-        forecast::FleetForDeadline(PlanFromProto(view->plan->plan), view->state, now, *deadline, 1u << 20, options);
-    v1::WhatIfDeadlineFleet* p = out.mutable_deadline_fleet();
-    p->set_met(d.met);
-    if (d.fleet.gpus > 0 || d.fleet.broken) fill(d.fleet, p->mutable_fleet());
-    p->set_smaller_gpus(d.smaller_gpus);
-    if (d.smaller_gpus > 0) *p->mutable_smaller_finish_p90() = TimeToProto(d.smaller_p90);
-    p->set_explanation(d.explanation);
+  WhatIfAnswer out;
+  out.run = view->name;
+  out.as_of = now;
+  out.budget_seconds = view->plan->report.failures.budget_seconds;
+  out.outcomes = forecast::WhatIf(view->plan->spec, view->state, now, query.variants, query.deadline, options);
+  if (query.deadline) {
+    out.deadline_fleet =
+        forecast::FleetForDeadline(view->plan->spec, view->state, now, *query.deadline, 1u << 20, options);
   }
   return out;
 }

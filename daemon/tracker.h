@@ -51,12 +51,9 @@
 #include "daemon/forecast_scheduler.h"
 #include "daemon/ingest_writer.h"
 #include "daemon/run_board.h"
+#include "daemon/run_status.h"
 #include "daemon/run_view.h"
 #include "daemon/ingest_metrics.h"
-#include "flightplan/v1/event.pb.h"
-#include "flightplan/v1/plan.pb.h"
-#include "flightplan/v1/status.pb.h"
-#include "flightplan/v1/tracker.pb.h"
 #include "storage/run_store.h"
 
 namespace flightplan::daemon {
@@ -79,13 +76,13 @@ class Tracker {
 
   // The writer's requests, as IngestWriter documents them (each refuses at once, or calls
   // `done` exactly once, after the commit).
-  [[nodiscard]] absl::Status SubmitEvents(std::vector<v1::Event> events,
+  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events,
                                           std::function<void(BatchResult)> done,
                                           std::shared_ptr<OrderedStream> stream = nullptr,
                                           uint64_t sequence = 0);
-  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, v1::Plan plan,
+  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan,
                                              std::function<void(CreateResult)> done);
-  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, v1::Plan plan,
+  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan,
                                               std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
   [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
@@ -95,14 +92,15 @@ class Tracker {
   [[nodiscard]] std::vector<std::shared_ptr<const RunView>> List() const;
   // The run's status now (wall clock, or its latest event with events_clock). NOT_FOUND.
   // Its forecast says how fresh it is (forecast_stale, forecast_as_of, ...).
-  [[nodiscard]] absl::StatusOr<v1::RunStatus> Status(const std::string& run) const;
+  [[nodiscard]] absl::StatusOr<RunStatus> Status(const std::string& run) const;
   // The run's latest simulation (nullptr before one): with its view, what a status is
   // built from (watchers of one run share a status while neither changes).
   [[nodiscard]] std::shared_ptr<const forecast::Simulation> LatestSimulation(const std::string& run) const;
   // The run's forecast under proposed changes (forecast::WhatIf), from its current view, on
-  // the calling thread; nothing is stored.
-  [[nodiscard]] absl::StatusOr<v1::WhatIfResponse> WhatIf(const v1::WhatIfRequest& request) const;
-  [[nodiscard]] v1::RunStatus StatusOf(const RunView& view) const;
+  // the calling thread; nothing is stored. NOT_FOUND; INVALID_ARGUMENT for a deadline not
+  // after the run's now.
+  [[nodiscard]] absl::StatusOr<WhatIfAnswer> WhatIf(const WhatIfQuery& query) const;
+  [[nodiscard]] RunStatus StatusOf(const RunView& view) const;
 
   // Calls `fn` (on the writer thread; it must not block) after `run` changes. Returns an
   // id for Unsubscribe.

@@ -1,4 +1,4 @@
-// One event of a run's stream (docs/contract.md §4), as a plain value type. proto/event_convert.h
+// One event of a run's stream (docs/contract.md §4), as a plain value type. convert/event_convert.h
 // maps flightplan.v1.Event onto it.
 #ifndef FLIGHTPLAN_FORECAST_EVENT_H_
 #define FLIGHTPLAN_FORECAST_EVENT_H_

@@ -1,7 +1,7 @@
 // The plan of a run (its assumptions) and the report the plan engine computes from it.
 //
 // Plain value types mirroring proto/flightplan/v1/plan.proto, so that forecast/ needs no
-// protobuf; proto/plan_convert.h maps between the two. Optional inputs are std::optional:
+// protobuf; convert/plan_convert.h maps between the two. Optional inputs are std::optional:
 // the engine, not the parser, owns the defaults. Fields and units: see plan.proto.
 #ifndef FLIGHTPLAN_PLANNER_PLAN_H_
 #define FLIGHTPLAN_PLANNER_PLAN_H_

@@ -14,8 +14,8 @@
 #include "forecast/simulator.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/plan_convert.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -757,7 +757,7 @@ TEST(Evidence, SurvivesTheSnapshotAndThinsOnAlike) {
   FoldedRun r = FoldChecked(o, 0.75);
   ASSERT_GT(r.state.evidence_spacing, kEvidenceSpacing);
   ASSERT_GT(r.state.planned_interruptions, 0u);
-  RunState restored = StateFromProto(StateToProto(r.state));
+  RunState restored = convert::StateFromProto(convert::StateToProto(r.state));
   EXPECT_EQ(restored.evidence_spacing, r.state.evidence_spacing);
   EXPECT_EQ(restored.planned_interruptions, r.state.planned_interruptions);
   auto expect_same = [](const RunState& a, const RunState& b) {

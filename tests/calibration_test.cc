@@ -17,9 +17,9 @@
 #include "forecast/calibration.h"
 #include "planner/plan_engine.h"
 #include "gtest/gtest.h"
-#include "proto/event_convert.h"
-#include "proto/event_json.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/event_json.h"
+#include "convert/plan_convert.h"
 #include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
@@ -115,9 +115,9 @@ TEST(Calibration, ChangepointBeatsLifetimeAfterAChaoticStart) {
 // in most cuts; the table is docs/forecasting.md's.
 TEST(Calibration, ARealRunBloom176b) {
   const std::string dir = std::string(FLIGHTPLAN_TIMELINES_DIR) + "/bloom-176b";
-  absl::StatusOr<v1::Plan> proto = LoadPlanFile(dir + "/plan.yaml");
+  absl::StatusOr<v1::Plan> proto = cli::LoadPlanFile(dir + "/plan.yaml");
   ASSERT_TRUE(proto.ok()) << proto.status();
-  const PlanSpec plan = PlanFromProto(*proto);
+  const PlanSpec plan = convert::PlanFromProto(*proto);
   const PlanReport report = ComputePlan(plan);
   std::ifstream in(dir + "/bloom-176b.events.jsonl");
   ASSERT_TRUE(in.good());
@@ -125,8 +125,8 @@ TEST(Calibration, ARealRunBloom176b) {
   std::string line;
   while (std::getline(in, line)) {
     v1::Event e;
-    ASSERT_TRUE(ParseEventJson(line, e).ok()) << line;
-    absl::StatusOr<Event> event = EventFromProto(e);
+    ASSERT_TRUE(convert::ParseEventJson(line, e).ok()) << line;
+    absl::StatusOr<Event> event = convert::EventFromProto(e);
     ASSERT_TRUE(event.ok()) << event.status();
     events.push_back(*std::move(event));
   }

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 struct Case {
@@ -158,4 +158,4 @@ TEST(CrashLinesRank, TheSchedulerOverTheHardwareOverMemoryOverCudaOverNcclOverAH
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::cli

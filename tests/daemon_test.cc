@@ -26,8 +26,8 @@
 #include "cli/status_print.h"
 #include "forecast/simulator.h"
 #include "planner/plan_engine.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/plan_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/event_log.h"
 #include "tests/history_check.h"
@@ -45,7 +45,7 @@ using testing::TempDir;
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
 
 v1::Plan FlagshipPlan() {
-  absl::StatusOr<v1::Plan> plan = LoadPlanFile(kFlagship);
+  absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(kFlagship);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }
@@ -143,15 +143,15 @@ class DaemonTest : public ::testing::Test {
 
   // `flightplan status` against this daemon: its output, and how long it took.
   std::string CliStatus(double wait_seconds, bool json, double* seconds) {
-    ClientOptions client;
+    cli::ClientOptions client;
     client.server = absl::StrCat("127.0.0.1:", daemon_->grpc_port());
-    StatusOptions options;
+    cli::StatusOptions options;
     options.run = "dense-70b-10t";
     options.json = json;
     options.wait_seconds = wait_seconds;
     std::ostringstream out, err;
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(RunStatus(client, options, out, err), 0) << err.str();
+    EXPECT_EQ(cli::RunStatus(client, options, out, err), 0) << err.str();
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out.str();
   }
@@ -334,7 +334,7 @@ TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
   second->mutable_model()->set_seq_len(16384);
   second->mutable_layout()->set_cp(2);
   ASSERT_TRUE(Create(plan).ok());
-  const planner::PlanReport report = planner::ComputePlan(PlanFromProto(plan));
+  const planner::PlanReport report = planner::ComputePlan(convert::PlanFromProto(plan));
   ASSERT_EQ(report.phases.size(), 2u);
   const double end1 = report.phases[0].schedule_end_seconds, end2 = report.phases[1].schedule_end_seconds;
   ASSERT_LT(end1, 0.49 * end2);  // not the straight line's half
@@ -785,7 +785,7 @@ TEST_F(DaemonTest, AStaleForecastIsLabelledNeverPresentedAsFresh) {
   EXPECT_NEAR(fc.forecast_age_seconds(),
               static_cast<double>(s.as_of().seconds() - fc.forecast_as_of().seconds()), 1);
   EXPECT_GT(fc.forecast_age_seconds(), 0);
-  const std::string text = FormatRunStatus(s);
+  const std::string text = cli::FormatRunStatus(s);
   EXPECT_NE(text.find("forecast as of"), std::string::npos) << text;
   EXPECT_NE(text.find(" 100 events (300 behind), "), std::string::npos) << text;
 
@@ -831,7 +831,7 @@ TEST_F(DaemonTest, ACaughtUpForecastIsFreshAndTheCliWaitsForIt) {
   v1::RunStatus s = StatusNow();
   EXPECT_EQ(s.forecast().forecast_stale(),
             !s.forecast().has_forecast_as_of() || s.forecast().forecast_events() != s.events());
-  EXPECT_EQ(FormatForecastFreshness(s).empty(), !s.forecast().forecast_stale());
+  EXPECT_EQ(cli::FormatForecastFreshness(s).empty(), !s.forecast().forecast_stale());
 
   double seconds = 0;
   std::string out = CliStatus(2, /*json=*/false, &seconds);
@@ -844,7 +844,7 @@ TEST_F(DaemonTest, ACaughtUpForecastIsFreshAndTheCliWaitsForIt) {
   EXPECT_EQ(s.forecast().forecast_events(), s.events());
   EXPECT_EQ(s.forecast().forecast_age_seconds(), 0);  // event clock, no event since
   EXPECT_EQ(s.forecast().forecast_as_of().seconds(), s.as_of().seconds());
-  EXPECT_EQ(FormatForecastFreshness(s), "");
+  EXPECT_EQ(cli::FormatForecastFreshness(s), "");
   out = CliStatus(2, /*json=*/true, &seconds);
   EXPECT_LT(seconds, 1);
   EXPECT_NE(out.find("\"forecast_stale\": false"), std::string::npos) << out;
@@ -916,15 +916,15 @@ TEST_P(BackfillTest, AMonthSentAtFullSpeedKeepsTheRunsWholeHistory) {
   // from its start catches up with the run.
   const absl::Time start = events_clock ? absl::FromUnixSeconds(plan.start_time().seconds())
                                         : absl::Now() - absl::Hours(24 * 30) - absl::Minutes(30);
-  *plan.mutable_start_time() = TimeToProto(start);
+  *plan.mutable_start_time() = convert::TimeToProto(start);
   ASSERT_TRUE(Create(plan).ok());
-  const planner::PlanSpec spec = PlanFromProto(plan);
+  const planner::PlanSpec spec = convert::PlanFromProto(plan);
   forecast::SimulationOptions sim;
   sim.seed = 5;
   std::vector<v1::Event> log;
   for (const forecast::Event& e : forecast::SimulateRun(spec, planner::ComputePlan(spec), sim)) {
     if (e.time > start + absl::Hours(24 * 30)) break;
-    log.push_back(EventToProto(e, kRun));
+    log.push_back(convert::EventToProto(e, kRun));
   }
   ASSERT_GT(log.size(), 8000u);
   const auto sent = std::chrono::steady_clock::now();

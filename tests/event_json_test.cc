@@ -1,6 +1,6 @@
 // The fast JSON Lines event parser and printer (proto/event_json) against protobuf's own
 // JSON parser, which is the definition of what a line means.
-#include "proto/event_json.h"
+#include "convert/event_json.h"
 
 #include <random>
 #include <string>
@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/event_log.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 namespace {
 
 struct General {
@@ -34,12 +34,12 @@ General Protobuf(const std::string& line) {
 void ExpectAgrees(const std::string& line) {
   const General g = Protobuf(line);
   v1::Event fast;
-  if (ParseEventJsonFast(line, fast)) {
+  if (convert::ParseEventJsonFast(line, fast)) {
     ASSERT_TRUE(g.ok) << "fast path accepted what protobuf refuses (" << g.message << "): " << line;
     ASSERT_EQ(fast.SerializeAsString(), g.event.SerializeAsString()) << line;
   }
   v1::Event parsed;
-  const absl::Status st = ParseEventJson(line, parsed);
+  const absl::Status st = convert::ParseEventJson(line, parsed);
   ASSERT_EQ(st.ok(), g.ok) << line << ": " << st.message();
   if (g.ok) {
     ASSERT_EQ(parsed.SerializeAsString(), g.event.SerializeAsString()) << line;
@@ -64,12 +64,12 @@ std::vector<v1::Event> Sample() {
 TEST(EventJson, PrintsWhatBothParsersReadBack) {
   for (const v1::Event& e : Sample()) {
     std::string line;
-    AppendEventJson(e, line);
+    convert::AppendEventJson(e, line);
     const General g = Protobuf(line);
     ASSERT_TRUE(g.ok) << g.message << ": " << line;
     EXPECT_EQ(g.event.SerializeAsString(), e.SerializeAsString()) << line;
     v1::Event back;
-    ASSERT_TRUE(ParseEventJson(line, back).ok()) << line;
+    ASSERT_TRUE(convert::ParseEventJson(line, back).ok()) << line;
     EXPECT_EQ(back.SerializeAsString(), e.SerializeAsString()) << line;
   }
 }
@@ -84,7 +84,7 @@ TEST(EventJson, FastPathTakesProtobufsOwnPrintingInBothNamings) {
       ASSERT_TRUE(google::protobuf::util::MessageToJsonString(e, &line, print).ok());
       v1::Event out;
       ++total;
-      if (ParseEventJsonFast(line, out)) {
+      if (convert::ParseEventJsonFast(line, out)) {
         ++fast;
         EXPECT_EQ(out.SerializeAsString(), e.SerializeAsString()) << line;
       }
@@ -158,7 +158,7 @@ TEST(EventJson, MutatedLinesAgreeWithProtobuf) {
   std::vector<std::string> seeds;
   for (const v1::Event& e : Sample()) {
     std::string line;
-    AppendEventJson(e, line);
+    convert::AppendEventJson(e, line);
     seeds.push_back(line);
     if (seeds.size() > 40) break;
   }
@@ -182,11 +182,11 @@ TEST(EventJson, MutatedLinesAgreeWithProtobuf) {
     ExpectAgrees(line);
     if (::testing::Test::HasFatalFailure()) return;
     v1::Event e;
-    fast_ok += ParseEventJsonFast(line, e) ? 1 : 0;
+    fast_ok += convert::ParseEventJsonFast(line, e) ? 1 : 0;
   }
   // The comparison means something only if many mutants still take the fast path.
   EXPECT_GT(fast_ok, 1000u);  // 1,656 with this seed
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::convert

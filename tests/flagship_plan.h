@@ -9,7 +9,7 @@
 #include "forecast/forecaster.h"
 #include "planner/plan_engine.h"
 #include "gtest/gtest.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 namespace flightplan::testing {
 
@@ -22,13 +22,13 @@ struct Flagship {
 // A failure to load is reported once, as a test failure; the plan is then empty.
 inline const Flagship& FlagshipPlan() {
   static const Flagship* const flagship = [] {
-    absl::StatusOr<v1::Plan> proto = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+    absl::StatusOr<v1::Plan> proto = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
     auto* out = new Flagship;
     if (!proto.ok()) {
       ADD_FAILURE() << proto.status();
       return out;
     }
-    out->plan = PlanFromProto(*proto);
+    out->plan = convert::PlanFromProto(*proto);
     out->report = planner::ComputePlan(out->plan);
     out->prior = forecast::PriorFromPlan(out->plan, out->report);
     return out;

@@ -11,8 +11,8 @@
 #include "planner/plan_engine.h"
 #include "forecast/backtest.h"
 #include "forecast/simulator.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/plan_convert.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"
 
@@ -274,7 +274,7 @@ TEST(Forecaster, TimesBeyondTimestampsRangeAreLeftOut) {
   f.exhausted_at = absl::FromUnixSeconds(2000000000000);  // year 65,000
   f.finish_p50 = absl::FromUnixSeconds(2000000000000);
   v1::RunStatus status;
-  ForecastToProto(f, 5, status);
+  convert::ForecastToProto(f, 5, status);
   EXPECT_FALSE(status.failure_budget().has_exhausted_at());
   EXPECT_FALSE(status.forecast().has_finish_p50());
   EXPECT_TRUE(status.forecast().has_plan_finish());

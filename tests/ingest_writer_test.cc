@@ -2,6 +2,7 @@
 // directory (the store refuses ":memory:": it locks and checks its file), a fake Clock, the board it publishes to and a scheduler that is never started. No gRPC, no
 // sleeps: each completion is awaited on a Notification.
 #include "daemon/ingest_writer.h"
+#include "daemon/wire.h"
 
 #include <memory>
 #include <string>
@@ -38,11 +39,11 @@ struct Writer {
   }
 
   CreateResult Create() {
-    absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+    absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
     EXPECT_TRUE(plan.ok());
     CreateResult out;
     absl::Notification done;
-    EXPECT_TRUE(writer->SubmitCreateRun(kRun, *plan, [&](CreateResult r) {
+    EXPECT_TRUE(writer->SubmitCreateRun(kRun, PlanInputFromProto(*plan), [&](CreateResult r) {
       out = std::move(r);
       done.Notify();
     }).ok());
@@ -52,7 +53,7 @@ struct Writer {
   BatchResult Report(std::vector<v1::Event> events) {
     BatchResult out;
     absl::Notification done;
-    const absl::Status st = writer->SubmitEvents(std::move(events), [&](BatchResult r) {
+    const absl::Status st = writer->SubmitEvents(IngestEventsFromProto(events), [&](BatchResult r) {
       out = std::move(r);
       done.Notify();
     });
@@ -84,19 +85,19 @@ TEST(IngestWriter, CommitsThenPublishesAndAsksForAForecast) {
 TEST(IngestWriter, AFullQueueRefusesAtOnceAndAStoppedOneRefusesAll) {
   Writer w(/*events_clock=*/true, /*max_queue=*/1);
   // Not started: the first request waits in its lane, the second finds it full.
-  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
   ASSERT_TRUE(plan.ok());
   absl::Notification first;
-  ASSERT_TRUE(w.writer->SubmitCreateRun(kRun, *plan, [&](CreateResult) { first.Notify(); }).ok());
+  ASSERT_TRUE(w.writer->SubmitCreateRun(kRun, PlanInputFromProto(*plan), [&](CreateResult) { first.Notify(); }).ok());
   bool called = false;
-  const absl::Status full = w.writer->SubmitCreateRun("other", *plan, [&](CreateResult) { called = true; });
+  const absl::Status full = w.writer->SubmitCreateRun("other", PlanInputFromProto(*plan), [&](CreateResult) { called = true; });
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_EQ(w.writer->QueueDepth(), 1u);
   w.writer->Start();
   first.WaitForNotification();
   w.writer->Stop();
   EXPECT_FALSE(called);
-  EXPECT_EQ(w.writer->SubmitCreateRun("late", *plan, [&](CreateResult) { called = true; }).code(),
+  EXPECT_EQ(w.writer->SubmitCreateRun("late", PlanInputFromProto(*plan), [&](CreateResult) { called = true; }).code(),
             absl::StatusCode::kUnavailable);
   EXPECT_FALSE(called);
   EXPECT_NE(w.board->Find(kRun), nullptr);
@@ -108,11 +109,11 @@ TEST(IngestWriter, AFullQueueRefusesAtOnceAndAStoppedOneRefusesAll) {
 TEST(IngestWriter, ALiveReportsRunIsForecastFirst) {
   Writer w(/*events_clock=*/true);
   w.writer->Start();
-  absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
   ASSERT_TRUE(plan.ok());
   for (const char* run : {"a-replayed", "b-live"}) {
     absl::Notification done;
-    ASSERT_TRUE(w.writer->SubmitCreateRun(run, *plan, [&](CreateResult) { done.Notify(); }).ok());
+    ASSERT_TRUE(w.writer->SubmitCreateRun(run, PlanInputFromProto(*plan), [&](CreateResult) { done.Notify(); }).ok());
     done.WaitForNotification();
   }
   // The creations were live too: let both be simulated once, then change them.
@@ -122,7 +123,7 @@ TEST(IngestWriter, ALiveReportsRunIsForecastFirst) {
   w.h.clock.Advance(absl::Seconds(10));
   absl::Notification streamed;
   ASSERT_TRUE(w.writer
-                  ->SubmitEvents(testing::SyntheticRun("a-replayed", 20, 1), [&](BatchResult) { streamed.Notify(); },
+                  ->SubmitEvents(IngestEventsFromProto(testing::SyntheticRun("a-replayed", 20, 1)), [&](BatchResult) { streamed.Notify(); },
                                  std::make_shared<OrderedStream>(), 1)
                   .ok());
   streamed.WaitForNotification();

@@ -11,10 +11,10 @@
 #include "absl/strings/match.h"
 #include "forecast/accounting.h"
 #include "gtest/gtest.h"
-#include "proto/event_convert.h"
-#include "proto/plan_convert.h"
+#include "convert/event_convert.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 std::vector<std::string> ReadLines(const std::string& name) {
@@ -75,7 +75,7 @@ Kinds Split(const std::vector<v1::Event>& events) {
 forecast::RunState Fold(const std::vector<v1::Event>& events) {
   forecast::RunState state;
   for (const v1::Event& e : events) {
-    absl::StatusOr<forecast::Event> fe = EventFromProto(e);
+    absl::StatusOr<forecast::Event> fe = convert::EventFromProto(e);
     EXPECT_TRUE(fe.ok()) << fe.status();
     if (!fe.ok()) continue;
     const absl::Status st = forecast::ApplyEvent(state, *fe);
@@ -100,30 +100,30 @@ void ExpectMegatronCurrent(const Tailed& t) {
   ASSERT_EQ(k.starts.size(), 2u);
   // Launch 1 at its first print_datetime (00:00:30), from scratch; launch 2 at 00:40:00,
   // from the checkpoint it loaded.
-  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(30));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(30));
   EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
-  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(2400));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[1].time()), At(2400));
   EXPECT_EQ(k.starts[1].job_started().restored_step(), 60);
   // Tokens: consumed samples (64 per iteration) x seq_length 4,096.
   ASSERT_EQ(k.steps.size(), 12u);  // 10..80, then 70..100
   EXPECT_EQ(StepTokens(k, 10, 1), 640 * 4096);
   EXPECT_EQ(StepTokens(k, 100, 2), 6400 * 4096);
-  EXPECT_EQ(TimeFromProto(k.steps[0].time()), At(240));
+  EXPECT_EQ(convert::TimeFromProto(k.steps[0].time()), At(240));
   // Saves: 30 from 00:07:20.5 to 00:07:40.5; 60 asynchronous, scheduled from 00:12:41 to
   // 00:12:43 (finalized at 00:14:30, after iteration 70); 90 and 100 of 20 s each.
   ASSERT_EQ(k.saves.size(), 4u);
   EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 30);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 20);
-  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(460.5));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(460.5));
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
   EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 2);
-  EXPECT_EQ(TimeFromProto(k.saves[1].time()), At(763));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[1].time()), At(763));
   EXPECT_EQ(k.saves[3].checkpoint_saved().step(), 100);
   // The exit at iteration 100 is a planned stop.
   ASSERT_EQ(k.stops.size(), 1u);
   EXPECT_TRUE(k.stops[0].interruption().planned());
   EXPECT_EQ(k.stops[0].interruption().cause(), "exit");
-  EXPECT_EQ(TimeFromProto(k.stops[0].time()), At(2942));
+  EXPECT_EQ(convert::TimeFromProto(k.stops[0].time()), At(2942));
 
   const forecast::RunState s = Fold(t.events);
   EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 20 + 2 + 20 + 20);
@@ -180,7 +180,7 @@ TEST(LogEvents, MegatronRampUpCountsTheSamplesEachBatchConsumed) {
   // right after iteration 40 (00:07:00).
   ASSERT_EQ(k.saves.size(), 1u);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);
-  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(435));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(435));
   const forecast::RunState s = Fold(t.events);
   EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 15);
   EXPECT_DOUBLE_EQ(s.seconds.lost, 0);
@@ -214,14 +214,14 @@ TEST(LogEvents, MegatronOlderFormatTailedLive) {
   EXPECT_EQ(t.unused, 0u);
   const Kinds k = Split(t.events);
   ASSERT_EQ(k.starts.size(), 2u);
-  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(0));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(0));
   EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);
-  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(1000));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[1].time()), At(1000));
   EXPECT_EQ(StepTokens(k, 40, 2), 1280 * 1024);
   ASSERT_EQ(k.saves.size(), 1u);
   EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 12);
-  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(112));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(112));
   const forecast::RunState s = Fold(t.events);
   EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 12);
   // Launch 1 reached iteration 40 at 212 s; the save of 20 ended at 112 s: 100 s lost.
@@ -240,9 +240,9 @@ void ExpectTorchtitan(const std::string& name, double launch1, double launch2) {
   EXPECT_EQ(t.unused, 0u);
   const Kinds k = Split(t.events);
   ASSERT_EQ(k.starts.size(), 2u);
-  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(launch1));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(launch1));
   EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
-  EXPECT_EQ(TimeFromProto(k.starts[1].time()), At(launch2));
+  EXPECT_EQ(convert::TimeFromProto(k.starts[1].time()), At(launch2));
   EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);
   // 16 sequences of 8,192 tokens (v0.2.2), or 131,072 tokens per train step (main).
   EXPECT_EQ(StepTokens(k, 50, 2), 50 * 131072);
@@ -250,10 +250,10 @@ void ExpectTorchtitan(const std::string& name, double launch1, double launch2) {
   ASSERT_EQ(k.saves.size(), 2u);
   EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 8.25);
-  EXPECT_EQ(TimeFromProto(k.saves[0].time()), At(308.75));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(308.75));
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 50);
   EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 6.5);
-  EXPECT_EQ(TimeFromProto(k.saves[1].time()), At(2247));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[1].time()), At(2247));
   const forecast::RunState s = Fold(t.events);
   EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 8.25 + 6.5);
   // Launch 1 trained from the save's end (308.75 s) to step 40 (548.75 s): 240 s lost.
@@ -304,7 +304,7 @@ TEST(LogEvents, MegatronSaveBetweenLoggedIterationsReportsItsStepFirst) {
   const Kinds k = Split(t.events);
   // 25 x 64 sequences x 4,096 tokens, reported when the save began.
   EXPECT_EQ(StepTokens(k, 25, 1), 25 * 64 * 4096);
-  EXPECT_EQ(TimeFromProto(k.steps.back().time()), At(391));
+  EXPECT_EQ(convert::TimeFromProto(k.steps.back().time()), At(391));
   ASSERT_EQ(k.saves.size(), 1u);
   EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 25);
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 20);
@@ -344,9 +344,9 @@ TEST(LogEvents, MegatronSavesDatedByAMaxTimerOrFlushedBeforeTheExit) {
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
   EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 15);
-  EXPECT_EQ(TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:50"));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:50"));
   ASSERT_EQ(k.stops.size(), 1u);
-  EXPECT_LE(TimeFromProto(k.saves[1].time()), TimeFromProto(k.stops[0].time()));
+  EXPECT_LE(convert::TimeFromProto(k.saves[1].time()), convert::TimeFromProto(k.stops[0].time()));
   const forecast::RunState s = Fold(t.events);
   EXPECT_EQ(s.checkpoint_count, 2u);
   EXPECT_EQ(s.planned_interruptions, 1u);
@@ -361,7 +361,7 @@ TEST(LogEvents, MegatronOlderFormatBackfilledKeepsTimeOrder) {
   const Tailed t = Feed(ReadLines("megatron-core_v0.5.0.log"), o);
   ASSERT_TRUE(t.status.ok()) << t.status;
   for (size_t i = 1; i < t.events.size(); ++i) {
-    EXPECT_LE(TimeFromProto(t.events[i - 1].time()), TimeFromProto(t.events[i].time())) << i;
+    EXPECT_LE(convert::TimeFromProto(t.events[i - 1].time()), convert::TimeFromProto(t.events[i].time())) << i;
   }
   const forecast::RunState s = Fold(t.events);
   EXPECT_EQ(s.tokens, 1280 * 1024);
@@ -441,7 +441,7 @@ TEST(LogEvents, PerJobFilesCutFromEachMegatronFixtureStitchLikeTheWholeLog) {
       EXPECT_EQ(stitched[i].DebugString(), whole.events[i].DebugString()) << "event " << i;
     }
     // Never the wall clock of the tail (2030 in Feed): every event is the log's own time.
-    for (const v1::Event& e : stitched) EXPECT_LT(TimeFromProto(e.time()), At(86400)) << e.DebugString();
+    for (const v1::Event& e : stitched) EXPECT_LT(convert::TimeFromProto(e.time()), At(86400)) << e.DebugString();
     EXPECT_EQ(Fold(stitched).tokens, Fold(whole.events).tokens);
   }
   EXPECT_EQ(cut, 3);  // core_v0.19.0 (also dying of NCCL) and core_v0.5.0 relaunch; the ramp-up log is one launch
@@ -467,8 +467,8 @@ TEST(LogEvents, APerJobFileWithoutATimestampBeforeItsLaunchIsDatedFromTheLog) {
   ASSERT_EQ(k.starts.size(), 1u);
   EXPECT_EQ(k.starts[0].job_started().restored_step(), 60);
   // "[after model, optimizer, and learning rate scheduler are built] datetime: 00:41:20".
-  EXPECT_EQ(TimeFromProto(k.starts[0].time()), At(2480));
-  for (const v1::Event& e : t.events) EXPECT_LT(TimeFromProto(e.time()), At(86400)) << e.DebugString();
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(2480));
+  for (const v1::Event& e : t.events) EXPECT_LT(convert::TimeFromProto(e.time()), At(86400)) << e.DebugString();
 
   // core_v0.5.0's iterations carry no timestamp: its second job without its datetime line.
   std::vector<std::string> old;
@@ -558,7 +558,7 @@ TEST(LogEvents, WithoutTimestampsASaveIsDatedByTheGapAroundIt) {
   ASSERT_EQ(out.size(), 4u);  // job_started, steps 10, checkpoint 10, steps 20
   ASSERT_TRUE(out[2].has_checkpoint_saved());
   EXPECT_DOUBLE_EQ(out[2].checkpoint_saved().blocking_seconds(), 25);
-  EXPECT_EQ(TimeFromProto(out[2].time()), At(10 + 25));
+  EXPECT_EQ(convert::TimeFromProto(out[2].time()), At(10 + 25));
   EXPECT_EQ(out[3].steps().tokens(), 2000);
 }
 
@@ -583,7 +583,7 @@ TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
   ASSERT_TRUE(c.Feed(" iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |",
                      read + absl::Seconds(10), out).ok());
   ASSERT_EQ(out.size(), 2u);  // the launch and the iteration, when they were read
-  EXPECT_EQ(TimeFromProto(out[1].time()), read + absl::Seconds(10));
+  EXPECT_EQ(convert::TimeFromProto(out[1].time()), read + absl::Seconds(10));
 }
 
 // A finished log backfilled from its start (read at 2030), with what the converter said.
@@ -621,7 +621,7 @@ TEST(LogEvents, ALogEndingInASaveCountsItWithTheLogsOwnSaveTime) {
   EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 15);  // its timer's max
   EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 60);
   EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 15);  // the mean of the timed ones
-  EXPECT_EQ(TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:35") + absl::Seconds(15));
+  EXPECT_EQ(convert::TimeFromProto(k.saves[1].time()), T("2027-01-04 00:10:35") + absl::Seconds(15));
   const std::vector<std::string>& notes = b.notes;
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("no later line tells how long the save of iteration 60 took; counted as 15 s, the "
@@ -644,7 +644,7 @@ TEST(LogEvents, ACrashLineGivesTheInterruptionItsCause) {
             std::string::npos)
       << k.stops[0].interruption().detail();
   // Dated at the attempt's last iteration (80, 00:16:03): the crash lines carry no time.
-  EXPECT_EQ(TimeFromProto(k.stops[0].time()), At(963));
+  EXPECT_EQ(convert::TimeFromProto(k.stops[0].time()), At(963));
   const forecast::RunState s = Fold(t.events);
   ASSERT_EQ(s.interruption_marks.size(), 2u);
   EXPECT_EQ(s.interruption_marks[0].cause, "nccl");
@@ -683,7 +683,7 @@ TEST(LogEvents, ACrashIsSentOnceTheLogHasBeenQuiet) {
   c.Idle(t0 + absl::Seconds(40), out);
   ASSERT_EQ(out.size(), before + 1);
   EXPECT_EQ(out.back().interruption().cause(), "ecc");
-  EXPECT_EQ(TimeFromProto(out.back().time()), t0 + absl::Seconds(5));  // live: when it was read
+  EXPECT_EQ(convert::TimeFromProto(out.back().time()), t0 + absl::Seconds(5));  // live: when it was read
 }
 
 TEST(LogEvents, IterationsStartingOverAreARestartFromTheLastSave) {
@@ -723,4 +723,4 @@ TEST(LogEvents, MissingTokenBasisIsSaid) {
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::cli

@@ -6,7 +6,7 @@
 #include "flightplan/v1/plan.pb.h"
 #include "tests/subprocess.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 using testing::RunProcess;
@@ -222,4 +222,4 @@ TEST(ReportCommand, CountsThatDoNotFitAreRefusedNotClamped) {
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::cli

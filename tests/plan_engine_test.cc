@@ -12,7 +12,7 @@
 #include "cli/plan_file.h"
 #include "planner/formulas.h"
 #include "gtest/gtest.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 namespace flightplan::planner {
 namespace {
@@ -863,9 +863,9 @@ TEST(Examples, EveryExampleHasNoErrorFinding) {
   for (const auto& entry : std::filesystem::directory_iterator(FLIGHTPLAN_EXAMPLES_DIR)) {
     if (entry.path().extension() != ".yaml" && entry.path().extension() != ".json") continue;
     ++seen;
-    absl::StatusOr<v1::Plan> plan = LoadPlanFile(entry.path().string());
+    absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(entry.path().string());
     ASSERT_TRUE(plan.ok()) << plan.status();
-    const PlanReport r = ComputePlan(PlanFromProto(*plan));
+    const PlanReport r = ComputePlan(convert::PlanFromProto(*plan));
     EXPECT_FALSE(r.HasError()) << entry.path() << ": "
                                << (r.findings.empty() ? "" : r.findings.front().message);
     EXPECT_GT(r.schedule.total_seconds, r.schedule.active_compute_seconds);
@@ -875,9 +875,9 @@ TEST(Examples, EveryExampleHasNoErrorFinding) {
 
 TEST(Examples, FlagshipFigures) {
   absl::StatusOr<v1::Plan> plan =
-      LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+      cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const PlanReport r = ComputePlan(PlanFromProto(*plan));
+  const PlanReport r = ComputePlan(convert::PlanFromProto(*plan));
   EXPECT_TRUE(r.findings.empty());
   // 6 x 70e9 + 6 x 80 x 8192 x 8192 (causal attention) per token, 10e12 tokens.
   EXPECT_DOUBLE_EQ(r.compute.flops_per_token, 6 * 70e9 + 6.0 * 80 * 8192 * 8192);

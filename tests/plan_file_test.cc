@@ -6,9 +6,9 @@
 #include "gtest/gtest.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "planner/plan_engine.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 constexpr char kYaml[] = R"(name: t
@@ -169,7 +169,7 @@ phases:
     model: {params: 8e9, seq_len: 4096}
 )", "plan.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const planner::PlanSpec spec = PlanFromProto(*plan);
+  const planner::PlanSpec spec = convert::PlanFromProto(*plan);
   ASSERT_EQ(spec.phases.size(), 3u);
   // A field that cannot change between phases is carried to the engine, which refuses it.
   EXPECT_TRUE(spec.phases[1].unchangeable.empty());
@@ -233,4 +233,4 @@ TEST(PlanFile, DirectoryIsRefused) {
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::cli

@@ -1,6 +1,7 @@
 // RunBoard (daemon/run_board.h) on its own: published views, watchers and the readers'
 // status, with a fake Clock and a scheduler that is never started (no thread, no sleeps).
 #include "daemon/run_board.h"
+#include "daemon/wire.h"
 
 #include <set>
 #include <string>
@@ -40,21 +41,21 @@ TEST(RunBoard, AStatusSaysHowFreshItsForecastIs) {
   board.Publish({h.runs["a"]});
   // No simulation yet: stale. Reading does not ask the forecaster for the run (reads do
   // not write: a scrape must not reorder its queue); the writer does.
-  v1::RunStatus status = board.StatusOf(*board.Find("a"));
+  v1::RunStatus status = RunStatusToProto(board.StatusOf(*board.Find("a")));
   EXPECT_TRUE(status.forecast().forecast_stale());
   EXPECT_EQ(status.events(), h.runs["a"]->state.events);
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "");
   h.scheduler->MarkDue("a");
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
-  status = board.StatusOf(*board.Find("a"));
+  status = RunStatusToProto(board.StatusOf(*board.Find("a")));
   EXPECT_FALSE(status.forecast().forecast_stale());
   EXPECT_EQ(status.forecast().forecast_events(), h.runs["a"]->state.events);
   // Under the events clock "now" is the run's latest event, whatever the clock says.
   h.clock.Advance(absl::Hours(5));
-  EXPECT_EQ(board.StatusOf(*board.Find("a")).forecast().forecast_age_seconds(), 0);
+  EXPECT_EQ(RunStatusToProto(board.StatusOf(*board.Find("a"))).forecast().forecast_age_seconds(), 0);
   // A newer view than the simulation: stale again.
   board.Publish({View("a", 300, 2)});
-  EXPECT_TRUE(board.StatusOf(*board.Find("a")).forecast().forecast_stale());
+  EXPECT_TRUE(RunStatusToProto(board.StatusOf(*board.Find("a"))).forecast().forecast_stale());
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "planner/plan_engine.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 namespace flightplan::forecast {
 namespace {

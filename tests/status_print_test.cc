@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace flightplan {
+namespace flightplan::cli {
 namespace {
 
 v1::RunStatus NewRun() {
@@ -89,4 +89,4 @@ TEST(Units, CountedIsSingularForExactlyOne) {
 }
 
 }  // namespace
-}  // namespace flightplan
+}  // namespace flightplan::cli

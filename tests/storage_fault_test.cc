@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
 #include "daemon/tracker.h"
+#include "daemon/wire.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_store.h"
 #include "tests/event_log.h"
@@ -157,20 +158,20 @@ class StorageFaults : public ::testing::Test {
     auto tracker = daemon::Tracker::Start(std::move(owned), &clock_, nullptr, options);
     ASSERT_TRUE(tracker.ok()) << tracker.status();
     tracker_ = std::move(*tracker);
-    absl::StatusOr<v1::Plan> plan = LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+    absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
     ASSERT_TRUE(plan.ok());
     plan_ = *plan;
   }
 
   std::future<daemon::CreateResult> Create(const std::string& run) {
     auto done = std::make_shared<std::promise<daemon::CreateResult>>();
-    EXPECT_TRUE(tracker_->SubmitCreateRun(run, plan_, [done](daemon::CreateResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(tracker_->SubmitCreateRun(run, daemon::PlanInputFromProto(plan_), [done](daemon::CreateResult r) { done->set_value(r); }).ok());
     return done->get_future();
   }
 
   std::future<daemon::BatchResult> Submit(std::vector<v1::Event> events) {
     auto done = std::make_shared<std::promise<daemon::BatchResult>>();
-    EXPECT_TRUE(tracker_->SubmitEvents(std::move(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
     return done->get_future();
   }
 
@@ -238,12 +239,12 @@ TEST_F(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
   faulty_->WaitUntilHeld();
   // Queued while the writer is held: one stream batch, then twenty single reports.
   ASSERT_TRUE(tracker_
-                  ->SubmitEvents({StartedAt("replay", 0, 1, 0)}, note("stream"),
+                  ->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("replay", 0, 1, 0)}), note("stream"),
                                  std::make_shared<daemon::OrderedStream>(), 1)
                   .ok());
-  ASSERT_TRUE(tracker_->SubmitEvents({StartedAt("live", 0, 1, 0)}, note("single 0")).ok());
+  ASSERT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("live", 0, 1, 0)}), note("single 0")).ok());
   for (int i = 1; i < 20; ++i) {
-    ASSERT_TRUE(tracker_->SubmitEvents({StepsAt("live", 60.0 * i, 10 * i, 100 * i)},
+    ASSERT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto({StepsAt("live", 60.0 * i, 10 * i, 100 * i)}),
                                          note(absl::StrCat("single ", i))).ok());
   }
   faulty_->Release();

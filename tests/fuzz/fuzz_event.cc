@@ -9,15 +9,15 @@
 #include "flightplan/v1/event.pb.h"
 #include "forecast/accounting.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/event_convert.h"
-#include "proto/event_json.h"
+#include "convert/event_convert.h"
+#include "convert/event_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line(reinterpret_cast<const char*>(data), size);
   flightplan::v1::Event proto;
   const bool general = google::protobuf::util::JsonStringToMessage(line, &proto).ok();
   flightplan::v1::Event fast;
-  if (flightplan::ParseEventJsonFast(line, fast)) {
+  if (flightplan::convert::ParseEventJsonFast(line, fast)) {
     if (!general || fast.SerializeAsString() != proto.SerializeAsString()) std::abort();
   }
   if (!general) return 0;
@@ -27,12 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          proto.time().nanos() >= 0 && proto.time().nanos() <= 999999999;
   if (!printable) return 0;
   std::string printed;
-  flightplan::AppendEventJson(proto, printed);
+  flightplan::convert::AppendEventJson(proto, printed);
   flightplan::v1::Event back;
-  if (!flightplan::ParseEventJson(printed, back).ok() || back.SerializeAsString() != proto.SerializeAsString()) {
+  if (!flightplan::convert::ParseEventJson(printed, back).ok() || back.SerializeAsString() != proto.SerializeAsString()) {
     std::abort();
   }
-  absl::StatusOr<flightplan::forecast::Event> e = flightplan::EventFromProto(proto);
+  absl::StatusOr<flightplan::forecast::Event> e = flightplan::convert::EventFromProto(proto);
   if (!e.ok()) return 0;
   (void)flightplan::forecast::ValidateEvent(*e);
   (void)flightplan::forecast::EventKey(*e, 1);

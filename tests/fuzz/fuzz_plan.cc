@@ -6,14 +6,14 @@
 
 #include "cli/plan_file.h"
 #include "planner/plan_engine.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::ParsePlan(text, "fuzz");
+  absl::StatusOr<flightplan::v1::Plan> plan = flightplan::cli::ParsePlan(text, "fuzz");
   if (!plan.ok()) return 0;
   const flightplan::planner::PlanReport report =
-      flightplan::planner::ComputePlan(flightplan::PlanFromProto(*plan));
-  (void)flightplan::ReportToProto(report);
+      flightplan::planner::ComputePlan(flightplan::convert::PlanFromProto(*plan));
+  (void)flightplan::convert::ReportToProto(report);
   return 0;
 }

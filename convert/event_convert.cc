@@ -1,9 +1,11 @@
-#include "proto/event_convert.h"
+#include "convert/event_convert.h"
 
 #include "absl/strings/str_cat.h"
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 namespace {
 
 int64_t Micros(absl::Time t) {
@@ -35,6 +37,16 @@ void MarksFromProto(const google::protobuf::RepeatedPtrField<v1::RunStateSnapsho
 }
 
 }  // namespace
+
+std::string Deterministic(const google::protobuf::MessageLite& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
 
 absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
   using forecast::EventKind;
@@ -395,4 +407,4 @@ void CostToProto(const forecast::RunCost& cost, const forecast::ForecastPrior::C
   c->set_reserved_gpus(prices.reserved_gpus);
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::convert

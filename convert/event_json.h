@@ -10,8 +10,8 @@
 // goes to protobuf's parser, so every line is accepted or refused exactly as
 // google::protobuf::util::JsonStringToMessage does, with its error message. A differential
 // test and fuzz target hold the fast path to that.
-#ifndef FLIGHTPLAN_PROTO_EVENT_JSON_H_
-#define FLIGHTPLAN_PROTO_EVENT_JSON_H_
+#ifndef FLIGHTPLAN_CONVERT_EVENT_JSON_H_
+#define FLIGHTPLAN_CONVERT_EVENT_JSON_H_
 
 #include <string>
 #include <string_view>
@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "flightplan/v1/event.pb.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 
 // Parses one line into `out` (cleared first). The error is protobuf's, for the same line.
 absl::Status ParseEventJson(std::string_view line, v1::Event& out);
@@ -35,6 +35,6 @@ bool ParseEventJsonFast(std::string_view line, v1::Event& out);
 // [0, 1e9)); a time outside that prints as protobuf's printer would refuse to.
 void AppendEventJson(const v1::Event& e, std::string& out);
 
-}  // namespace flightplan
+}  // namespace flightplan::convert
 
-#endif  // FLIGHTPLAN_PROTO_EVENT_JSON_H_
+#endif  // FLIGHTPLAN_CONVERT_EVENT_JSON_H_

@@ -1,11 +1,11 @@
-#include "proto/plan_convert.h"
+#include "convert/plan_convert.h"
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 namespace {
 
 template <typename T, typename Msg, typename Getter, typename Has>
@@ -345,4 +345,4 @@ v1::DeadlineFleet DeadlineFleetToProto(const planner::DeadlineFleet& d) {
   return out;
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::convert

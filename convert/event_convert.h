@@ -1,9 +1,12 @@
 // Conversions between flightplan.v1 event/status messages and forecast/'s accounting
 // types. Pure and thread-safe.
-#ifndef FLIGHTPLAN_PROTO_EVENT_CONVERT_H_
-#define FLIGHTPLAN_PROTO_EVENT_CONVERT_H_
+#ifndef FLIGHTPLAN_CONVERT_EVENT_CONVERT_H_
+#define FLIGHTPLAN_CONVERT_EVENT_CONVERT_H_
+
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "google/protobuf/message_lite.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/snapshot.pb.h"
 #include "flightplan/v1/status.pb.h"
@@ -11,7 +14,11 @@
 #include "forecast/event.h"
 #include "forecast/forecaster.h"
 
-namespace flightplan {
+namespace flightplan::convert {
+
+// The message serialized deterministically: the same message, the same bytes (what the
+// store keeps, and compares to tell an unchanged plan).
+[[nodiscard]] std::string Deterministic(const google::protobuf::MessageLite& m);
 
 // INVALID_ARGUMENT naming the field when the event has no run, no time or no kind.
 [[nodiscard]] absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& event);
@@ -34,6 +41,6 @@ void CostToProto(const forecast::RunCost& cost, const forecast::ForecastPrior::C
 void ForecastToProto(const forecast::Forecast& forecast, uint64_t forecast_events,
                      v1::RunStatus& status);
 
-}  // namespace flightplan
+}  // namespace flightplan::convert
 
-#endif  // FLIGHTPLAN_PROTO_EVENT_CONVERT_H_
+#endif  // FLIGHTPLAN_CONVERT_EVENT_CONVERT_H_

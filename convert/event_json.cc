@@ -1,4 +1,4 @@
-#include "proto/event_json.h"
+#include "convert/event_json.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "google/protobuf/util/json_util.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 namespace {
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
@@ -443,4 +443,4 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
   out += '}';
 }
 
-}  // namespace flightplan
+}  // namespace flightplan::convert

@@ -2,15 +2,15 @@
 //
 // Pure and thread-safe. Presence is kept: a proto3 `optional` field that is unset becomes
 // an empty std::optional, so the engine applies its documented default.
-#ifndef FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
-#define FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
+#ifndef FLIGHTPLAN_CONVERT_PLAN_CONVERT_H_
+#define FLIGHTPLAN_CONVERT_PLAN_CONVERT_H_
 
 #include "absl/time/time.h"
 #include "flightplan/v1/plan.pb.h"
 #include "planner/plan.h"
 #include "google/protobuf/timestamp.pb.h"
 
-namespace flightplan {
+namespace flightplan::convert {
 
 [[nodiscard]] planner::PlanSpec PlanFromProto(const v1::Plan& plan);
 [[nodiscard]] v1::PlanReport ReportToProto(const planner::PlanReport& report);
@@ -20,6 +20,6 @@ namespace flightplan {
 [[nodiscard]] absl::Time TimeFromProto(const google::protobuf::Timestamp& t);
 [[nodiscard]] google::protobuf::Timestamp TimeToProto(absl::Time t);
 
-}  // namespace flightplan
+}  // namespace flightplan::convert
 
-#endif  // FLIGHTPLAN_PROTO_PLAN_CONVERT_H_
+#endif  // FLIGHTPLAN_CONVERT_PLAN_CONVERT_H_

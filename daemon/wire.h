@@ -1,0 +1,54 @@
+// The shell's conversions between the tracker's types and flightplan.v1 messages: what
+// a gRPC request brings in (events, plans, a what-if), and what the gRPC and HTTP sides
+// give out (statuses, histories, plan revisions, acks). The one place where the daemon's
+// types meet the wire; the pure core's pieces come from convert/. Pure and thread-safe.
+#ifndef FLIGHTPLAN_DAEMON_WIRE_H_
+#define FLIGHTPLAN_DAEMON_WIRE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/ingest_writer.h"
+#include "daemon/run_status.h"
+#include "daemon/run_view.h"
+#include "flightplan/v1/event.pb.h"
+#include "flightplan/v1/plan.pb.h"
+#include "flightplan/v1/status.pb.h"
+#include "flightplan/v1/tracker.pb.h"
+#include "google/protobuf/repeated_field.h"
+#include "storage/run_store.h"
+
+namespace flightplan::daemon {
+
+// In. An event that cannot be decoded keeps why in IngestEvent::event; the writer refuses
+// its batch naming it.
+[[nodiscard]] IngestEvent IngestEventFromProto(const v1::Event& event);
+[[nodiscard]] std::vector<IngestEvent> IngestEventsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Event>& events);
+[[nodiscard]] std::vector<IngestEvent> IngestEventsFromProto(const std::vector<v1::Event>& events);
+[[nodiscard]] PlanInput PlanInputFromProto(const v1::Plan& plan);
+// INVALID_ARGUMENT naming variants[i] when a variant changes nothing.
+[[nodiscard]] absl::StatusOr<WhatIfQuery> WhatIfQueryFromProto(const v1::WhatIfRequest& request);
+[[nodiscard]] RetractSpec RetractSpecFromProto(const v1::RetractRequest& request);
+
+// Out.
+[[nodiscard]] v1::RunStatus RunStatusToProto(const RunStatus& status);
+[[nodiscard]] v1::WhatIfResponse WhatIfAnswerToProto(const WhatIfAnswer& answer);
+[[nodiscard]] v1::RunSummary RunSummaryToProto(const RunView& view);
+void BatchAckToProto(uint64_t sequence, const BatchResult& result, v1::BatchAck& ack);
+// The plan as the client sent it (RunPlan::encoded).
+[[nodiscard]] v1::Plan PlanToProto(const RunPlan& plan);
+// The run's i-th plan revision, as GetRun lists them and GetPlan returns one.
+void RevisionToProto(const RunInfo& info, size_t i, v1::PlanRevision& out);
+[[nodiscard]] v1::RunInfo RunInfoToProto(const RunInfo& info);
+void RetractResultToProto(const std::string& run, const RetractResult& result, v1::RetractResponse& out);
+// The stored points as the GetHistory message (and the run page's input), with the run's
+// interruptions on its timeline from its folded state.
+[[nodiscard]] v1::ForecastHistory HistoryToProto(const std::string& run,
+                                                 const std::vector<storage::ForecastPoint>& points,
+                                                 const forecast::RunState* state);
+
+}  // namespace flightplan::daemon
+
+#endif  // FLIGHTPLAN_DAEMON_WIRE_H_
