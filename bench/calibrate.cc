@@ -12,9 +12,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/time/clock.h"
 #include "cli/plan_file.h"
+#include "convert/plan_convert.h"
 #include "forecast/calibration.h"
 #include "planner/plan_engine.h"
-#include "convert/plan_convert.h"
 
 int main(int argc, char** argv) {
   using namespace flightplan::forecast;
@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"lifetime", "discounted", "changepoint", "futures", "all"}));
   app.add_option("--scenario", only, "only these scenarios (default: every one)");
   bool points = false;
-  app.add_flag("--points", points, "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h), the time left (h), width and interval score (% of it)");
+  app.add_flag("--points", points,
+               "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h), the time left (h), "
+               "width and interval score (% of it)");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<flightplan::v1::Plan> proto = flightplan::cli::LoadPlanFile(plan_path);
@@ -61,8 +63,8 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<EvidenceModel> models;
-  for (EvidenceModel m : {EvidenceModel::kLifetime, EvidenceModel::kDiscounted, EvidenceModel::kChangepoint,
-                          EvidenceModel::kFutures}) {
+  for (EvidenceModel m :
+       {EvidenceModel::kLifetime, EvidenceModel::kDiscounted, EvidenceModel::kChangepoint, EvidenceModel::kFutures}) {
     if (model == "all" || model == EvidenceModelName(m)) models.push_back(m);
   }
   for (EvidenceModel m : models) {
@@ -93,9 +95,9 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::printf("model %s (%d seeds, %d draws, recent share %.2f, %.1f s)\n%s\n", EvidenceModelName(m),
-                options.seeds, options.forecast.draws, options.forecast.recent_share,
-                absl::ToDoubleSeconds(absl::Now() - start), CalibrationTable(*cal).c_str());
+    std::printf("model %s (%d seeds, %d draws, recent share %.2f, %.1f s)\n%s\n", EvidenceModelName(m), options.seeds,
+                options.forecast.draws, options.forecast.recent_share, absl::ToDoubleSeconds(absl::Now() - start),
+                CalibrationTable(*cal).c_str());
   }
   return 0;
 }

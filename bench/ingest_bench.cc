@@ -18,13 +18,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
-#include "daemon/daemon.h"
-#include "forecast/forecaster.h"
-#include "planner/plan_engine.h"
-#include "forecast/simulator.h"
 #include "convert/plan_convert.h"
+#include "daemon/daemon.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
+#include "forecast/forecaster.h"
+#include "forecast/simulator.h"
 #include "grpcpp/grpcpp.h"
+#include "planner/plan_engine.h"
 #include "tests/event_log.h"
 #include "tests/http_get.h"
 
@@ -90,17 +90,17 @@ flightplan::daemon::DaemonOptions Options(const std::string& db, uint64_t snapsh
 // Starts a daemon with `options`, creates the run and streams `log` on one ReportEvents
 // stream; events/s, or 0 (with a message) when anything was refused.
 // `watchers` WatchStatus streams on the run read throughout, as dashboards would.
-double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
-                  const flightplan::daemon::DaemonOptions& options, const flightplan::v1::Plan& plan,
-                  const std::vector<flightplan::v1::Event>& log, size_t batch, int watchers = 0) {
+double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d, const flightplan::daemon::DaemonOptions& options,
+                  const flightplan::v1::Plan& plan, const std::vector<flightplan::v1::Event>& log, size_t batch,
+                  int watchers = 0) {
   auto started = flightplan::daemon::Daemon::Start(options);
   if (!started.ok()) {
     std::fprintf(stderr, "%s\n", std::string(started.status().message()).c_str());
     return 0;
   }
   d = std::move(*started);
-  auto stub = flightplan::v1::Tracker::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", d->grpc_port()), grpc::InsecureChannelCredentials()));
+  auto stub = flightplan::v1::Tracker::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", d->grpc_port()), grpc::InsecureChannelCredentials()));
   {
     grpc::ClientContext ctx;
     flightplan::v1::CreateRunRequest create;
@@ -148,12 +148,12 @@ double StreamInto(std::unique_ptr<flightplan::daemon::Daemon>& d,
   for (auto& c : watch_contexts) c->TryCancel();
   for (std::thread& t : watch_threads) t.join();
   if (watchers > 0) {
-    std::printf("    (%d watchers received %llu statuses)\n", watchers, static_cast<unsigned long long>(statuses.load()));
+    std::printf("    (%d watchers received %llu statuses)\n", watchers,
+                static_cast<unsigned long long>(statuses.load()));
   }
   if (!st.ok() || accepted != log.size()) {
-    std::fprintf(stderr, "stream: %s, %llu accepted, %llu batches refused\n",
-                 st.error_message().c_str(), static_cast<unsigned long long>(accepted),
-                 static_cast<unsigned long long>(refused));
+    std::fprintf(stderr, "stream: %s, %llu accepted, %llu batches refused\n", st.error_message().c_str(),
+                 static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(refused));
     return 0;
   }
   return rate;
@@ -192,10 +192,11 @@ static void ForecasterCost() {
     t = Clock::now();
     for (int i = 0; i < kRepeats * 20; ++i) sink += fc::ForecastNow(state, prior, state.last_time).burn_rate;
     const double now_part = std::chrono::duration<double>(Clock::now() - t).count() / (kRepeats * 20);
-    std::printf("  forecaster (%s, %d draws, %llu events, %zu evidence samples): simulate %.2f ms, "
-                "cheap part %.1f us per run per refresh; 1,000 runs: %.2f s of one core per refresh%s\n",
-                fc::EvidenceModelName(model), options.draws, static_cast<unsigned long long>(state.events),
-                state.evidence.size(), simulate * 1e3, now_part * 1e6, 1000 * simulate, sink < 0 ? " " : "");
+    std::printf(
+        "  forecaster (%s, %d draws, %llu events, %zu evidence samples): simulate %.2f ms, "
+        "cheap part %.1f us per run per refresh; 1,000 runs: %.2f s of one core per refresh%s\n",
+        fc::EvidenceModelName(model), options.draws, static_cast<unsigned long long>(state.events),
+        state.evidence.size(), simulate * 1e3, now_part * 1e6, 1000 * simulate, sink < 0 ? " " : "");
   }
 }
 
@@ -218,8 +219,8 @@ static void PlannerCost() {
     const flightplan::planner::DeadlineFleet fleet =
         flightplan::planner::FindFleetForDeadline(spec, *spec.start_time + absl::Hours(24 * 30));
     const double search = std::chrono::duration<double>(Clock::now() - t).count();
-    std::printf("  planner (%s): report %.1f us; deadline search %.1f ms (%s)%s\n", name, report * 1e6,
-                search * 1e3, fleet.met ? "met" : "not met", sink < 0 ? " " : "");
+    std::printf("  planner (%s): report %.1f us; deadline search %.1f ms (%s)%s\n", name, report * 1e6, search * 1e3,
+                fleet.met ? "met" : "not met", sink < 0 ? " " : "");
   }
 }
 
@@ -227,11 +228,13 @@ int main(int argc, char** argv) {
   size_t events = 300000, batch = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--events") events = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--batch") batch = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--events")
+      events = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--batch")
+      batch = std::strtoull(argv[i + 1], nullptr, 10);
   }
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           absl::StrCat("flightplan-bench-", getpid())).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("flightplan-bench-", getpid())).string();
   std::filesystem::create_directories(dir);
   const std::string run = "bench";
   std::vector<flightplan::v1::Event> log = flightplan::testing::SyntheticRun(run, static_cast<int64_t>(events), 1);
@@ -255,8 +258,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<flightplan::daemon::Daemon> d;
     streamed = StreamInto(d, Options(db, 20000), *plan, log, batch);
     if (streamed == 0) return 1;
-    auto stub = flightplan::v1::Tracker::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", d->grpc_port()), grpc::InsecureChannelCredentials()));
+    auto stub = flightplan::v1::Tracker::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", d->grpc_port()), grpc::InsecureChannelCredentials()));
     std::printf("  flightpland, ReportEvents stream over loopback gRPC:          %10.0f events/s\n", streamed);
 
     // One event per unary call, one at a time: the latency a training loop's client sees.
@@ -269,8 +272,7 @@ int main(int argc, char** argv) {
       flightplan::v1::BatchAck a;
       stub->ReportBatch(&c, b, &a);
     }
-    std::printf("  unary ReportBatch, 1 event, sequential: %.0f us per call\n",
-                Since(unary_start) / calls * 1e6);
+    std::printf("  unary ReportBatch, 1 event, sequential: %.0f us per call\n", Since(unary_start) / calls * 1e6);
 
     // A late event: a checkpoint saved half way through, reported now. The run is folded
     // again from its whole log in time order (the cost of a late-filed failure).
@@ -290,8 +292,8 @@ int main(int argc, char** argv) {
       const grpc::Status st = stub->ReportBatch(&c, b, &a);
       const double seconds = Since(t);
       if (!st.ok()) std::fprintf(stderr, "late event refused: %s\n", st.error_message().c_str());
-      std::printf("  a late event (the run folded again, %zu events): %.0f ms, %.0f events/s folded\n",
-                  log.size() + 1, seconds * 1e3, static_cast<double>(log.size()) / seconds);
+      std::printf("  a late event (the run folded again, %zu events): %.0f ms, %.0f events/s folded\n", log.size() + 1,
+                  seconds * 1e3, static_cast<double>(log.size()) / seconds);
       break;
     }
   }
@@ -323,9 +325,10 @@ int main(int argc, char** argv) {
       with = StreamInto(d, Options(dir + "/backfill.db", 20000), *plan, log, batch);
     }
     if (without == 0 || with == 0) return 1;
-    std::printf("  the same stream without backfill states, then with them again: %10.0f, %.0f events/s "
-                "(with / without %.2f; ratios to the ceiling %.2f, %.2f)\n",
-                without, with, with / without, without / ceiling, with / ceiling);
+    std::printf(
+        "  the same stream without backfill states, then with them again: %10.0f, %.0f events/s "
+        "(with / without %.2f; ratios to the ceiling %.2f, %.2f)\n",
+        without, with, with / without, without / ceiling, with / ceiling);
   }
 
   {
@@ -341,9 +344,10 @@ int main(int argc, char** argv) {
       watched = StreamInto(d, Options(dir + "/watched.db", 20000), *plan, log, batch, 100);
     }
     if (alone == 0 || watched == 0) return 1;
-    std::printf("  the same stream alone, then with 100 watchers:                 %10.0f, %.0f events/s "
-                "(watched / alone %.2f)\n",
-                alone, watched, watched / alone);
+    std::printf(
+        "  the same stream alone, then with 100 watchers:                 %10.0f, %.0f events/s "
+        "(watched / alone %.2f)\n",
+        alone, watched, watched / alone);
   }
 
   // Restart on the database just written: with snapshots (every 20,000 events), then
@@ -370,8 +374,8 @@ int main(int argc, char** argv) {
     o.metrics = "127.0.0.1:0";
     auto d = flightplan::daemon::Daemon::Start(o);
     if (!d.ok()) return 1;
-    auto stub = flightplan::v1::Tracker::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+    auto stub = flightplan::v1::Tracker::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
     const int runs = 100;
     for (int r = 0; r < runs; ++r) {
       const std::string name = absl::StrCat("run-", r);
@@ -381,7 +385,8 @@ int main(int argc, char** argv) {
       create.set_run(name);
       flightplan::v1::CreateRunResponse created;
       stub->CreateRun(&c1, create, &created);
-      std::vector<flightplan::v1::Event> events = flightplan::testing::SyntheticRun(name, 2000, static_cast<uint32_t>(r));
+      std::vector<flightplan::v1::Event> events =
+          flightplan::testing::SyntheticRun(name, 2000, static_cast<uint32_t>(r));
       events.resize(events.size() / 2);  // runs in progress
       for (size_t i = 0; i < events.size(); i += 1000) {
         grpc::ClientContext c2;

@@ -101,9 +101,12 @@ void StreamAll(v1::Tracker::Stub& stub, const std::vector<v1::EventBatch>& batch
         if (ack.sequence() >= 1 && ack.sequence() <= batches.size()) acked[ack.sequence() - 1] = true;
         continue;
       }
-      if (ack.code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++stats.exhausted;
-      else if (ack.code() == grpc::StatusCode::ABORTED) ++stats.aborted;
-      else ++stats.other;
+      if (ack.code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+        ++stats.exhausted;
+      else if (ack.code() == grpc::StatusCode::ABORTED)
+        ++stats.aborted;
+      else
+        ++stats.other;
       refused = true;
       stop = true;
     }
@@ -184,11 +187,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     const size_t value = std::strtoull(argv[++i], nullptr, 10);
-    if (flag == "--clients") clients = value;
-    else if (flag == "--events") events_per_client = value;
-    else if (flag == "--batch") batch = value;
-    else if (flag == "--max-queue") max_queue = value;
-    else if (flag == "--slow-http") slow_http = value;
+    if (flag == "--clients")
+      clients = value;
+    else if (flag == "--events")
+      events_per_client = value;
+    else if (flag == "--batch")
+      batch = value;
+    else if (flag == "--max-queue")
+      max_queue = value;
+    else if (flag == "--slow-http")
+      slow_http = value;
     else {
       std::fprintf(stderr, "flightplan_load_bench: unknown flag %s (see --help)\n", flag.c_str());
       return 2;
@@ -198,19 +206,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           absl::StrCat("flightplan-load-", getpid())).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("flightplan-load-", getpid())).string();
   std::filesystem::create_directories(dir);
   absl::StatusOr<v1::Plan> plan = flightplan::cli::LoadPlanFile(FLIGHTPLAN_FLAGSHIP);
   if (!plan.ok()) return 1;
 
-  std::printf("flightplan load benchmark: %zu clients streaming %zu events each (batches of %zu) "
-              "to %zu runs, --max-queue %zu\n",
-              clients, events_per_client, batch, clients, max_queue);
+  std::printf(
+      "flightplan load benchmark: %zu clients streaming %zu events each (batches of %zu) "
+      "to %zu runs, --max-queue %zu\n",
+      clients, events_per_client, batch, clients, max_queue);
   std::fflush(stdout);
   flightplan::testing::Child daemon(
-      {FLIGHTPLAN_DAEMON_BIN, "--db", dir + "/load.db", "--listen", "127.0.0.1:0", "--metrics",
-       "127.0.0.1:0", "--clock", "events", "--max-queue", std::to_string(max_queue)},
+      {FLIGHTPLAN_DAEMON_BIN, "--db", dir + "/load.db", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0",
+       "--clock", "events", "--max-queue", std::to_string(max_queue)},
       dir + "/daemon.log");
   const std::string log = daemon.WaitForLog("serving gRPC on", 20);
   std::smatch m;
@@ -245,8 +254,8 @@ int main(int argc, char** argv) {
   if (!CreateRun(*stub, *plan, "probe")) return 1;
   const std::vector<v1::Event> probe_events = flightplan::testing::SyntheticRun("probe", 100000, 99);
   const Memory idle = MemoryOf(daemon.pid());
-  std::printf("  daemon memory: %.1f MiB empty, %.1f MiB with %zu runs created (%.0f KiB per run)\n",
-              empty.rss, idle.rss, clients + 1, (idle.rss - empty.rss) * 1024 / static_cast<double>(clients + 1));
+  std::printf("  daemon memory: %.1f MiB empty, %.1f MiB with %zu runs created (%.0f KiB per run)\n", empty.rss,
+              idle.rss, clients + 1, (idle.rss - empty.rss) * 1024 / static_cast<double>(clients + 1));
 
   // Unary latency with the daemon idle.
   size_t probe_at = 0;
@@ -304,9 +313,8 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::seconds(2));
       if (stop) break;
       std::fprintf(stderr, "  ... %llu of %llu events (%.0f%%), %.0f s\n",
-                   static_cast<unsigned long long>(progress.load()),
-                   static_cast<unsigned long long>(total), 100.0 * static_cast<double>(progress) / static_cast<double>(total),
-                   Since(start));
+                   static_cast<unsigned long long>(progress.load()), static_cast<unsigned long long>(total),
+                   100.0 * static_cast<double>(progress) / static_cast<double>(total), Since(start));
     }
   });
   for (std::thread& t : threads) t.join();
@@ -328,17 +336,18 @@ int main(int argc, char** argv) {
   }
   std::printf("  throughput: %.0f events/s (%llu events in %.1f s)\n", static_cast<double>(sum.accepted) / seconds,
               static_cast<unsigned long long>(sum.accepted), seconds);
-  std::printf("  back-pressure: %llu batches refused RESOURCE_EXHAUSTED (%llu more ABORTED behind them), "
-              "%llu streams opened for %zu clients; ingest queue depth at most %.0f (sampled; "
-              "each of its two lanes holds at most %zu)\n",
-              static_cast<unsigned long long>(sum.exhausted), static_cast<unsigned long long>(sum.aborted),
-              static_cast<unsigned long long>(sum.streams), clients, max_queue_seen, max_queue);
-  std::printf("  unary ReportBatch, 1 event: idle p50 %.2f ms p99 %.2f ms; under load p50 %.2f ms p99 %.2f ms "
-              "max %.2f ms (%zu calls, %llu refused)\n",
-              Percentile(idle_latency, 0.5) * 1e3, Percentile(idle_latency, 0.99) * 1e3,
-              Percentile(load_latency, 0.5) * 1e3, Percentile(load_latency, 0.99) * 1e3,
-              Percentile(load_latency, 1.0) * 1e3, load_latency.size(),
-              static_cast<unsigned long long>(probe_refused));
+  std::printf(
+      "  back-pressure: %llu batches refused RESOURCE_EXHAUSTED (%llu more ABORTED behind them), "
+      "%llu streams opened for %zu clients; ingest queue depth at most %.0f (sampled; "
+      "each of its two lanes holds at most %zu)\n",
+      static_cast<unsigned long long>(sum.exhausted), static_cast<unsigned long long>(sum.aborted),
+      static_cast<unsigned long long>(sum.streams), clients, max_queue_seen, max_queue);
+  std::printf(
+      "  unary ReportBatch, 1 event: idle p50 %.2f ms p99 %.2f ms; under load p50 %.2f ms p99 %.2f ms "
+      "max %.2f ms (%zu calls, %llu refused)\n",
+      Percentile(idle_latency, 0.5) * 1e3, Percentile(idle_latency, 0.99) * 1e3, Percentile(load_latency, 0.5) * 1e3,
+      Percentile(load_latency, 0.99) * 1e3, Percentile(load_latency, 1.0) * 1e3, load_latency.size(),
+      static_cast<unsigned long long>(probe_refused));
   std::printf("  daemon memory as events accumulate:");
   for (const auto& [events, mem] : memory_by_events) {
     std::printf(" %.1f MiB at %.0fk,", mem.rss, static_cast<double>(events) / 1e3);
@@ -355,9 +364,10 @@ int main(int argc, char** argv) {
   }
   watch_ctx.TryCancel();
   watch->Finish().IgnoreError();
-  std::printf("  slow WatchStatus reader: %d statuses waiting for it after %zu batches to its run; "
-              "the last shows %llu of %zu events\n",
-              watch_messages, work[0].size(), static_cast<unsigned long long>(watch_events), events_per_client);
+  std::printf(
+      "  slow WatchStatus reader: %d statuses waiting for it after %zu batches to its run; "
+      "the last shows %llu of %zu events\n",
+      watch_messages, work[0].size(), static_cast<unsigned long long>(watch_events), events_per_client);
 
   // Slow HTTP clients against the scrape, the runs loaded.
   if (metrics_port != 0) {
@@ -377,10 +387,11 @@ int main(int argc, char** argv) {
       const bool page_ok = flightplan::testing::HttpGet(metrics_port, "/runs/").rfind("HTTP/1.1 200", 0) == 0;
       page.push_back(page_ok ? Since(t) : INFINITY);
     }
-    std::printf("  with %zu slow HTTP connections held: /metrics of %zu runs p50 %.1f ms max %.1f ms, "
-                "/runs/ p50 %.1f ms max %.1f ms (5 each)\n",
-                slow.size(), clients, Percentile(scrape, 0.5) * 1e3, Percentile(scrape, 1.0) * 1e3,
-                Percentile(page, 0.5) * 1e3, Percentile(page, 1.0) * 1e3);
+    std::printf(
+        "  with %zu slow HTTP connections held: /metrics of %zu runs p50 %.1f ms max %.1f ms, "
+        "/runs/ p50 %.1f ms max %.1f ms (5 each)\n",
+        slow.size(), clients, Percentile(scrape, 0.5) * 1e3, Percentile(scrape, 1.0) * 1e3, Percentile(page, 0.5) * 1e3,
+        Percentile(page, 1.0) * 1e3);
     for (int fd : slow) close(fd);
   }
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "convert/event_json.h"
 #include "flightplan/v1/event.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "convert/event_json.h"
 #include "tests/event_log.h"
 #include "tests/subprocess.h"
 
@@ -87,9 +87,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (i + 1 >= argc) Die(flag + ": needs a value");
-    if (flag == "--events") events = std::strtoull(argv[++i], nullptr, 10);
-    else if (flag == "--keep") keep = argv[++i];
-    else Die(flag + ": unknown flag");
+    if (flag == "--events")
+      events = std::strtoull(argv[++i], nullptr, 10);
+    else if (flag == "--keep")
+      keep = argv[++i];
+    else
+      Die(flag + ": unknown flag");
   }
   if (events < 1000) Die("--events: at least 1000");
   // Its own directory: a temporary one, removed at the end, or --keep's, which must be new
@@ -115,8 +118,8 @@ int main(int argc, char** argv) {
     std::string line;
     flightplan::convert::AppendEventJson(e, line);
     absl::StrAppend(&jsonl, line, "\n");
-    absl::StrAppend(&csv, Csv(run), ",", Csv(e.id()), ",",
-                    e.time().seconds() * 1000000 + e.time().nanos() / 1000, ",", Csv(line), "\n");
+    absl::StrAppend(&csv, Csv(run), ",", Csv(e.id()), ",", e.time().seconds() * 1000000 + e.time().nanos() / 1000, ",",
+                    Csv(line), "\n");
   }
   const std::string events_path = (dir / "events.jsonl").string();
   const std::string csv_path = (dir / "rows.csv").string();
@@ -166,9 +169,9 @@ int main(int argc, char** argv) {
 
   // End to end: flightplan replay into flightpland.
   const std::string db = (dir / "flightplan.db").string();
-  flightplan::testing::Child daemon({FLIGHTPLAN_DAEMON_BIN, "--db", db, "--listen", "127.0.0.1:0", "--metrics", "",
-                                     "--clock", "events"},
-                                    (dir / "flightpland.log").string());
+  flightplan::testing::Child daemon(
+      {FLIGHTPLAN_DAEMON_BIN, "--db", db, "--listen", "127.0.0.1:0", "--metrics", "", "--clock", "events"},
+      (dir / "flightpland.log").string());
   g_daemon = &daemon;
   const std::string text = daemon.WaitForLog("serving gRPC on", 20);
   std::smatch m;
@@ -176,11 +179,12 @@ int main(int argc, char** argv) {
     Die("flightpland did not start: " + text);
   }
   const std::string server = m[1].str();
-  const auto create = flightplan::testing::RunProcess({FLIGHTPLAN_BIN, "--server", server, "create", FLIGHTPLAN_FLAGSHIP});
+  const auto create =
+      flightplan::testing::RunProcess({FLIGHTPLAN_BIN, "--server", server, "create", FLIGHTPLAN_FLAGSHIP});
   if (create.exit_code != 0) Die("create: " + create.err);
   start = Clock::now();
-  const auto replay = flightplan::testing::RunProcess(
-      {FLIGHTPLAN_BIN, "--server", server, "replay", events_path, "--no-progress"});
+  const auto replay =
+      flightplan::testing::RunProcess({FLIGHTPLAN_BIN, "--server", server, "replay", events_path, "--no-progress"});
   const double replay_seconds = Since(start);
   if (replay.exit_code != 0) Die("replay: " + replay.out + replay.err);
   // "replayed N events from PATH: A accepted, D duplicates, R rejected", counts with commas.
@@ -188,7 +192,8 @@ int main(int argc, char** argv) {
   std::string accepted;
   if (std::regex_search(replay.out, counts, std::regex(": ([0-9,]+) accepted"))) accepted = counts[1].str();
   accepted.erase(std::remove(accepted.begin(), accepted.end(), ','), accepted.end());
-  if (std::strtoull(accepted.c_str(), nullptr, 10) != lines.size()) Die("replay did not accept every event: " + replay.out);
+  if (std::strtoull(accepted.c_str(), nullptr, 10) != lines.size())
+    Die("replay did not accept every event: " + replay.out);
   const double replay_rate = static_cast<double>(lines.size()) / replay_seconds;
   std::printf("  flightplan replay into flightpland, end to end:        %9.0f events/s\n", replay_rate);
   std::printf("  ratio of replay to the sqlite3 import:                 %9.2f\n", replay_rate / import_rate);

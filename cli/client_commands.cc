@@ -9,28 +9,28 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/log_events.h"
 #include "cli/plan_file.h"
-#include "planner/plan_engine.h"
 #include "cli/status_print.h"
-#include "exporters/run_page.h"
 #include "cli/units.h"
-#include "flightplan/v1/tracker.grpc.pb.h"
-#include "google/protobuf/util/json_util.h"
-#include "grpcpp/grpcpp.h"
 #include "convert/event_convert.h"
 #include "convert/event_json.h"
 #include "convert/plan_convert.h"
+#include "exporters/run_page.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "planner/plan_engine.h"
 
 namespace flightplan::cli {
 namespace {
@@ -55,9 +55,7 @@ void SetDeadline(grpc::ClientContext& ctx, const ClientOptions& client) {
                    std::chrono::milliseconds(static_cast<int64_t>(client.timeout_seconds * 1000)));
 }
 
-std::string CodeName(int code) {
-  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-}
+std::string CodeName(int code) { return absl::StatusCodeToString(static_cast<absl::StatusCode>(code)); }
 
 int Fail(std::ostream& err, const char* command, const grpc::Status& st, const ClientOptions& client) {
   err << "flightplan " << command << ": " << CodeName(st.error_code()) << ": " << st.error_message();
@@ -81,8 +79,7 @@ std::string Json(const google::protobuf::Message& m) {
 
 }  // namespace
 
-int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out,
-              std::ostream& err) {
+int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out, std::ostream& err) {
   absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.plan_path);
   if (!plan.ok()) {
     err << "flightplan create: " << plan.status().message() << "\n";
@@ -108,10 +105,10 @@ int RunCreate(const ClientOptions& client, const CreateOptions& options, std::os
   v1::CreateRunResponse response;
   grpc::Status st = stub->CreateRun(&ctx, request, &response);
   if (!st.ok()) return Fail(err, "create", st, client);
-  out << (response.created() ? "created run " : "run already exists with this plan: ") << run
-      << " (plan revision " << response.plan_revision() << ", target "
-      << units::Sci(static_cast<double>(plan->data().tokens())) << " tokens, plan finish "
-      << units::Date(convert::TimeFromProto(response.report().schedule().finish_time())) << ")\n";
+  out << (response.created() ? "created run " : "run already exists with this plan: ") << run << " (plan revision "
+      << response.plan_revision() << ", target " << units::Sci(static_cast<double>(plan->data().tokens()))
+      << " tokens, plan finish " << units::Date(convert::TimeFromProto(response.report().schedule().finish_time()))
+      << ")\n";
   return 0;
 }
 
@@ -135,8 +132,8 @@ struct ReplayCounts {
 // final status and fills `ack`.
 // `limit`: the daemon's batch limit when it refused the batch for being over it (the
 // trailing metadata flightplan-max-batch-events), else 0.
-grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
-                           const v1::EventBatch& batch, v1::BatchAck& ack, size_t* limit = nullptr) {
+grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client, const v1::EventBatch& batch,
+                           v1::BatchAck& ack, size_t* limit = nullptr) {
   auto backoff = std::chrono::milliseconds(50);
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
@@ -146,7 +143,8 @@ grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
       *limit = 0;
       const auto& trailers = ctx.GetServerTrailingMetadata();
       if (auto it = trailers.find("flightplan-max-batch-events"); it != trailers.end()) {
-        *limit = static_cast<size_t>(std::strtoull(std::string(it->second.data(), it->second.size()).c_str(), nullptr, 10));
+        *limit =
+            static_cast<size_t>(std::strtoull(std::string(it->second.data(), it->second.size()).c_str(), nullptr, 10));
       }
     }
     if (st.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED || attempt >= 30) return st;
@@ -158,19 +156,20 @@ grpc::Status SendWithRetry(v1::Tracker::Stub& stub, const ClientOptions& client,
 PendingBatch Slice(const PendingBatch& b, size_t from, size_t count) {
   PendingBatch out;
   const size_t to = std::min(b.events.size(), from + count);
-  out.events.assign(b.events.begin() + static_cast<std::ptrdiff_t>(from), b.events.begin() + static_cast<std::ptrdiff_t>(to));
-  out.lines.assign(b.lines.begin() + static_cast<std::ptrdiff_t>(from), b.lines.begin() + static_cast<std::ptrdiff_t>(to));
+  out.events.assign(b.events.begin() + static_cast<std::ptrdiff_t>(from),
+                    b.events.begin() + static_cast<std::ptrdiff_t>(to));
+  out.lines.assign(b.lines.begin() + static_cast<std::ptrdiff_t>(from),
+                   b.lines.begin() + static_cast<std::ptrdiff_t>(to));
   return out;
 }
 
-void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending,
-           ReplayCounts& counts);
+void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending, ReplayCounts& counts);
 
 // Sends a batch by the unary call, in order. A batch over the daemon's limit is cut to it
 // (and `limit` remembers it for the batches after); a batch refused otherwise is sent
 // event by event, to tell the good from the bad.
-void SendInOrder(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& b,
-                 ReplayCounts& counts, size_t& limit) {
+void SendInOrder(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& b, ReplayCounts& counts,
+                 size_t& limit) {
   if (b.events.size() > limit) {
     for (size_t from = 0; from < b.events.size(); from += limit) {
       SendInOrder(stub, client, Slice(b, from, limit), counts, limit);
@@ -196,8 +195,7 @@ void SendInOrder(v1::Tracker::Stub& stub, const ClientOptions& client, const Pen
 }
 
 // A refused batch: send its events one by one to tell the good from the bad.
-void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending,
-           ReplayCounts& counts) {
+void Split(v1::Tracker::Stub& stub, const ClientOptions& client, const PendingBatch& pending, ReplayCounts& counts) {
   for (size_t i = 0; i < pending.events.size(); ++i) {
     v1::EventBatch one;
     *one.add_events() = pending.events[i];
@@ -241,8 +239,7 @@ class Progress {
 
 }  // namespace
 
-int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out,
-              std::ostream& err) {
+int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out, std::ostream& err) {
   std::ifstream file;
   std::istream* in = &std::cin;
   uint64_t total_bytes = 0;
@@ -348,9 +345,10 @@ int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::os
   while (next_batch(batch)) send_in_order(batch);
   progress.Update(bytes, sent, true);
 
-  out << "replayed " << units::Counted(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected), "event")
-      << " from " << options.path << ": " << units::Count(static_cast<double>(counts.accepted))
-      << " accepted, " << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
+  out << "replayed "
+      << units::Counted(static_cast<double>(counts.accepted + counts.duplicates + counts.rejected), "event") << " from "
+      << options.path << ": " << units::Count(static_cast<double>(counts.accepted)) << " accepted, "
+      << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
   for (const std::string& r : counts.rejections) out << "  rejected " << r << "\n";
   if (counts.rejected > counts.rejections.size()) {
@@ -388,8 +386,7 @@ void TailBasisFromPlan(const v1::PlanRevision& plan, LogOptions& lo, std::ostrea
 extern "C" void TailStop(int) { g_tail_stop = true; }
 }  // namespace
 
-int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
-            std::ostream& err) {
+int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out, std::ostream& err) {
   LogOptions lo;
   lo.run = options.run;
   if (options.format == "megatron") {
@@ -437,8 +434,8 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     request.set_run(options.run);
     v1::PlanRevision plan;
     if (grpc::Status st = stub->GetPlan(&ctx, request, &plan); !st.ok()) {
-      err << "flightplan tail: cannot read the run's plan (" << CodeName(st.error_code()) << ": "
-          << st.error_message() << "); the log or --seq-len/--tokens-per-step must give the batch\n";
+      err << "flightplan tail: cannot read the run's plan (" << CodeName(st.error_code()) << ": " << st.error_message()
+          << "); the log or --seq-len/--tokens-per-step must give the batch\n";
     } else {
       TailBasisFromPlan(plan, lo, err);
     }
@@ -448,8 +445,8 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   lo.number_launch = [&](absl::Time at, uint32_t local) -> uint32_t {
     ++launches;
     if (grpc::Status st = read_run(); !st.ok()) {
-      err << "flightplan tail: cannot read the run's launches (" << st.error_message()
-          << "); numbering this one " << local + 1 << "\n";
+      err << "flightplan tail: cannot read the run's launches (" << st.error_message() << "); numbering this one "
+          << local + 1 << "\n";
       numbering_failed = true;
       return local + 1;
     }
@@ -465,8 +462,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     v1::GetStatusRequest request;
     request.set_run(options.run);
     v1::RunStatus status;
-    if (stub->GetStatus(&ctx, request, &status).ok() &&
-        (status.state() == "running" || status.state() == "starting")) {
+    if (stub->GetStatus(&ctx, request, &status).ok() && (status.state() == "running" || status.state() == "starting")) {
       lo.continue_attempt = info.attempt();
       lo.continue_step = status.progress().step();
     }
@@ -588,10 +584,9 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   say();
   take(rest);
   send();
-  out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path
-      << ", " << (launches == 1 ? std::string("1 launch") : units::Count(launches) + " launches")
-      << " (the run's attempt " << converter.attempt() << "): "
-      << units::Counted(static_cast<double>(counts.accepted), "event") << " accepted, "
+  out << "tail: " << units::Counted(static_cast<double>(converter.lines()), "line") << " of " << options.path << ", "
+      << (launches == 1 ? std::string("1 launch") : units::Count(launches) + " launches") << " (the run's attempt "
+      << converter.attempt() << "): " << units::Counted(static_cast<double>(counts.accepted), "event") << " accepted, "
       << units::Counted(static_cast<double>(counts.duplicates), "duplicate") << ", "
       << units::Count(static_cast<double>(counts.rejected)) << " rejected\n";
   if (converter.unused() > 0) {
@@ -602,8 +597,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   return counts.rejected > 0 || converter.unused() > 0 || numbering_failed ? 1 : 0;
 }
 
-int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream& out,
-              std::ostream& err) {
+int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream& out, std::ostream& err) {
   v1::Event e;
   e.set_run(o.run);
   e.set_id(o.id);
@@ -700,16 +694,15 @@ int WriteRunPage(v1::Tracker::Stub& stub, const ClientOptions& client, const v1:
 
 }  // namespace
 
-int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out,
-              std::ostream& err) {
+int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out, std::ostream& err) {
   auto stub = Connect(client);
   v1::GetStatusRequest request;
   request.set_run(options.run);
   v1::RunStatus status;
   // A stale forecast is on its way (the daemon hurries a run read while stale): wait for
   // it, bounded, then print what there is; the text and JSON say when it is stale.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(options.wait_seconds * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.wait_seconds * 1000));
   while (true) {
     grpc::ClientContext ctx;
     SetDeadline(ctx, client);
@@ -717,16 +710,15 @@ int RunStatus(const ClientOptions& client, const StatusOptions& options, std::os
     if (!st.ok()) return Fail(err, "status", st, client);
     const auto now = std::chrono::steady_clock::now();
     if (!status.forecast().forecast_stale() || now >= deadline) break;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        std::chrono::milliseconds(100), deadline - now));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(100), deadline - now));
   }
   if (!options.html_path.empty()) return WriteRunPage(*stub, client, status, options.html_path, out, err);
   out << (options.json ? Json(status) : FormatRunStatus(status));
   return 0;
 }
 
-int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
-               std::ostream& err) {
+int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out, std::ostream& err) {
   auto stub = Connect(client);
   grpc::ClientContext ctx;
   SetDeadline(ctx, client);
@@ -751,8 +743,7 @@ int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
-             std::ostream& err) {
+int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out, std::ostream& err) {
   auto stub = Connect(client);
   grpc::ClientContext ctx;
   SetDeadline(ctx, client);
@@ -765,8 +756,8 @@ int RunPlans(const ClientOptions& client, const std::string& run, bool json, std
     out << Json(info);
     return 0;
   }
-  out << absl::StrFormat("%-8s  %-20s  %6s  %10s  %12s  %14s  %s\n", "revision", "took effect", "GPUs",
-                         "tokens", "tokens/s", "planned finish", "name");
+  out << absl::StrFormat("%-8s  %-20s  %6s  %10s  %12s  %14s  %s\n", "revision", "took effect", "GPUs", "tokens",
+                         "tokens/s", "planned finish", "name");
   for (const v1::PlanRevision& p : info.plans()) {
     const v1::PlanReport& r = p.report();
     out << absl::StrFormat("%-8d  %-20s  %6s  %10s  %12s  %14s  %s\n", p.revision(),
@@ -918,8 +909,8 @@ int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostrea
     out << "would retract " << units::Counted(response.events_size(), "event") << " of run " << o.run
         << "; the rest folds (nothing changed: drop --dry-run to retract)\n";
   } else {
-    out << "retracted " << units::Counted(response.events_size(), "event") << " of run " << o.run
-        << " (retraction " << response.retraction_id() << ", kept in the database's retracted log)"
+    out << "retracted " << units::Counted(response.events_size(), "event") << " of run " << o.run << " (retraction "
+        << response.retraction_id() << ", kept in the database's retracted log)"
         << "; the run was folded again from the rest\n";
   }
   return 0;

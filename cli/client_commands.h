@@ -17,7 +17,7 @@ namespace flightplan::cli {
 struct ClientOptions {
   std::string server = "127.0.0.1:50051";
   double timeout_seconds = 30;
-  std::string token;  // bearer token sent with every call ("" = none)
+  std::string token;       // bearer token sent with every call ("" = none)
   std::string tls_ca_pem;  // TLS with these root certificates ("" = plaintext)
 };
 
@@ -26,16 +26,14 @@ struct CreateOptions {
   std::string run;      // default: the plan's name
   bool update = false;  // replace the plan of an existing run (kept as a revision)
 };
-int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out,
-              std::ostream& err);
+int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out, std::ostream& err);
 
 struct ReplayOptions {
-  std::string path;     // JSON Lines, one flightplan.v1.Event per line; "-" = stdin
+  std::string path;  // JSON Lines, one flightplan.v1.Event per line; "-" = stdin
   size_t batch_events = 1000;
   bool progress = true;  // a progress bar on stderr when it is a terminal
 };
-int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out,
-              std::ostream& err);
+int RunReplay(const ClientOptions& client, const ReplayOptions& options, std::ostream& out, std::ostream& err);
 
 struct ReportOptions {
   std::string run;
@@ -53,18 +51,17 @@ struct ReportOptions {
   int64_t restored_step = 0;
   bool finished = false;
 };
-int RunReport(const ClientOptions& client, const ReportOptions& options, std::ostream& out,
-              std::ostream& err);
+int RunReport(const ClientOptions& client, const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 struct TailOptions {
   std::string path;
   std::string run;
   std::string format = "megatron";  // megatron | torchtitan
-  bool from_start = false;  // read what the file already holds (else only new lines)
-  bool exit_at_eof = false; // backfill a finished log and exit with a summary
+  bool from_start = false;          // read what the file already holds (else only new lines)
+  bool exit_at_eof = false;         // backfill a finished log and exit with a summary
   int64_t seq_len = 0;
   int64_t tokens_per_step = 0;
-  std::string plan_path;    // seq_len and tokens per step from a plan file
+  std::string plan_path;  // seq_len and tokens per step from a plan file
   std::string timezone = "UTC";
 };
 // Follows a training log (as tail -F does, across rotation and truncation) and sends the
@@ -72,8 +69,7 @@ struct TailOptions {
 // tokens per step) comes from the run's plan (GetPlan). Exit 0; 1 when events were
 // rejected or lines recognised could not be used (named on stderr); 2 on bad usage, or
 // when the tokens cannot be counted (found before anything is sent).
-int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out,
-            std::ostream& err);
+int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out, std::ostream& err);
 
 struct StatusOptions {
   std::string run;
@@ -85,17 +81,14 @@ struct StatusOptions {
   // 0: no wait.
   double wait_seconds = 2;
 };
-int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out,
-              std::ostream& err);
+int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out, std::ostream& err);
 // The run's stored forecast trajectory: a table, or the ForecastHistory as proto JSON.
-int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
-               std::ostream& err);
+int RunHistory(const ClientOptions& client, const std::string& run, bool json, std::ostream& out, std::ostream& err);
 int RunList(const ClientOptions& client, std::ostream& out, std::ostream& err);
 
 // The run's plan revisions, oldest first, with when each took effect (a table, or the
 // RunInfo as proto JSON).
-int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out,
-             std::ostream& err);
+int RunPlans(const ClientOptions& client, const std::string& run, bool json, std::ostream& out, std::ostream& err);
 
 struct WhatIfOptions {
   std::string run;
@@ -125,8 +118,7 @@ struct RetractOptions {
 // Retracts events from a run's log (see flightplan.v1.Tracker.RetractEvents) and prints
 // what went and the run's status after it. Exit 2 on bad usage (neither --id nor --after,
 // an unreadable time), 1 when the daemon refuses.
-int RunRetract(const ClientOptions& client, const RetractOptions& options, std::ostream& out,
-               std::ostream& err);
+int RunRetract(const ClientOptions& client, const RetractOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace flightplan::cli
 

@@ -32,27 +32,29 @@ void AddDaemonCommands(Commands& c) {
     std::string backup_db = storage::DefaultDatabasePath();
   };
   auto s = std::make_shared<State>();
-  CLI::App* create = c.app.add_subcommand(
-      "create", "Register a run with its plan (idempotent for the same plan). A plan with error "
-                "findings is refused.");
+  CLI::App* create =
+      c.app.add_subcommand("create",
+                           "Register a run with its plan (idempotent for the same plan). A plan with error "
+                           "findings is refused.");
   create->add_option("PLAN", s->create_options.plan_path, "plan file, YAML or JSON")->required();
   create->add_option("--run", s->create_options.run, "run name (default: the plan's name)");
   create->add_flag("--update", s->create_options.update,
                    "replace the plan of an existing run; the old one is kept as a revision");
 
-  CLI::App* replay = c.app.add_subcommand(
-      "replay", "Stream a recorded event log (JSON Lines, one flightplan.v1.Event per line) to "
-                "the daemon, then print how many events were accepted, duplicates and rejected. "
-                "Exit 1 when any was rejected.");
+  CLI::App* replay =
+      c.app.add_subcommand("replay",
+                           "Stream a recorded event log (JSON Lines, one flightplan.v1.Event per line) to "
+                           "the daemon, then print how many events were accepted, duplicates and rejected. "
+                           "Exit 1 when any was rejected.");
   replay->add_option("EVENTS", s->replay_options.path, "events file ('-' reads stdin)")->required();
   replay->add_option("--batch", s->replay_options.batch_events, "events per batch")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   replay->add_flag("--no-progress", s->no_progress, "no progress bar (it shows only on a terminal)");
 
-  CLI::App* report = c.app.add_subcommand(
-      "report", "Send one event by hand: --step with --tokens, --checkpoint, --interruption, "
-                "--started or --finished.");
+  CLI::App* report = c.app.add_subcommand("report",
+                                          "Send one event by hand: --step with --tokens, --checkpoint, --interruption, "
+                                          "--started or --finished.");
   report->add_option("RUN", s->report_options.run, "run name")->required();
   // Counts are checked as the JSON path checks them: a number that does not fit (a 20-digit
   // token count) is refused, never clamped to the largest integer.
@@ -74,16 +76,16 @@ void AddDaemonCommands(Commands& c) {
       ->check(counts(kInt64Max));
   report->add_option("--checkpoint", s->report_options.checkpoint, "the state at this step is durable")
       ->check(counts(kInt64Max));
-  report->add_option("--blocking", s->report_options.blocking_seconds,
-                     "seconds the checkpoint blocked training");
+  report->add_option("--blocking", s->report_options.blocking_seconds, "seconds the checkpoint blocked training");
   report->add_option("--interruption", s->report_options.interruption,
                      "the job stopped, for this cause (gpu, nccl, hang, maintenance, ...)");
   report->add_flag("--planned", s->report_options.planned, "the interruption was planned");
   report->add_option("--detail", s->report_options.detail, "free text for the interruption");
   report->add_option("--started", s->report_options.started, "a process launch: its attempt number")
       ->check(counts(kUint32Max));
-  report->add_option("--restored-step", s->report_options.restored_step,
-                     "with --started: the checkpoint step it resumed from (0 = scratch)")
+  report
+      ->add_option("--restored-step", s->report_options.restored_step,
+                   "with --started: the checkpoint step it resumed from (0 = scratch)")
       ->check(counts(kInt64Max));
   report->add_flag("--finished", s->report_options.finished, "the target was reached");
   report->add_option("--time", s->report_options.time, "when it happened (RFC 3339; default now)");
@@ -91,37 +93,40 @@ void AddDaemonCommands(Commands& c) {
   report->add_option("--attempt", s->report_options.attempt, "the attempt it comes from (default: current)")
       ->check(counts(kUint32Max));
 
-  CLI::App* status = c.app.add_subcommand(
-      "status", "A run's progress, wall time by category, interruptions, throughput, finish "
-                "forecast (P10/P50/P90), failure budget and burn rates, and reliability. When "
-                "the forecast is behind the run's events it waits for a fresh one (--wait), "
-                "then says how old the one shown is.");
+  CLI::App* status =
+      c.app.add_subcommand("status",
+                           "A run's progress, wall time by category, interruptions, throughput, finish "
+                           "forecast (P10/P50/P90), failure budget and burn rates, and reliability. When "
+                           "the forecast is behind the run's events it waits for a fresh one (--wait), "
+                           "then says how old the one shown is.");
   status->add_option("RUN", s->status_options.run, "run name")->required();
   status->add_flag("--json", s->status_options.json, "print the RunStatus as proto JSON (proto field names)");
   status->add_option("--html", s->status_options.html_path,
                      "write the run's page (the one flightpland serves at /runs/RUN: one self-contained "
                      "HTML file) to FILE ('-': stdout)");
-  status->add_option("--wait", s->status_options.wait_seconds,
-                     "seconds to wait for a forecast that has caught up with the run's events; "
-                     "after it, the status shows the older one, labelled")
+  status
+      ->add_option("--wait", s->status_options.wait_seconds,
+                   "seconds to wait for a forecast that has caught up with the run's events; "
+                   "after it, the status shows the older one, labelled")
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
   status->add_flag("--no-wait", s->no_wait, "print at once, a stale forecast labelled (--wait 0)");
 
-  CLI::App* history = c.app.add_subcommand(
-      "history", "A run's forecast trajectory as flightpland stored it: as of, events, P10/P50/P90 "
-                 "finish, failure budget consumed, projected at finish, P(exhausted), burn rate. "
-                 "A point per 10 minutes of the run's time and on large moves.");
+  CLI::App* history =
+      c.app.add_subcommand("history",
+                           "A run's forecast trajectory as flightpland stored it: as of, events, P10/P50/P90 "
+                           "finish, failure budget consumed, projected at finish, P(exhausted), burn rate. "
+                           "A point per 10 minutes of the run's time and on large moves.");
   history->add_option("RUN", s->history_run, "run name")->required();
-  history->add_flag("--json", s->history_json,
-                    "print the ForecastHistory as proto JSON (proto field names)");
+  history->add_flag("--json", s->history_json, "print the ForecastHistory as proto JSON (proto field names)");
 
-  CLI::App* whatif = c.app.add_subcommand(
-      "whatif", "A run's forecast under proposed changes, from its evidence so far, beside the "
-                "baseline: P10/P50/P90 finish, failure budget at finish, P(exhausted), deadline "
-                "probability, cost and energy at the P50. Each change given is a variant of its "
-                "own (repeat a flag for several); the planner checks each (a fleet that breaks "
-                "the layout is BROKEN, exit 1). Nothing is stored.");
+  CLI::App* whatif =
+      c.app.add_subcommand("whatif",
+                           "A run's forecast under proposed changes, from its evidence so far, beside the "
+                           "baseline: P10/P50/P90 finish, failure budget at finish, P(exhausted), deadline "
+                           "probability, cost and energy at the P50. Each change given is a variant of its "
+                           "own (repeat a flag for several); the planner checks each (a fleet that breaks "
+                           "the layout is BROKEN, exit 1). Nothing is stored.");
   whatif->add_option("RUN", s->whatif_options.run, "run name")->required();
   whatif->add_option("--gpus", s->whatif_options.gpus,
                      "the fleet, or a change to it (8192, +512, -256): whole replicas, the global "
@@ -137,18 +142,23 @@ void AddDaemonCommands(Commands& c) {
         return absl::SimpleAtod(v, &x) && x > 0 ? std::string() : "'" + v + "' must be a number above 0";
       },
       "> 0");
-  whatif->add_option("--node-mtbf-hours", s->whatif_options.node_mtbf_hours,
-                     "the node MTBF from now on, whatever the run has shown (the fleet fixed: the "
-                     "plan's own value returns the run to its plan); repeatable")
+  whatif
+      ->add_option("--node-mtbf-hours", s->whatif_options.node_mtbf_hours,
+                   "the node MTBF from now on, whatever the run has shown (the fleet fixed: the "
+                   "plan's own value returns the run to its plan); repeatable")
       ->check(above_zero);
-  whatif->add_option("--node-mtbf-factor", s->whatif_options.node_mtbf_factor,
-                     "the plan's node MTBF times this from now on, applied to the run's own failure "
-                     "rate (2: bad nodes quarantined twice as fast, half the node failures); repeatable")
+  whatif
+      ->add_option("--node-mtbf-factor", s->whatif_options.node_mtbf_factor,
+                   "the plan's node MTBF times this from now on, applied to the run's own failure "
+                   "rate (2: bad nodes quarantined twice as fast, half the node failures); repeatable")
       ->check(above_zero);
-  whatif->add_option("--restart-seconds", s->whatif_options.restart_seconds,
-                     "seconds to reschedule and relaunch; repeatable")
+  whatif
+      ->add_option("--restart-seconds", s->whatif_options.restart_seconds,
+                   "seconds to reschedule and relaunch; repeatable")
       ->check(CLI::NonNegativeNumber);
-  whatif->add_option("--mfu", s->whatif_options.mfu, "the model FLOPs utilisation end to end (the bubble included) from now on; repeatable")
+  whatif
+      ->add_option("--mfu", s->whatif_options.mfu,
+                   "the model FLOPs utilisation end to end (the bubble included) from now on; repeatable")
       ->check(CLI::Range(1e-6, 1.0));
   whatif->add_flag("--combined", s->whatif_options.combined, "also one variant with every change given");
   whatif->add_option("--deadline", s->whatif_options.deadline,
@@ -157,44 +167,45 @@ void AddDaemonCommands(Commands& c) {
 
   CLI::App* runs = c.app.add_subcommand("runs", "The runs the daemon tracks and their state.");
 
-  CLI::App* plans = c.app.add_subcommand(
-      "plans", "A run's plan revisions, oldest first, with when each took effect (flightplan "
-               "create --update adds one; the forecast uses the latest for the work ahead).");
+  CLI::App* plans = c.app.add_subcommand("plans",
+                                         "A run's plan revisions, oldest first, with when each took effect (flightplan "
+                                         "create --update adds one; the forecast uses the latest for the work ahead).");
   plans->add_option("RUN", s->plans_run, "run name")->required();
   plans->add_flag("--json", s->plans_json, "print the revisions, plans and reports as JSON");
 
-  CLI::App* retract = c.app.add_subcommand(
-      "retract", "Take wrong events out of a run (a typo'd date, a report for the wrong run): "
-                 "they move to the database's retracted log with an audit row (nothing is lost), "
-                 "and the run is folded again from the rest. Needs the write token.");
+  CLI::App* retract =
+      c.app.add_subcommand("retract",
+                           "Take wrong events out of a run (a typo'd date, a report for the wrong run): "
+                           "they move to the database's retracted log with an audit row (nothing is lost), "
+                           "and the run is folded again from the rest. Needs the write token.");
   retract->add_option("RUN", s->retract_options.run, "run name")->required();
-  retract->add_option("--id", s->retract_options.ids,
-                      "an event's id, or its natural key (~st/a1/s1200); repeatable");
-  retract->add_option("--after", s->retract_options.after,
-                      "every event dated after this time (RFC 3339, or a date)");
+  retract->add_option("--id", s->retract_options.ids, "an event's id, or its natural key (~st/a1/s1200); repeatable");
+  retract->add_option("--after", s->retract_options.after, "every event dated after this time (RFC 3339, or a date)");
   retract->add_option("--reason", s->retract_options.reason, "why, for the audit row");
   retract->add_flag("--dry-run", s->retract_options.dry_run,
                     "list what would go (with the keys --id takes) and check that the rest folds; "
                     "change nothing");
   retract->add_flag("--json", s->retract_options.json, "print the response as JSON");
 
-  CLI::App* backup = c.app.add_subcommand(
-      "backup", "Take a consistent copy of flightpland's database while it runs (SQLite's "
-                "online backup); restore by stopping the daemon and putting the copy in place.");
+  CLI::App* backup =
+      c.app.add_subcommand("backup",
+                           "Take a consistent copy of flightpland's database while it runs (SQLite's "
+                           "online backup); restore by stopping the daemon and putting the copy in place.");
   backup->add_option("DEST", s->backup_dest, "where to write the copy")->required();
   backup->add_option("--db", s->backup_db, "the database to copy")->capture_default_str();
 
-  CLI::App* tail = c.app.add_subcommand(
-      "tail", "Follow a training log (as tail -F: across rotation and truncation) and report "
-              "its iterations, checkpoint saves, restarts and deaths (with the cause the crash lines "
-              "name: NCCL, a hang, CUDA, ECC, OOM, a driver Xid, Slurm's cancellations) as events. "
-              "Its launches continue the "
-              "run's attempts (asked of the daemon), so per-job logs tailed in turn, or a tailer "
-              "restarted on the same log, stitch into one run. Tokens per iteration come from "
-              "--seq-len/--tokens-per-step/--plan, else the log (Megatron's arguments dump, "
-              "torchtitan's batch line), else the run's plan in the daemon; when none gives them, "
-              "nothing is sent and it exits 2 saying what to pass. Lines it recognises but cannot "
-              "use are named on stderr and make it exit 1.");
+  CLI::App* tail =
+      c.app.add_subcommand("tail",
+                           "Follow a training log (as tail -F: across rotation and truncation) and report "
+                           "its iterations, checkpoint saves, restarts and deaths (with the cause the crash lines "
+                           "name: NCCL, a hang, CUDA, ECC, OOM, a driver Xid, Slurm's cancellations) as events. "
+                           "Its launches continue the "
+                           "run's attempts (asked of the daemon), so per-job logs tailed in turn, or a tailer "
+                           "restarted on the same log, stitch into one run. Tokens per iteration come from "
+                           "--seq-len/--tokens-per-step/--plan, else the log (Megatron's arguments dump, "
+                           "torchtitan's batch line), else the run's plan in the daemon; when none gives them, "
+                           "nothing is sent and it exits 2 saying what to pass. Lines it recognises but cannot "
+                           "use are named on stderr and make it exit 1.");
   tail->add_option("LOGFILE", s->tail_options.path, "the training log")->required();
   tail->add_option("--run", s->tail_options.run, "run name")->required();
   tail->add_option("--format", s->tail_options.format, "megatron (Megatron-LM, Megatron-DeepSpeed) or torchtitan")
@@ -212,8 +223,8 @@ void AddDaemonCommands(Commands& c) {
                    "run's plan)");
   tail->add_option("--plan", s->tail_options.plan_path,
                    "take seq_len and tokens per step from this plan file (over the log's)");
-  tail->add_option("--timezone", s->tail_options.timezone,
-                   "zone of the log's timestamps (e.g. Europe/Paris)")->capture_default_str();
+  tail->add_option("--timezone", s->tail_options.timezone, "zone of the log's timestamps (e.g. Europe/Paris)")
+      ->capture_default_str();
 
   ClientOptions& client = c.client;
   c.Add(create, [s, &client] { return RunCreate(client, s->create_options, std::cout, std::cerr); });

@@ -16,13 +16,12 @@ void AddPlanCommands(Commands& c) {
     std::string plan_run;
   };
   auto s = std::make_shared<State>();
-  CLI::App* plan = c.app.add_subcommand(
-      "plan",
-      "Print the compute, fleet, layout, memory, checkpoint, failure, schedule, power and data "
-      "figures of a plan, with every inconsistency as a finding. Exit 0: no error finding; "
-      "1: an error finding (or no fleet meets --deadline); 2: the file can't be read or parsed.");
-  plan->add_option("PLAN", s->plan_options.path, "plan file, YAML or JSON ('-' reads stdin)")
-      ->required();
+  CLI::App* plan =
+      c.app.add_subcommand("plan",
+                           "Print the compute, fleet, layout, memory, checkpoint, failure, schedule, power and data "
+                           "figures of a plan, with every inconsistency as a finding. Exit 0: no error finding; "
+                           "1: an error finding (or no fleet meets --deadline); 2: the file can't be read or parsed.");
+  plan->add_option("PLAN", s->plan_options.path, "plan file, YAML or JSON ('-' reads stdin)")->required();
   plan->add_flag("--json", s->plan_options.json,
                  "print the PlanReport as proto JSON (proto field names) instead of the table");
   plan->add_option("--deadline", s->plan_options.deadline,

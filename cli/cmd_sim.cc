@@ -21,9 +21,10 @@ void AddSimCommands(Commands& c) {
     BacktestOptions backtest_options;
   };
   auto s = std::make_shared<State>();
-  CLI::App* simulate = c.app.add_subcommand(
-      "simulate", "Print a synthetic event log (JSON Lines) drawn from a plan's own assumptions; "
-                  "the flags make reality differ from the plan.");
+  CLI::App* simulate =
+      c.app.add_subcommand("simulate",
+                           "Print a synthetic event log (JSON Lines) drawn from a plan's own assumptions; "
+                           "the flags make reality differ from the plan.");
   simulate->add_option("PLAN", s->sim.plan_path, "plan file")->required();
   simulate->add_option("--run", s->sim.run, "run name in the events (default: the plan's)");
   simulate->add_option("--seed", s->sim.simulation.seed, "random seed")->capture_default_str();
@@ -33,9 +34,11 @@ void AddSimCommands(Commands& c) {
   }
   std::vector<std::string> scenario_list;
   for (const auto& sc : forecast::Scenarios()) scenario_list.push_back(sc.name);
-  simulate->add_option("--scenario", s->sim.scenario,
-                       "start from a named scenario (the calibration test's); flags given too "
-                       "override its settings:" + scenario_names)
+  simulate
+      ->add_option("--scenario", s->sim.scenario,
+                   "start from a named scenario (the calibration test's); flags given too "
+                   "override its settings:" +
+                       scenario_names)
       ->check(CLI::IsMember(scenario_list));
   // Each knob: an option, and (with --scenario) an override when given explicitly.
   auto knob = [&](const std::string& flag, auto member, const std::string& help) {
@@ -75,15 +78,15 @@ void AddSimCommands(Commands& c) {
   simulate->add_option("--reports", s->sim.simulation.target_reports, "step reports over the run")
       ->capture_default_str();
 
-  CLI::App* backtest = c.app.add_subcommand(
-      "backtest", "Replay a recorded run offline with the event clock and print, at each tenth "
-                  "of progress, the P10/P50/P90 finish against the actual one, beside two naive "
-                  "estimates.");
+  CLI::App* backtest =
+      c.app.add_subcommand("backtest",
+                           "Replay a recorded run offline with the event clock and print, at each tenth "
+                           "of progress, the P10/P50/P90 finish against the actual one, beside two naive "
+                           "estimates.");
   backtest->add_option("EVENTS", s->backtest_options.events_path, "events file ('-' reads stdin)")->required();
   backtest->add_option("--plan", s->backtest_options.plan_path, "the run's plan")->required();
   backtest->add_flag("--json", s->backtest_options.json, "print JSON");
-  backtest->add_option("--draws", s->backtest_options.draws, "Monte Carlo draws per forecast")
-      ->capture_default_str();
+  backtest->add_option("--draws", s->backtest_options.draws, "Monte Carlo draws per forecast")->capture_default_str();
 
   c.Add(simulate, [s] {
     if (!s->sim.scenario.empty()) {

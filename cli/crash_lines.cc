@@ -41,7 +41,8 @@ const std::regex kCudaError(R"(CUDA error: ([^\n]+?)\s*$)");
 // NCCLUtils.hpp C10D_NCCL_CHECK: "NCCL error in: " file ":" line ", " ncclGetErrorString ",
 // NCCL version " ver (NVIDIA/nccl#2076, vllm-project/vllm#1359).
 const std::regex kNcclError(R"(NCCL error in: \S+:\d+, (.+?), NCCL version (\S+))");
-const std::regex kNcclCode(R"(\bnccl(UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError)\b)");
+const std::regex kNcclCode(
+    R"(\bnccl(UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError)\b)");
 // ProcessGroupNCCL.cpp WorkNCCL::checkTimeout: "Watchdog caught collective operation timeout:
 // WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...) ran for 600020 milliseconds before timing out."
 // (XPixelGroup/BasicSR#737, OFA-Sys/OFA#271).
@@ -63,9 +64,16 @@ const std::regex kSrunSignal(R"(srun: error: (\S+): tasks? [\d,\-]+: (Killed|Ter
 std::optional<Crash> FromXid(int code, const std::string& pci) {
   const std::string detail = absl::StrCat("xid=", code, " pci=", pci);
   switch (code) {
-    case 48: case 63: case 64: case 92: case 94: case 95:
+    case 48:
+    case 63:
+    case 64:
+    case 92:
+    case 94:
+    case 95:
       return Make("ecc", detail, kHardware);
-    case 13: case 31: case 43:
+    case 13:
+    case 31:
+    case 43:
       return Make("cuda", detail, kCuda);
     case 45:
       return std::nullopt;
@@ -114,7 +122,7 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
       if (why == "PREEMPTION" || why == "JOB REQUEUE") return Make("preemption", detail, kScheduler);
       if (why == "NODE FAILURE") return Make("node", detail, kScheduler);
       if (why == "TASK FAILURE") return std::nullopt;  // another line says what failed
-      return Make("operator", detail, kScheduler);   // scancel: a plain cancel, or a signal
+      return Make("operator", detail, kScheduler);     // scancel: a plain cancel, or a signal
     }
     if (std::regex_search(line, m, kSlurmMemoryError)) return Make("ecc", "node=" + m[1].str(), kHardware);
   }
@@ -147,7 +155,8 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
   }
   if (watchdog) {
     if (std::regex_search(line, m, kWatchdogTimeout)) {
-      return Make("hang", absl::StrCat("nccl_timeout op=", m[2].str(), " seq=", m[1].str(), " after ", m[3].str(), " ms"),
+      return Make("hang",
+                  absl::StrCat("nccl_timeout op=", m[2].str(), " seq=", m[1].str(), " after ", m[3].str(), " ms"),
                   kHang);
     }
     if (absl::StrContains(line, "Heartbeat monitor timed out")) return Make("hang", "heartbeat monitor", kHang);

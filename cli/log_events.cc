@@ -180,9 +180,9 @@ void LogEvents::FlushPendingSave(std::optional<absl::Time> bound) {
   if (bound && *bound >= from) blocking = std::min(blocking, absl::ToDoubleSeconds(*bound - from));
   notices_.push_back(absl::StrCat(
       "line ", lines_, ": no later line tells how long the save of iteration ", step, " took; counted as ",
-      save_blocking_count_ > 0 ? absl::StrCat(absl::SixDigits(blocking), " s, the mean of the log's ",
-                                              save_blocking_count_, " timed saves")
-                               : std::string("0 s (the log timed no save)")));
+      save_blocking_count_ > 0
+          ? absl::StrCat(absl::SixDigits(blocking), " s, the mean of the log's ", save_blocking_count_, " timed saves")
+          : std::string("0 s (the log timed no save)")));
   estimated_save_ = true;
   Save(from + absl::Seconds(blocking), step, blocking);
   estimated_save_ = false;
@@ -198,9 +198,9 @@ void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
     // between logged iterations): its steps first, at the latest batch, or the daemon
     // refuses a checkpoint of a step it has not seen.
     if (last_tokens_ < 0 || last_step_tokens_ <= 0) {
-      Unused(current_ ? *current_ : std::string(), absl::StrCat(
-          "a save of iteration ", step, ", past the last iteration logged (", last_step_,
-          "), whose tokens are unknown"));
+      Unused(current_ ? *current_ : std::string(),
+             absl::StrCat("a save of iteration ", step, ", past the last iteration logged (", last_step_,
+                          "), whose tokens are unknown"));
       return;
     }
     const int64_t tokens = last_tokens_ + (step - last_step_) * last_step_tokens_;
@@ -271,8 +271,7 @@ void LogEvents::DropUndated(const char* why) {
       (void)FeedLine(text, absl::InfinitePast());
     } else if (absl::StrContains(line, "iteration") || absl::StrContains(line, "step") ||
                absl::StrContains(line, "checkpoint")) {
-      Unused(text, absl::StrCat("a backfilled line before any timestamp in the log (", why,
-                                "): it cannot be dated"));
+      Unused(text, absl::StrCat("a backfilled line before any timestamp in the log (", why, "): it cannot be dated"));
     }
   }
   lines_ = now;
@@ -327,8 +326,7 @@ void LogEvents::Finish(std::vector<v1::Event>& out) {
   Release();
 }
 
-absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms,
-                                  int64_t step_tokens) {
+absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms, int64_t step_tokens) {
   Release();
   if (crash_ && active_ && step > last_step_) {
     notices_.push_back(absl::StrCat("line ", crash_line_, " told of ", crash_->cause, " (", crash_->detail,
@@ -389,8 +387,8 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
           notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", --seq-len says ",
                                           o_.seq_len, "; counting with --seq-len"));
         } else if (o_.seq_len == 0 && o_.plan_seq_len > 0 && o_.plan_seq_len != v) {
-          notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v,
-                                          ", the run's plan says ", o_.plan_seq_len, "; counting with the log's"));
+          notices_.push_back(absl::StrCat("line ", lines_, ": the log's seq_length is ", v, ", the run's plan says ",
+                                          o_.plan_seq_len, "; counting with the log's"));
         }
       }
       log_seq_len_ = v;
@@ -498,11 +496,13 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
     } else if (per_step > 0 && !ramp_up_) {
       tokens = *step * per_step;
     } else if (per_step > 0) {
-      missing = "the log ramps its batch up (rampup_batch_size), so steps x --tokens-per-step would overcount: "
-                "pass --seq-len";
+      missing =
+          "the log ramps its batch up (rampup_batch_size), so steps x --tokens-per-step would overcount: "
+          "pass --seq-len";
     } else {
-      missing = "it counts samples, not tokens, and neither the log (no seq_length in its arguments dump), "
-                "--seq-len, --plan nor the run's plan gives the sequence length: pass --seq-len";
+      missing =
+          "it counts samples, not tokens, and neither the log (no seq_length in its arguments dump), "
+          "--seq-len, --plan nor the run's plan gives the sequence length: pass --seq-len";
     }
   } else if (per_step > 0 && !ramp_up_) {
     tokens = *step * per_step;
@@ -538,8 +538,7 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
       notices_.push_back(absl::StrCat("line ", lines_, ": the last-step save of step ", *titan_last_save_,
                                       " did not finish before the next launch; not counted"));
     } else {
-      Save(*stamp, *titan_last_save_,
-           titan_save_started_ ? absl::ToDoubleSeconds(*stamp - *titan_save_started_) : 0);
+      Save(*stamp, *titan_last_save_, titan_save_started_ ? absl::ToDoubleSeconds(*stamp - *titan_save_started_) : 0);
     }
     titan_last_save_.reset();
     titan_save_started_.reset();
@@ -637,13 +636,15 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
     Unused(line, "the step is out of range");
     return true;
   }
-  const int64_t per = o_.tokens_per_step > 0 ? o_.tokens_per_step
-                      : log_tokens_per_step_ > 0 ? log_tokens_per_step_ : o_.plan_tokens_per_step;
+  const int64_t per = o_.tokens_per_step > 0     ? o_.tokens_per_step
+                      : log_tokens_per_step_ > 0 ? log_tokens_per_step_
+                                                 : o_.plan_tokens_per_step;
   if (per <= 0) {
-    const std::string why = absl::StrCat(
-        "step ", *step, ": tokens per step unknown: the log did not print its batch (torchtitan prints it "
-        "once, when a job starts) and neither --tokens-per-step, --plan nor the run's plan gives it: pass "
-        "--tokens-per-step");
+    const std::string why =
+        absl::StrCat("step ", *step,
+                     ": tokens per step unknown: the log did not print its batch (torchtitan prints it "
+                     "once, when a job starts) and neither --tokens-per-step, --plan nor the run's plan gives it: pass "
+                     "--tokens-per-step");
     if (!releasing_) {
       status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
     } else {

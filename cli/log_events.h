@@ -8,14 +8,13 @@
 //   core_v0.19.0 and main (0.20.0): the iteration line (consumed samples, global batch
 //   size), print_datetime lines, `[saving|successfully saved] checkpoint at|from iteration`
 //   (with or without their timestamp and `[ t i/T, p j/P ]`), async saves (counted when
-//   scheduled: training waits only for that, and the state saved is fixed then), `successfully loaded checkpoint ... at iteration N`, the save-checkpoint timer,
-//   the arguments dump (seq_length, global_batch_size, rampup_batch_size) and the orderly
-//   exits (`[exiting program ...]`).
-//   torchtitan, torchtitan/{train.py,trainer.py,components/metrics.py,components/checkpoint.py,
-//   components/checkpointer/dcp.py}, v0.2.2 and main: the step line (colours stripped),
-//   `Trainer is initialized with ...`, `Training starts at step N`, the save/staging lines
-//   and the last-step save.
-//   The lines a dying job prints (PyTorch, NCCL, the driver, Slurm): cli/crash_lines.h.
+//   scheduled: training waits only for that, and the state saved is fixed then), `successfully loaded checkpoint ... at
+//   iteration N`, the save-checkpoint timer, the arguments dump (seq_length, global_batch_size, rampup_batch_size) and
+//   the orderly exits (`[exiting program ...]`). torchtitan,
+//   torchtitan/{train.py,trainer.py,components/metrics.py,components/checkpoint.py, components/checkpointer/dcp.py},
+//   v0.2.2 and main: the step line (colours stripped), `Trainer is initialized with ...`, `Training starts at step N`,
+//   the save/staging lines and the last-step save. The lines a dying job prints (PyTorch, NCCL, the driver, Slurm):
+//   cli/crash_lines.h.
 #ifndef FLIGHTPLAN_CLI_LOG_EVENTS_H_
 #define FLIGHTPLAN_CLI_LOG_EVENTS_H_
 
@@ -134,12 +133,12 @@ class LogEvents {
   bool active_ = false;
   int64_t last_step_ = -1;
   std::optional<absl::Time> last_step_time_;
-  int64_t last_tokens_ = -1;       // of the last iteration reported
-  int64_t last_step_tokens_ = 0;   // one iteration's tokens at its batch
+  int64_t last_tokens_ = -1;      // of the last iteration reported
+  int64_t last_step_tokens_ = 0;  // one iteration's tokens at its batch
   std::optional<absl::Time> last_emitted_;
-  std::optional<absl::Time> last_stamp_;    // the latest timestamp seen on any line
-  std::optional<absl::Time> launch_time_;   // a launch began (print_datetime, "Starting job")
-  std::set<int64_t> saved_;                 // checkpoint steps
+  std::optional<absl::Time> last_stamp_;   // the latest timestamp seen on any line
+  std::optional<absl::Time> launch_time_;  // a launch began (print_datetime, "Starting job")
+  std::set<int64_t> saved_;                // checkpoint steps
   // The events of this Feed, and those held until the token basis is known.
   std::vector<v1::Event>* out_ = nullptr;
   const std::string* current_ = nullptr;  // the line being fed

@@ -20,19 +20,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "flightplan " FLIGHTPLAN_VERSION);
 
   flightplan::cli::ClientOptions client;
-  app.add_option("--server", client.server,
-                 "flightpland's gRPC address (commands that talk to the daemon)")
+  app.add_option("--server", client.server, "flightpland's gRPC address (commands that talk to the daemon)")
       ->envname("FLIGHTPLAN_SERVER")
       ->capture_default_str();
-  app.add_option("--timeout", client.timeout_seconds, "seconds to wait for each call")
-      ->capture_default_str();
+  app.add_option("--timeout", client.timeout_seconds, "seconds to wait for each call")->capture_default_str();
   std::string token_file, tls_ca;
   app.add_option("--tls-ca", tls_ca, "PEM root certificates: talk to flightpland over TLS")
       ->envname("FLIGHTPLAN_TLS_CA");
-  app.add_option("--token-file", token_file,
-                 "file holding the bearer token flightpland asks for (or FLIGHTPLAN_TOKEN)")
+  app.add_option("--token-file", token_file, "file holding the bearer token flightpland asks for (or FLIGHTPLAN_TOKEN)")
       ->envname("FLIGHTPLAN_TOKEN_FILE");
-
 
   flightplan::cli::Commands commands{app, client, {}};
   flightplan::cli::AddPlanCommands(commands);

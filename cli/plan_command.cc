@@ -5,9 +5,9 @@
 
 #include "cli/plan_file.h"
 #include "cli/plan_print.h"
-#include "planner/plan_engine.h"
-#include "google/protobuf/util/json_util.h"
 #include "convert/plan_convert.h"
+#include "google/protobuf/util/json_util.h"
+#include "planner/plan_engine.h"
 
 namespace flightplan::cli {
 

@@ -8,16 +8,15 @@
 namespace flightplan::cli {
 
 struct PlanCommandOptions {
-  std::string path;      // plan file, "-" for standard input
-  bool json = false;     // print PlanReport as proto JSON
-  std::string deadline;  // empty, or an RFC 3339 time / date: also search the fleet
+  std::string path;                 // plan file, "-" for standard input
+  bool json = false;                // print PlanReport as proto JSON
+  std::string deadline;             // empty, or an RFC 3339 time / date: also search the fleet
   bool allow_batch_change = false;  // the deadline search may grow the global batch
 };
 
 // Exit status: 0 when no finding is an error, 1 when one is, 2 when the file can't be
 // read or parsed (the message, on `err`, names the line and key).
-[[nodiscard]] int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out,
-                                 std::ostream& err);
+[[nodiscard]] int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace flightplan::cli
 

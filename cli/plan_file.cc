@@ -6,10 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -17,10 +17,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "convert/plan_convert.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
 #include "google/protobuf/timestamp.pb.h"
-#include "convert/plan_convert.h"
 #include "yaml-cpp/yaml.h"
 
 namespace flightplan::cli {
@@ -38,8 +38,7 @@ class Filler {
   absl::Status Fill(const YAML::Node& node, Message& msg, const std::string& path) {
     if (node.IsNull()) return absl::OkStatus();
     if (!node.IsMap()) {
-      return Err(node, path.empty() ? "the plan" : path,
-                 absl::StrCat("expected a mapping of keys, got ", Kind(node)));
+      return Err(node, path.empty() ? "the plan" : path, absl::StrCat("expected a mapping of keys, got ", Kind(node)));
     }
     const Descriptor* desc = msg.GetDescriptor();
     const Reflection* refl = msg.GetReflection();
@@ -64,9 +63,8 @@ class Filler {
         std::vector<std::string> known;
         for (int i = 0; i < desc->field_count(); ++i) known.push_back(desc->field(i)->name());
         return Err(key_node, field_path,
-                   absl::StrCat("unknown key '", key, "'",
-                                path.empty() ? "" : absl::StrCat(" in ", path), " (known: ",
-                                absl::StrJoin(known, ", "), ")"));
+                   absl::StrCat("unknown key '", key, "'", path.empty() ? "" : absl::StrCat(" in ", path),
+                                " (known: ", absl::StrJoin(known, ", "), ")"));
       }
       if (!seen.insert(field->number()).second) {
         return Err(key_node, field_path, "duplicate key");
@@ -96,8 +94,8 @@ class Filler {
   }
 
  private:
-  absl::Status SetField(const YAML::Node& value, Message& msg, const Reflection& refl,
-                        const FieldDescriptor& field, const std::string& path) {
+  absl::Status SetField(const YAML::Node& value, Message& msg, const Reflection& refl, const FieldDescriptor& field,
+                        const std::string& path) {
     if (field.type() == FieldDescriptor::TYPE_MESSAGE) {
       Message* sub = refl.MutableMessage(&msg, &field);
       if (field.message_type()->full_name() == "google.protobuf.Timestamp") {
@@ -157,9 +155,8 @@ class Filler {
     }
   }
 
-  absl::Status SetInteger(const YAML::Node& value, const std::string& text, Message& msg,
-                          const Reflection& refl, const FieldDescriptor& field,
-                          const std::string& path) {
+  absl::Status SetInteger(const YAML::Node& value, const std::string& text, Message& msg, const Reflection& refl,
+                          const FieldDescriptor& field, const std::string& path) {
     // Exact integers first (no rounding above 2^53), then e-notation such as 10e12.
     bool negative = !text.empty() && text[0] == '-';
     uint64_t magnitude = 0;
@@ -177,23 +174,30 @@ class Filler {
       }
       magnitude = static_cast<uint64_t>(std::fabs(v));
     }
-    const bool is_unsigned = field.cpp_type() == FieldDescriptor::CPPTYPE_UINT32 ||
-                             field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64;
+    const bool is_unsigned =
+        field.cpp_type() == FieldDescriptor::CPPTYPE_UINT32 || field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64;
     if (negative && is_unsigned && magnitude != 0) {
       return Err(value, path, absl::StrCat("expected a non-negative whole number, got '", text, "'"));
     }
     uint64_t max = 0;
     switch (field.cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32: max = std::numeric_limits<int32_t>::max(); break;
-      case FieldDescriptor::CPPTYPE_INT64: max = std::numeric_limits<int64_t>::max(); break;
-      case FieldDescriptor::CPPTYPE_UINT32: max = std::numeric_limits<uint32_t>::max(); break;
-      default: max = std::numeric_limits<uint64_t>::max(); break;
+      case FieldDescriptor::CPPTYPE_INT32:
+        max = std::numeric_limits<int32_t>::max();
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        max = std::numeric_limits<int64_t>::max();
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        max = std::numeric_limits<uint32_t>::max();
+        break;
+      default:
+        max = std::numeric_limits<uint64_t>::max();
+        break;
     }
     if (magnitude > max) {
       return Err(value, path, absl::StrCat("value ", text, " is out of range (max ", max, ")"));
     }
-    const int64_t signed_value =
-        negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    const int64_t signed_value = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
     switch (field.cpp_type()) {
       case FieldDescriptor::CPPTYPE_INT32:
         refl.SetInt32(&msg, &field, static_cast<int32_t>(signed_value));
@@ -215,8 +219,8 @@ class Filler {
     if (text.empty()) return false;
     // Digits, sign, point and exponent only: no hex, "inf" or "nan".
     for (char c : text) {
-      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' ||
-            c == '+' || c == '-' || c == '_')) {
+      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+            c == '_')) {
         return false;
       }
     }
@@ -241,10 +245,8 @@ class Filler {
 
   absl::Status Err(const YAML::Node& node, const std::string& path, const std::string& what) const {
     const YAML::Mark mark = node.Mark();
-    const std::string where =
-        mark.is_null() ? std::string(source_) : absl::StrCat(source_, ":", mark.line + 1);
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": ", path.empty() ? "" : absl::StrCat(path, ": "), what));
+    const std::string where = mark.is_null() ? std::string(source_) : absl::StrCat(source_, ":", mark.line + 1);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", path.empty() ? "" : absl::StrCat(path, ": "), what));
   }
 
   std::string source_;
@@ -258,9 +260,10 @@ absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
   std::string err;
   if (absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return t;
   if (absl::ParseTime("%Y-%m-%d", s, absl::UTCTimeZone(), &t, &err)) return t;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "expected an RFC 3339 time such as 2027-03-01T00:00:00Z or a date such as 2027-03-01, "
-      "got '", s, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected an RFC 3339 time such as 2027-03-01T00:00:00Z or a date such as 2027-03-01, "
+                   "got '",
+                   s, "'"));
 }
 
 namespace {
@@ -279,8 +282,8 @@ std::optional<Opener> Unclosed(std::string_view text) {
   std::vector<Opener> open;  // flow collections, innermost last
   std::optional<Opener> quote;
   int line = 1, column = 0;
-  bool value_start = true;       // a scalar, bracket or quote may start here
-  int block_indent = -1;         // inside a block scalar indented more than this
+  bool value_start = true;  // a scalar, bracket or quote may start here
+  int block_indent = -1;    // inside a block scalar indented more than this
   size_t i = 0;
   // A line of a block scalar (indented past its key, or blank) is skipped whole: the
   // position of its newline (npos at the end of the text), or nullopt.
@@ -405,16 +408,17 @@ absl::StatusOr<v1::Plan> ParsePlan(std::string_view text, std::string_view sourc
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     const std::optional<Opener> cause = Unclosed(text);
-    if (cause && (cause->line < e.mark.line + 1 || (cause->line == e.mark.line + 1 && cause->column <= e.mark.column + 1))) {
-      const char* what = cause->what == '[' ? "this '[' is never closed"
+    if (cause &&
+        (cause->line < e.mark.line + 1 || (cause->line == e.mark.line + 1 && cause->column <= e.mark.column + 1))) {
+      const char* what = cause->what == '['   ? "this '[' is never closed"
                          : cause->what == '{' ? "this '{' is never closed"
                                               : "this quoted string is never closed";
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", cause->line, ":", cause->column, ": syntax error: ",
-                                                     what, " (the YAML parser gave up at ", e.mark.line + 1, ":",
-                                                     e.mark.column + 1, ": ", e.msg, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", cause->line, ":", cause->column,
+                                                     ": syntax error: ", what, " (the YAML parser gave up at ",
+                                                     e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg, ")"));
     }
-    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
-                                                   e.mark.column + 1, ": syntax error: ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": syntax error: ", e.msg));
   }
   // yaml-cpp takes a double-quoted string left open to the end of the text as one long
   // value (YAML requires the closing quote): say where it began instead. Only when the

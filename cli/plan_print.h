@@ -9,8 +9,7 @@
 namespace flightplan::cli {
 
 // `fleet` may be null (no --deadline).
-[[nodiscard]] std::string FormatPlanReport(const planner::PlanSpec& plan,
-                                           const planner::PlanReport& report,
+[[nodiscard]] std::string FormatPlanReport(const planner::PlanSpec& plan, const planner::PlanReport& report,
                                            const planner::DeadlineFleet* fleet);
 
 }  // namespace flightplan::cli

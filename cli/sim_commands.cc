@@ -8,11 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "cli/plan_file.h"
 #include "cli/units.h"
-#include "forecast/backtest.h"
-#include "planner/plan_engine.h"
 #include "convert/event_convert.h"
 #include "convert/event_json.h"
 #include "convert/plan_convert.h"
+#include "forecast/backtest.h"
+#include "planner/plan_engine.h"
 
 namespace flightplan::cli {
 namespace {
@@ -117,8 +117,9 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
     for (size_t i = 0; i < bt->points.size(); ++i) {
       const auto& p = bt->points[i];
       auto ts = [](absl::Time t) {
-        return t == absl::InfiniteFuture() ? std::string("null")
-                                           : absl::StrCat("\"", absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone()), "\"");
+        return t == absl::InfiniteFuture()
+                   ? std::string("null")
+                   : absl::StrCat("\"", absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone()), "\"");
       };
       auto num = [](double v) { return std::isfinite(v) ? absl::StrCat(v) : std::string("null"); };
       out << (i ? ", " : "") << "{\"progress\": " << p.tenth / 10.0 << ", \"as_of\": " << ts(p.as_of)
@@ -131,23 +132,20 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
     out << "]}\n";
     return 0;
   }
-  out << "backtest: actual finish " << units::Date(bt->actual_finish) << " (plan "
-      << units::Date(prior.plan_finish) << ")\n";
-  out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n", "progress", "as of", "P10",
-                         "P50", "P90", "inside", "P50 err", "lifetime", "last hour");
+  out << "backtest: actual finish " << units::Date(bt->actual_finish) << " (plan " << units::Date(prior.plan_finish)
+      << ")\n";
+  out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n", "progress", "as of", "P10", "P50", "P90",
+                         "inside", "P50 err", "lifetime", "last hour");
   for (const auto& p : bt->points) {
-    out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n",
-                           absl::StrCat(p.tenth * 10, "%"),
-                           absl::FormatTime("%Y-%m-%d %H:%M", p.as_of, absl::UTCTimeZone()),
-                           units::DateOnly(p.p10),
-                           absl::FormatTime("%Y-%m-%d %H:%M", p.p50, absl::UTCTimeZone()),
-                           units::DateOnly(p.p90), p.inside ? "yes" : "no", Hours(p.p50_error_seconds),
-                           Hours(p.naive_lifetime_error_seconds), Hours(p.naive_recent_error_seconds));
+    out << absl::StrFormat("%-9s %-17s %-11s %-17s %-11s %-7s %9s %9s %9s\n", absl::StrCat(p.tenth * 10, "%"),
+                           absl::FormatTime("%Y-%m-%d %H:%M", p.as_of, absl::UTCTimeZone()), units::DateOnly(p.p10),
+                           absl::FormatTime("%Y-%m-%d %H:%M", p.p50, absl::UTCTimeZone()), units::DateOnly(p.p90),
+                           p.inside ? "yes" : "no", Hours(p.p50_error_seconds), Hours(p.naive_lifetime_error_seconds),
+                           Hours(p.naive_recent_error_seconds));
   }
   out << absl::StrFormat("coverage %zu/%zu inside P10..P90; median error: P50 %s, lifetime rate %s, last hour %s\n",
                          inside, bt->points.size(), Hours(bt->median_p50_error_seconds),
-                         Hours(bt->median_naive_lifetime_error_seconds),
-                         Hours(bt->median_naive_recent_error_seconds));
+                         Hours(bt->median_naive_lifetime_error_seconds), Hours(bt->median_naive_recent_error_seconds));
   return 0;
 }
 

@@ -12,7 +12,7 @@ namespace flightplan::cli {
 
 struct SimulateOptions {
   std::string plan_path;
-  std::string run;  // default: the plan's name
+  std::string run;       // default: the plan's name
   std::string scenario;  // a named scenario (forecast::Scenarios()); main.cc applies it
   forecast::SimulationOptions simulation;
 };

@@ -14,45 +14,43 @@ using namespace units;  // NOLINT: formatting only
 std::string FormatForecastFreshness(const v1::RunStatus& s) {
   const v1::Forecast& fc = s.forecast();
   if (!fc.forecast_stale()) return "";
-  constexpr char kTail[] =
-      "finish, slip, projection and P(exhausted) are from then; a newer one is being computed";
+  constexpr char kTail[] = "finish, slip, projection and P(exhausted) are from then; a newer one is being computed";
   if (!fc.has_forecast_as_of()) {
-    return absl::StrFormat("  %-22s none yet (being computed): the budget projection below is "
-                           "from accounting alone\n",
-                           "forecast");
+    return absl::StrFormat(
+        "  %-22s none yet (being computed): the budget projection below is "
+        "from accounting alone\n",
+        "forecast");
   }
   if (fc.forecast_events() == 0) {
-    return absl::StrFormat("  %-22s the plan alone, before the run's first event (%s behind): %s\n",
-                           "forecast as of", Count(static_cast<double>(s.events())), kTail);
+    return absl::StrFormat("  %-22s the plan alone, before the run's first event (%s behind): %s\n", "forecast as of",
+                           Count(static_cast<double>(s.events())), kTail);
   }
   if (fc.forecast_events() >= s.events()) {
-    return absl::StrFormat("  %-22s %s events, %s ago, before the plan's latest revision: %s\n",
-                           "forecast as of", Count(static_cast<double>(fc.forecast_events())),
-                           Duration(fc.forecast_age_seconds()), kTail);
+    return absl::StrFormat("  %-22s %s events, %s ago, before the plan's latest revision: %s\n", "forecast as of",
+                           Count(static_cast<double>(fc.forecast_events())), Duration(fc.forecast_age_seconds()),
+                           kTail);
   }
-  return absl::StrFormat("  %-22s %s events (%s behind), %s ago: %s\n", "forecast as of",
-                         Count(static_cast<double>(fc.forecast_events())),
-                         Count(static_cast<double>(s.events() - fc.forecast_events())),
-                         Duration(fc.forecast_age_seconds()), kTail);
+  return absl::StrFormat(
+      "  %-22s %s events (%s behind), %s ago: %s\n", "forecast as of", Count(static_cast<double>(fc.forecast_events())),
+      Count(static_cast<double>(s.events() - fc.forecast_events())), Duration(fc.forecast_age_seconds()), kTail);
 }
 
 std::string FormatRunStatus(const v1::RunStatus& s) {
   std::string out;
   // A run with no event yet has no first event, no rates and no burn: "-", not zeros.
   const bool empty = s.events() == 0;
-  absl::StrAppend(&out, "run ", s.run(), ": ", s.state(), ", attempt ", s.attempt(),
-                  ", plan revision ", s.plan_revision(), ", ", Count(static_cast<double>(s.events())),
+  absl::StrAppend(&out, "run ", s.run(), ": ", s.state(), ", attempt ", s.attempt(), ", plan revision ",
+                  s.plan_revision(), ", ", Count(static_cast<double>(s.events())),
                   s.events() == 1 ? " event\n" : " events\n");
   const v1::Progress& p = s.progress();
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %s of %s tokens (%s), step %s\n", "progress",
-                                        Sci(static_cast<double>(p.tokens())),
-                                        Sci(static_cast<double>(p.target_tokens())),
-                                        Percent(p.fraction(), 2),
-                                        Count(static_cast<double>(p.step()))));
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-22s %s of %s tokens (%s), step %s\n", "progress", Sci(static_cast<double>(p.tokens())),
+                            Sci(static_cast<double>(p.target_tokens())), Percent(p.fraction(), 2),
+                            Count(static_cast<double>(p.step()))));
   if (s.has_as_of()) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %s (first event %s)\n", "as of",
-                                          Date(convert::TimeFromProto(s.as_of())),
-                                          empty ? std::string("-") : Date(convert::TimeFromProto(s.first_event_time()))));
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-22s %s (first event %s)\n", "as of", Date(convert::TimeFromProto(s.as_of())),
+                                    empty ? std::string("-") : Date(convert::TimeFromProto(s.first_event_time()))));
   }
   const v1::TimeSeconds& t = s.time_seconds();
   const double elapsed = t.elapsed();
@@ -82,8 +80,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                                            !unplanned.empty() && !planned.empty() ? "; " : "",
                                                            planned.empty() ? "" : planned + " (planned)")));
   const v1::Throughput& tp = s.throughput();
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %s per productive second (last hour %s; plan %s)\n",
-                                        "throughput",
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %s per productive second (last hour %s; plan %s)\n", "throughput",
                                         t.productive() > 0 ? Si(tp.tokens_per_second(), "tokens/s") : "-",
                                         t.productive() > 0 ? Si(tp.recent_tokens_per_second(), "tokens/s") : "-",
                                         Si(tp.plan_tokens_per_second(), "tokens/s")));
@@ -94,10 +91,10 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                           DateOnly(convert::TimeFromProto(fc.finish_p10())),
                                           Date(convert::TimeFromProto(fc.finish_p50())),
                                           DateOnly(convert::TimeFromProto(fc.finish_p90()))));
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %s, P50 %s %s\n", "plan finish",
-                                          Date(convert::TimeFromProto(fc.plan_finish())),
-                                          fc.slip_seconds() >= 0 ? "later by" : "earlier by",
-                                          Duration(std::fabs(fc.slip_seconds()))));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("  %-22s %s, P50 %s %s\n", "plan finish", Date(convert::TimeFromProto(fc.plan_finish())),
+                        fc.slip_seconds() >= 0 ? "later by" : "earlier by", Duration(std::fabs(fc.slip_seconds()))));
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
                                           Date(convert::TimeFromProto(fc.plan_finish()))));
@@ -112,9 +109,9 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   }
   absl::StrAppend(&out, FormatForecastFreshness(s));
   if (fc.has_deadline()) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",
-                                          Date(convert::TimeFromProto(fc.deadline())),
-                                          Percent(fc.deadline_probability(), 0)));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s %s, met with probability %s\n", "deadline",
+                              Date(convert::TimeFromProto(fc.deadline())), Percent(fc.deadline_probability(), 0)));
   }
   const v1::FailureBudget& b = s.failure_budget();
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s of %s used (%s), %s left\n", "failure budget",
@@ -122,26 +119,26 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0),
                                         Duration(b.remaining_seconds())));
   if (elapsed > 0) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %.2f overall; 1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f (1 = on plan)\n",
-                                          "burn rate", b.burn_rate(), b.burn_rate_1h(), b.burn_rate_6h(),
-                                          b.burn_rate_1d(), b.burn_rate_3d()));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s %.2f overall; 1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f (1 = on plan)\n", "burn rate",
+                              b.burn_rate(), b.burn_rate_1h(), b.burn_rate_6h(), b.burn_rate_1d(), b.burn_rate_3d()));
   } else {
     absl::StrAppend(&out, absl::StrFormat("  %-22s - (no time has elapsed)\n", "burn rate"));
   }
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %s projected at finish, P(exhausted) %s%s\n", "",
-                                        Duration(b.projected_at_finish_seconds()),
-                                        Percent(b.exhaustion_probability(), 0),
-                                        !b.has_exhausted_at() ? ""
-                                        : b.remaining_seconds() <= 0
-                                            ? absl::StrCat(", ran out ", Date(convert::TimeFromProto(b.exhausted_at())))
-                                            : absl::StrCat(", runs out ", Date(convert::TimeFromProto(b.exhausted_at())),
-                                                           " at this burn")));
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "  %-22s %s projected at finish, P(exhausted) %s%s\n", "", Duration(b.projected_at_finish_seconds()),
+                Percent(b.exhaustion_probability(), 0),
+                !b.has_exhausted_at() ? ""
+                : b.remaining_seconds() <= 0
+                    ? absl::StrCat(", ran out ", Date(convert::TimeFromProto(b.exhausted_at())))
+                    : absl::StrCat(", runs out ", Date(convert::TimeFromProto(b.exhausted_at())), " at this burn")));
   const v1::Reliability& r = s.reliability();
-  absl::StrAppend(&out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n",
-                                        "reliability", elapsed > 0 ? Percent(r.goodput()) : "-",
-                                        r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "-",
-                                        Duration(r.plan_mtbf_seconds()),
-                                        Duration(r.mean_loss_per_interruption_seconds())));
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n", "reliability",
+                            elapsed > 0 ? Percent(r.goodput()) : "-",
+                            r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "-",
+                            Duration(r.plan_mtbf_seconds()), Duration(r.mean_loss_per_interruption_seconds())));
   absl::StrAppend(&out, absl::StrFormat("  %-22s every %s (plan: %s)\n", "checkpoint interval",
                                         Duration(r.recommended_checkpoint_interval_seconds()),
                                         Duration(r.plan_checkpoint_interval_seconds())));
@@ -163,25 +160,27 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
 std::string FormatWhatIf(const v1::WhatIfResponse& r) {
   std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(convert::TimeFromProto(r.as_of())),
                                  ", failure budget ", Duration(r.budget_seconds()), "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
-                                        "VARIANT", "GPUS", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90",
-                                        "BUDGET AT FINISH", "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
+  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", "VARIANT",
+                                        "GPUS", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90", "BUDGET AT FINISH",
+                                        "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
   for (const v1::WhatIfOutcome& o : r.outcomes()) {
     if (o.broken()) {
       absl::StrAppend(&out, absl::StrFormat("%-28s BROKEN: %s\n", o.name(), o.errors_size() ? o.errors(0) : ""));
-      for (int i = 1; i < o.errors_size(); ++i) absl::StrAppend(&out, absl::StrFormat("%-28s         %s\n", "", o.errors(i)));
+      for (int i = 1; i < o.errors_size(); ++i)
+        absl::StrAppend(&out, absl::StrFormat("%-28s         %s\n", "", o.errors(i)));
       continue;
     }
     const double share = r.budget_seconds() > 0 ? o.projected_budget_seconds() / r.budget_seconds() : 0;
-    absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
-                                          o.name(), Count(o.gpus()), Si(o.tokens_per_second(), ""),
-                                          Duration(o.mtbf_seconds()), DateOnly(convert::TimeFromProto(o.finish_p10())),
-                                          Date(convert::TimeFromProto(o.finish_p50())).substr(0, 16),
-                                          DateOnly(convert::TimeFromProto(o.finish_p90())),
-                                          absl::StrCat(Duration(o.projected_budget_seconds()), " (", Percent(share, 0), ")"),
-                                          Percent(o.exhaustion_probability(), 0), Percent(o.deadline_probability(), 0),
-                                          o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
-                                          Count(o.energy_p50_mwh())));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", o.name(),
+                                    Count(o.gpus()), Si(o.tokens_per_second(), ""), Duration(o.mtbf_seconds()),
+                                    DateOnly(convert::TimeFromProto(o.finish_p10())),
+                                    Date(convert::TimeFromProto(o.finish_p50())).substr(0, 16),
+                                    DateOnly(convert::TimeFromProto(o.finish_p90())),
+                                    absl::StrCat(Duration(o.projected_budget_seconds()), " (", Percent(share, 0), ")"),
+                                    Percent(o.exhaustion_probability(), 0), Percent(o.deadline_probability(), 0),
+                                    o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
+                                    Count(o.energy_p50_mwh())));
   }
   if (r.has_deadline_fleet()) {
     const v1::WhatIfDeadlineFleet& d = r.deadline_fleet();
@@ -199,45 +198,38 @@ std::string FormatHistory(const v1::ForecastHistory& h) {
                         ": no forecast history yet (a point is kept once the run has events and "
                         "a forecast)\n");
   }
-  std::string out = absl::StrFormat(
-      "run %s: %d forecast point%s, %s to %s\n", h.run(), h.points_size(),
-      h.points_size() == 1 ? "" : "s",
-      Date(convert::TimeFromProto(h.points(0).as_of())),
-      Date(convert::TimeFromProto(h.points(h.points_size() - 1).as_of())));
-  absl::StrAppend(&out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s\n", "AS OF",
-                                        "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED",
-                                        "PROJECTED", "P(EXH)", "BURN"));
+  std::string out = absl::StrFormat("run %s: %d forecast point%s, %s to %s\n", h.run(), h.points_size(),
+                                    h.points_size() == 1 ? "" : "s", Date(convert::TimeFromProto(h.points(0).as_of())),
+                                    Date(convert::TimeFromProto(h.points(h.points_size() - 1).as_of())));
+  absl::StrAppend(&out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s\n", "AS OF", "EVENTS", "P10",
+                                        "P50 FINISH", "P90", "CONSUMED", "PROJECTED", "P(EXH)", "BURN"));
   auto day = [](const google::protobuf::Timestamp& t, bool has, bool with_time) {
     if (!has) return std::string("-");
     return with_time ? Date(convert::TimeFromProto(t)) : DateOnly(convert::TimeFromProto(t));
   };
   for (const v1::ForecastPoint& p : h.points()) {
     absl::StrAppend(
-        &out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f%s\n",
-                              Date(convert::TimeFromProto(p.as_of())), Count(static_cast<double>(p.events())),
-                              day(p.finish_p10(), p.has_finish_p10(), false),
-                              day(p.finish_p50(), p.has_finish_p50(), true),
-                              day(p.finish_p90(), p.has_finish_p90(), false),
-                              Duration(p.budget_consumed_seconds()),
-                              Duration(p.projected_at_finish_seconds()),
-                              Percent(p.exhaustion_probability(), 0), p.burn_rate(),
-                              p.finished() ? "  finished" : ""));
+        &out,
+        absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f%s\n", Date(convert::TimeFromProto(p.as_of())),
+                        Count(static_cast<double>(p.events())), day(p.finish_p10(), p.has_finish_p10(), false),
+                        day(p.finish_p50(), p.has_finish_p50(), true), day(p.finish_p90(), p.has_finish_p90(), false),
+                        Duration(p.budget_consumed_seconds()), Duration(p.projected_at_finish_seconds()),
+                        Percent(p.exhaustion_probability(), 0), p.burn_rate(), p.finished() ? "  finished" : ""));
   }
   return out;
 }
 
 std::string FormatRunList(const v1::ListRunsResponse& runs) {
   if (runs.runs().empty()) return "no runs (create one with: flightplan create PLAN.yaml)\n";
-  std::string out = absl::StrFormat("%-32s %-9s %10s %10s %8s %9s\n", "RUN", "STATE", "TOKENS",
-                                    "TARGET", "DONE", "EVENTS");
+  std::string out =
+      absl::StrFormat("%-32s %-9s %10s %10s %8s %9s\n", "RUN", "STATE", "TOKENS", "TARGET", "DONE", "EVENTS");
   for (const v1::RunSummary& r : runs.runs()) {
-    const double done = r.target_tokens() > 0 ? static_cast<double>(r.tokens()) /
-                                                    static_cast<double>(r.target_tokens())
-                                              : 0;
-    absl::StrAppend(&out, absl::StrFormat("%-32s %-9s %10s %10s %8s %9s\n", r.run(), r.state(),
-                                          Sci(static_cast<double>(r.tokens())),
-                                          Sci(static_cast<double>(r.target_tokens())),
-                                          Percent(done), Count(static_cast<double>(r.events()))));
+    const double done =
+        r.target_tokens() > 0 ? static_cast<double>(r.tokens()) / static_cast<double>(r.target_tokens()) : 0;
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-32s %-9s %10s %10s %8s %9s\n", r.run(), r.state(),
+                                    Sci(static_cast<double>(r.tokens())), Sci(static_cast<double>(r.target_tokens())),
+                                    Percent(done), Count(static_cast<double>(r.events()))));
   }
   return out;
 }

@@ -50,9 +50,7 @@ std::string Duration(double seconds) {
 
 std::string Days(double seconds) { return absl::StrFormat("%.1f", seconds / 86400); }
 
-std::string Percent(double ratio, int decimals) {
-  return absl::StrFormat("%.*f%%", decimals, ratio * 100);
-}
+std::string Percent(double ratio, int decimals) { return absl::StrFormat("%.*f%%", decimals, ratio * 100); }
 
 std::string Date(absl::Time t) { return absl::FormatTime("%Y-%m-%d %H:%M UTC", t, absl::UTCTimeZone()); }
 std::string DateOnly(absl::Time t) { return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone()); }

@@ -64,9 +64,9 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
   switch (p.kind_case()) {
     case v1::Event::kJobStarted:
       if (p.attempt() != 0 && p.attempt() != p.job_started().attempt()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "event.attempt ", p.attempt(), " contradicts job_started.attempt ",
-            p.job_started().attempt(), " (run ", p.run(), ")"));
+        return absl::InvalidArgumentError(absl::StrCat("event.attempt ", p.attempt(),
+                                                       " contradicts job_started.attempt ", p.job_started().attempt(),
+                                                       " (run ", p.run(), ")"));
       }
       e.kind = EventKind::kJobStarted;
       e.attempt = p.job_started().attempt();
@@ -92,9 +92,10 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.kind = EventKind::kRunFinished;
       break;
     case v1::Event::KIND_NOT_SET:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "event has no kind: one of job_started, steps, checkpoint_saved, interruption, "
-          "run_finished is required (run ", p.run(), ", id '", p.id(), "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("event has no kind: one of job_started, steps, checkpoint_saved, interruption, "
+                       "run_finished is required (run ",
+                       p.run(), ", id '", p.id(), "')"));
   }
   return e;
 }
@@ -232,8 +233,7 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.step = p.step();
   s.tokens = p.tokens();
   if (p.seconds_size() == 7) {
-    s.seconds = {p.seconds(0), p.seconds(1), p.seconds(2), p.seconds(3),
-                 p.seconds(4), p.seconds(5), p.seconds(6)};
+    s.seconds = {p.seconds(0), p.seconds(1), p.seconds(2), p.seconds(3), p.seconds(4), p.seconds(5), p.seconds(6)};
   }
   s.startup_after_unplanned = p.startup_after_unplanned();
   s.down_planned = p.down_planned();
@@ -254,7 +254,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.tokens_uncertain = p.tokens_uncertain();
   s.checkpoints_evicted = p.checkpoints_evicted();
   for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
-  for (const auto& m : p.interruption_marks()) s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
+  for (const auto& m : p.interruption_marks())
+    s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
   MarksFromProto(p.step_marks(), s.step_marks);
   s.tokens_inferred = p.tokens_inferred();
   s.unplanned_interruptions = p.unplanned_interruptions();
@@ -271,9 +272,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   // Snapshots from before the evidence samples have none: estimates over windows then
   // start from the snapshot on.
   for (const auto& e : p.evidence()) {
-    s.evidence.push_back({FromMicros(e.time_us()), e.running_seconds(), e.productive_seconds(),
-                          e.productive_tokens(), e.incidents(), e.incident_loss_seconds(),
-                          e.other_seconds(), e.planned_stops()});
+    s.evidence.push_back({FromMicros(e.time_us()), e.running_seconds(), e.productive_seconds(), e.productive_tokens(),
+                          e.incidents(), e.incident_loss_seconds(), e.other_seconds(), e.planned_stops()});
   }
   s.planned_interruptions = p.planned_interruptions();
   s.startup_in_attempt = p.startup_in_attempt();
@@ -283,8 +283,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   return s;
 }
 
-v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& s,
-                            int64_t target_tokens, double plan_tokens_per_second) {
+v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& s, int64_t target_tokens,
+                            double plan_tokens_per_second) {
   v1::RunStatus p;
   p.set_run(run);
   p.set_state(forecast::PhaseName(s.phase));
@@ -301,9 +301,7 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   progress->set_tokens(s.tokens);
   progress->set_target_tokens(target_tokens);
   progress->set_step(s.step);
-  progress->set_fraction(target_tokens > 0 ? static_cast<double>(s.tokens) /
-                                                 static_cast<double>(target_tokens)
-                                           : 0);
+  progress->set_fraction(target_tokens > 0 ? static_cast<double>(s.tokens) / static_cast<double>(target_tokens) : 0);
   if (s.last_step_time != absl::InfinitePast() && s.as_of != absl::InfinitePast()) {
     progress->set_seconds_since_step(absl::ToDoubleSeconds(s.as_of - s.last_step_time));
   }

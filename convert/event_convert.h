@@ -6,13 +6,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "google/protobuf/message_lite.h"
 #include "flightplan/v1/event.pb.h"
 #include "flightplan/v1/snapshot.pb.h"
 #include "flightplan/v1/status.pb.h"
 #include "forecast/accounting.h"
 #include "forecast/event.h"
 #include "forecast/forecaster.h"
+#include "google/protobuf/message_lite.h"
 
 namespace flightplan::convert {
 
@@ -29,8 +29,7 @@ namespace flightplan::convert {
 
 // The status fields that come from accounting (progress, time, interruptions, throughput).
 // `target_tokens` and `plan_tokens_per_second` come from the run's plan.
-[[nodiscard]] v1::RunStatus StatusToProto(const std::string& run,
-                                          const forecast::RunSnapshot& snapshot,
+[[nodiscard]] v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& snapshot,
                                           int64_t target_tokens, double plan_tokens_per_second);
 
 // The forecast, failure budget and reliability sections. Finish quantiles are filled only
@@ -38,8 +37,7 @@ namespace flightplan::convert {
 // status.cost from a run's cost and the prices it used.
 void CostToProto(const forecast::RunCost& cost, const forecast::ForecastPrior::Cost& prices, v1::RunStatus& status);
 
-void ForecastToProto(const forecast::Forecast& forecast, uint64_t forecast_events,
-                     v1::RunStatus& status);
+void ForecastToProto(const forecast::Forecast& forecast, uint64_t forecast_events, v1::RunStatus& status);
 
 }  // namespace flightplan::convert
 

@@ -172,8 +172,8 @@ class Reader {
         !num(11, 2, h) || s[13] != ':' || !num(14, 2, mi) || s[16] != ':' || !num(17, 2, sec)) {
       return false;
     }
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > DaysIn(y, static_cast<unsigned>(mo)) || h > 23 ||
-        mi > 59 || sec > 59) {
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > DaysIn(y, static_cast<unsigned>(mo)) || h > 23 || mi > 59 ||
+        sec > 59) {
       return false;
     }
     size_t i = 19;
@@ -186,8 +186,8 @@ class Reader {
       for (size_t k = digits; k < 9; ++k) nanos *= 10;
     }
     if (i + 1 != s.size() || s[i] != 'Z') return false;
-    out.set_seconds(DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-                    h * 3600 + mi * 60 + sec);
+    out.set_seconds(DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 +
+                    sec);
     out.set_nanos(static_cast<int32_t>(nanos));
     return true;
   }
@@ -199,7 +199,11 @@ class Reader {
 
 // Field bits, to send a repeated field to the general parser.
 enum : uint32_t {
-  kRun = 1, kTime = 2, kId = 4, kAttempt = 8, kKind = 16,
+  kRun = 1,
+  kTime = 2,
+  kId = 4,
+  kAttempt = 8,
+  kKind = 16,
 };
 
 // An object of known fields: `field(name)` reads the value of one and returns false when
@@ -253,7 +257,8 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
         return once(1) && r.ReadInteger(v, false) && v <= std::numeric_limits<uint32_t>::max() &&
                (j->set_attempt(static_cast<uint32_t>(v)), true);
       }
-      if (Is(f, "restored_step", "restoredStep")) return once(2) && r.ReadInteger(v, true) && (j->set_restored_step(v), true);
+      if (Is(f, "restored_step", "restoredStep"))
+        return once(2) && r.ReadInteger(v, true) && (j->set_restored_step(v), true);
       return false;
     });
   }
@@ -282,11 +287,21 @@ void AppendString(std::string_view s, std::string& out) {
   for (const char ch : s) {
     const unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           static constexpr char kHex[] = "0123456789abcdef";
@@ -379,8 +394,8 @@ absl::Status ParseEventJson(std::string_view line, v1::Event& out) {
   out.Clear();
   google::protobuf::util::JsonParseOptions parse;
   parse.ignore_unknown_fields = false;
-  const auto st = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(line.data(), line.size()), &out, parse);
+  const auto st =
+      google::protobuf::util::JsonStringToMessage(google::protobuf::StringPiece(line.data(), line.size()), &out, parse);
   if (st.ok()) return absl::OkStatus();
   out.Clear();
   return absl::InvalidArgumentError(std::string(st.message()));
@@ -409,7 +424,8 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
     case v1::Event::kJobStarted:
       open("job_started");
       if (e.job_started().attempt() != 0) key("attempt"), AppendInt(e.job_started().attempt(), out, false);
-      if (e.job_started().restored_step() != 0) key("restored_step"), AppendInt(e.job_started().restored_step(), out, true);
+      if (e.job_started().restored_step() != 0)
+        key("restored_step"), AppendInt(e.job_started().restored_step(), out, true);
       out += '}';
       break;
     case v1::Event::kSteps:

@@ -37,8 +37,7 @@ planner::PlanSpec::Efficiency EfficiencyFromProto(const v1::Efficiency& e) {
   out.mfu = e.mfu();
   out.hfu = Opt<double>(e, &v1::Efficiency::has_hfu, &v1::Efficiency::hfu);
   out.recompute = e.recompute();
-  out.causal_attention =
-      Opt<bool>(e, &v1::Efficiency::has_causal_attention, &v1::Efficiency::causal_attention);
+  out.causal_attention = Opt<bool>(e, &v1::Efficiency::has_causal_attention, &v1::Efficiency::causal_attention);
   out.count_attention = Opt<bool>(e, &v1::Efficiency::has_count_attention, &v1::Efficiency::count_attention);
   out.busy_mfu = Opt<double>(e, &v1::Efficiency::has_busy_mfu, &v1::Efficiency::busy_mfu);
   out.busy_hfu = Opt<double>(e, &v1::Efficiency::has_busy_hfu, &v1::Efficiency::busy_hfu);
@@ -98,19 +97,16 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
 
   const v1::Data& d = p.data();
   s.data.tokens = d.tokens();
-  s.data.dataset_tokens =
-      Opt<uint64_t>(d, &v1::Data::has_dataset_tokens, &v1::Data::dataset_tokens);
+  s.data.dataset_tokens = Opt<uint64_t>(d, &v1::Data::has_dataset_tokens, &v1::Data::dataset_tokens);
   s.data.token_dtype = d.token_dtype();
-  s.data.bytes_per_token =
-      Opt<double>(d, &v1::Data::has_bytes_per_token, &v1::Data::bytes_per_token);
+  s.data.bytes_per_token = Opt<double>(d, &v1::Data::has_bytes_per_token, &v1::Data::bytes_per_token);
 
   const v1::Hardware& h = p.hardware();
   s.hardware.gpu = h.gpu();
   s.hardware.peak_flops = h.peak_flops();
   s.hardware.hbm_bytes = h.hbm_bytes();
   s.hardware.gpu_watts = h.gpu_watts();
-  s.hardware.gpus_per_node =
-      Opt<uint32_t>(h, &v1::Hardware::has_gpus_per_node, &v1::Hardware::gpus_per_node);
+  s.hardware.gpus_per_node = Opt<uint32_t>(h, &v1::Hardware::has_gpus_per_node, &v1::Hardware::gpus_per_node);
   s.hardware.node_other_watts = h.node_other_watts();
   s.hardware.cluster_other_watts_per_node = h.cluster_other_watts_per_node();
   s.hardware.average_power_fraction =
@@ -136,8 +132,7 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
   using C = v1::Checkpoint;
   s.checkpoint.interval_seconds = c.interval_seconds();
   s.checkpoint.write_bytes_per_second = c.write_bytes_per_second();
-  s.checkpoint.read_bytes_per_second =
-      Opt<double>(c, &C::has_read_bytes_per_second, &C::read_bytes_per_second);
+  s.checkpoint.read_bytes_per_second = Opt<double>(c, &C::has_read_bytes_per_second, &C::read_bytes_per_second);
   s.checkpoint.async = c.async();
   s.checkpoint.snapshot_bytes_per_second =
       Opt<double>(c, &C::has_snapshot_bytes_per_second, &C::snapshot_bytes_per_second);
@@ -161,10 +156,8 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
   using A = v1::Availability;
   s.availability.maintenance_fraction =
       Opt<double>(p.availability(), &A::has_maintenance_fraction, &A::maintenance_fraction);
-  s.availability.maintenance_hours =
-      Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
-  s.contingency_fraction =
-      Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
+  s.availability.maintenance_hours = Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
+  s.contingency_fraction = Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
   s.cost.gpu_hour_dollars = p.cost().gpu_hour_dollars();
   s.cost.energy_dollars_per_mwh = p.cost().energy_dollars_per_mwh();
   s.cost.idle_power_fraction =
@@ -197,8 +190,7 @@ v1::PlanReport ReportToProto(const planner::PlanReport& r) {
   out.set_name(r.name);
   for (const planner::Finding& f : r.findings) {
     v1::Finding* pf = out.add_findings();
-    pf->set_severity(f.severity == planner::Severity::kError ? v1::Finding::ERROR
-                                                              : v1::Finding::WARNING);
+    pf->set_severity(f.severity == planner::Severity::kError ? v1::Finding::ERROR : v1::Finding::WARNING);
     pf->set_code(f.code);
     pf->set_message(f.message);
   }

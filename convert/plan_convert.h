@@ -7,8 +7,8 @@
 
 #include "absl/time/time.h"
 #include "flightplan/v1/plan.pb.h"
-#include "planner/plan.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "planner/plan.h"
 
 namespace flightplan::convert {
 

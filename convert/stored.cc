@@ -19,9 +19,7 @@ absl::StatusOr<forecast::Event> DecodeStoredEvent(absl::string_view bytes, absl:
   return event;
 }
 
-std::string EncodeStoredState(const forecast::RunState& state) {
-  return Deterministic(StateToProto(state));
-}
+std::string EncodeStoredState(const forecast::RunState& state) { return Deterministic(StateToProto(state)); }
 
 absl::StatusOr<forecast::RunState> DecodeStoredState(absl::string_view bytes, absl::string_view what) {
   v1::RunStateSnapshot snap;

@@ -19,8 +19,8 @@ std::string Presented(const grpc::CallbackServerContext& context) {
   return value.substr(sizeof(kBearer) - 1);
 }
 
-absl::Status Check(const grpc::CallbackServerContext& context, const std::string& a,
-                   const std::string& b, const char* what) {
+absl::Status Check(const grpc::CallbackServerContext& context, const std::string& a, const std::string& b,
+                   const char* what) {
   const std::string token = Presented(context);
   if (token.empty()) {
     return absl::UnauthenticatedError(

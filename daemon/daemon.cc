@@ -1,22 +1,21 @@
 #include "daemon/daemon.h"
 
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <future>
 #include <optional>
 
-#include <cstdio>
-#include <exception>
-
 #include "absl/strings/str_cat.h"
+#include "daemon/http_server.h"
 #include "daemon/service.h"
 #include "daemon/wire.h"
 #include "exporters/daemon_metrics.h"
 #include "exporters/run_collector.h"
+#include "exporters/run_page.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "daemon/http_server.h"
-#include "exporters/run_page.h"
 #include "prometheus/registry.h"
 
 namespace flightplan::daemon {
@@ -84,15 +83,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
                           Auth(options.write_token, options.read_token));
     if (!http.ok()) {
       d->tracker_->Stop();
-      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.metrics, ": ",
-                                                 http.status().message()));
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve metrics on ", options.metrics, ": ", http.status().message()));
     }
     d->http_ = std::move(*http);
     d->metrics_port_ = d->http_->port();
   }
 
-  d->service_ = std::make_unique<TrackerService>(d->tracker_.get(),
-                                                 Auth(options.write_token, options.read_token));
+  d->service_ = std::make_unique<TrackerService>(d->tracker_.get(), Auth(options.write_token, options.read_token));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -23,7 +23,7 @@ class Registry;
 namespace flightplan::exporters {
 class DaemonMetrics;
 class RunCollector;
-}
+}  // namespace flightplan::exporters
 
 namespace flightplan::daemon {
 

@@ -46,12 +46,11 @@ bool IsLargeMove(const storage::ForecastPoint& last, const storage::ForecastPoin
     }
   }
   // (1e-9: 0.3 - 0.2 is a move of 0.1.)
-  return std::fabs(next.exhaustion_probability - last.exhaustion_probability) >=
-         options.exhaustion_move - 1e-9;
+  return std::fabs(next.exhaustion_probability - last.exhaustion_probability) >= options.exhaustion_move - 1e-9;
 }
 
-bool ShouldRecord(const std::optional<storage::ForecastPoint>& last,
-                  const storage::ForecastPoint& next, const HistoryOptions& options) {
+bool ShouldRecord(const std::optional<storage::ForecastPoint>& last, const storage::ForecastPoint& next,
+                  const HistoryOptions& options) {
   if (next.events == 0) return false;
   if (!last) return true;
   if (next.as_of < last->as_of || last->finished) return false;

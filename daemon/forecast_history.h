@@ -56,8 +56,8 @@ struct HistoryOptions {
 // Never a point of a run without events (its "now" is not yet the run's), one before
 // `last`, or one after the run's finished point. A finished point with the as_of of
 // `last` (the finish reported at the time of the latest step) replaces it in the store.
-[[nodiscard]] bool ShouldRecord(const std::optional<storage::ForecastPoint>& last,
-                                const storage::ForecastPoint& next, const HistoryOptions& options);
+[[nodiscard]] bool ShouldRecord(const std::optional<storage::ForecastPoint>& last, const storage::ForecastPoint& next,
+                                const HistoryOptions& options);
 
 }  // namespace flightplan::daemon
 

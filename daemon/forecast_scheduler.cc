@@ -18,7 +18,8 @@ storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forec
   storage::ForecastPoint point = PointFromForecast(forecast::Combine(forecast::ForecastNow(state, prior, now), sim));
   point.tokens = state.tokens;
   const forecast::TimeSeconds& t = state.seconds;
-  const double seconds[7] = {t.productive, t.checkpoint, t.lost, t.startup, t.down_unplanned, t.down_planned, t.stalled};
+  const double seconds[7] = {t.productive,     t.checkpoint,   t.lost,   t.startup,
+                             t.down_unplanned, t.down_planned, t.stalled};
   std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
   return point;
 }
@@ -73,7 +74,8 @@ ForecastScheduler::BackfillWindow ForecastScheduler::BackfillFor(const std::stri
   return w;
 }
 
-void ForecastScheduler::AddBackfill(const RunView& view, std::vector<std::shared_ptr<const forecast::RunState>> states) {
+void ForecastScheduler::AddBackfill(const RunView& view,
+                                    std::vector<std::shared_ptr<const forecast::RunState>> states) {
   if (states.empty()) return;
   absl::MutexLock lock(&mu_);
   std::deque<BackfillState>& queue = backfill_[view.name];
@@ -237,16 +239,15 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
   if (now == absl::InfinitePast()) now = clock_->Now();
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
-  auto sim = std::make_shared<const forecast::Simulation>(
-      forecast::Simulate(view->state, view->plan->prior, now, options));
+  auto sim =
+      std::make_shared<const forecast::Simulation>(forecast::Simulate(view->state, view->plan->prior, now, options));
   const absl::Time simulated = clock_->Now();
   // Under the wall clock, a run whose events are still arriving for a stretch well behind
   // now is being backfilled: a point now would close the history to the states behind it,
   // which the backfill is about to give.
-  const bool backfilling = !options_.events_clock && view->state.events > 0 &&
-                           now - view->state.last_time > options_.backfill_spacing &&
-                           simulated - view->received < options_.forecast_refresh &&
-                           options_.backfill_spacing > absl::ZeroDuration();
+  const bool backfilling =
+      !options_.events_clock && view->state.events > 0 && now - view->state.last_time > options_.backfill_spacing &&
+      simulated - view->received < options_.forecast_refresh && options_.backfill_spacing > absl::ZeroDuration();
   // The point goes to the writer before the simulation is published: once a status reads
   // fresh, a history read that follows it sees the point (when it was kept).
   if (!backfilling && !backfill_waits) {

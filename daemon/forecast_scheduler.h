@@ -111,9 +111,9 @@ class ForecastScheduler {
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
-  std::set<std::string> due_ ABSL_GUARDED_BY(mu_);      // changed since their latest simulation
-  std::set<std::string> urgent_ ABSL_GUARDED_BY(mu_);   // ... and a reader waits
-  std::set<std::string> waiting_ ABSL_GUARDED_BY(mu_);  // taken from due_, not yet ready
+  std::set<std::string> due_ ABSL_GUARDED_BY(mu_);                         // changed since their latest simulation
+  std::set<std::string> urgent_ ABSL_GUARDED_BY(mu_);                      // ... and a reader waits
+  std::set<std::string> waiting_ ABSL_GUARDED_BY(mu_);                     // taken from due_, not yet ready
   std::map<std::string, absl::Time> last_simulated_ ABSL_GUARDED_BY(mu_);  // the clock's time
   std::map<std::string, Cached> simulations_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::deque<BackfillState>> backfill_ ABSL_GUARDED_BY(mu_);

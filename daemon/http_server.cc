@@ -63,8 +63,8 @@ Response Plain(int code, const char* reason, std::string body, std::string extra
 std::string Serialize(const Response& r, bool head_only) {
   std::string out = absl::StrCat("HTTP/1.1 ", r.code, " ", r.reason, "\r\nContent-Type: ", r.type,
                                  "\r\nContent-Length: ", r.body.size(),
-                                 "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n",
-                                 r.extra_headers, "Connection: close\r\n\r\n");
+                                 "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", r.extra_headers,
+                                 "Connection: close\r\n\r\n");
   if (!head_only) out += r.body;
   return out;
 }
@@ -137,10 +137,7 @@ class HttpServer::Impl {
  public:
   Impl(std::vector<std::weak_ptr<prometheus::Collectable>> collectables, HttpPages pages, Auth auth,
        HttpServerOptions options)
-      : collectables_(std::move(collectables)),
-        pages_(std::move(pages)),
-        auth_(std::move(auth)),
-        options_(options) {}
+      : collectables_(std::move(collectables)), pages_(std::move(pages)), auth_(std::move(auth)), options_(options) {}
 
   ~Impl() {
     stop_ = true;

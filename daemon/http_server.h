@@ -48,8 +48,8 @@ class HttpServer {
   // Listens on `address` ("127.0.0.1:9464", "[::1]:9464", or a port alone for every
   // interface; port 0 picks a free one). UNAVAILABLE, naming the address, when it cannot.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      const std::string& address, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
-      HttpPages pages, Auth auth, HttpServerOptions options = {});
+      const std::string& address, std::vector<std::weak_ptr<prometheus::Collectable>> collectables, HttpPages pages,
+      Auth auth, HttpServerOptions options = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/ingest_writer_internal.h"
 #include "convert/stored.h"
+#include "daemon/ingest_writer_internal.h"
 #include "planner/plan_engine.h"
 
 namespace flightplan::daemon {
@@ -19,8 +19,8 @@ using ingest::Revised;
 
 absl::Status IngestWriter::ProcessEvents(Request& request, Group& group, BatchResult& result) {
   if (request.stream && request.stream->refused) {
-    return absl::AbortedError(absl::StrCat("batch ", request.stream->first_refused,
-                                           " of this stream was refused; resend from it, in order"));
+    return absl::AbortedError(
+        absl::StrCat("batch ", request.stream->first_refused, " of this stream was refused; resend from it, in order"));
   }
   absl::Status status = ProcessEventsInOrder(request, group, result);
   if (!status.ok() && request.stream) {
@@ -46,8 +46,8 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
     if (it == group.working.end()) {
       std::shared_ptr<const RunView> base = board_->Find(item.run);
       if (!base) {
-        status = Annotate(absl::NotFoundError(absl::StrCat(
-                              "run '", item.run, "' does not exist; create it first (flightplan create)")),
+        status = Annotate(absl::NotFoundError(
+                              absl::StrCat("run '", item.run, "' does not exist; create it first (flightplan create)")),
                           item.index, item.run, item.event.id);
         break;
       }
@@ -61,13 +61,13 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
     run.received = received;
     const forecast::RunState& state = run.state;
     if (state.events > 0 && item.event.time - state.last_time > options_.max_event_gap) {
-      status = Annotate(
-          absl::FailedPreconditionError(absl::StrCat(
-              "time ", forecast::FormatUtc(item.event.time), " is ", absl::FormatDuration(item.event.time - state.last_time),
-              " after the run's latest event at ", forecast::FormatUtc(state.last_time), "; a jump over --max-event-gap ",
-              absl::FormatDuration(options_.max_event_gap),
-              " is taken for a typo (if the run really stood still that long, raise the flag)")),
-          item.index, item.run, item.event.id);
+      status = Annotate(absl::FailedPreconditionError(absl::StrCat(
+                            "time ", forecast::FormatUtc(item.event.time), " is ",
+                            absl::FormatDuration(item.event.time - state.last_time),
+                            " after the run's latest event at ", forecast::FormatUtc(state.last_time),
+                            "; a jump over --max-event-gap ", absl::FormatDuration(options_.max_event_gap),
+                            " is taken for a typo (if the run really stood still that long, raise the flag)")),
+                        item.index, item.run, item.event.id);
       break;
     }
     const uint32_t attempt = forecast::AttemptOf(state, item.event);
@@ -90,16 +90,15 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
         status = forecast::ReusedAttempt(item.event.attempt, state.attempt, was);
       } else {
         status = absl::AlreadyExistsError(absl::StrCat(
-            item.event.id.empty() ? "natural key " : "id ", key, " is already recorded for another event: ",
-            was, "; this one is ", forecast::Describe(item.event),
+            item.event.id.empty() ? "natural key " : "id ", key, " is already recorded for another event: ", was,
+            "; this one is ", forecast::Describe(item.event),
             ". An id names one event: resend it unchanged, or give this one its own id"));
       }
       status = Annotate(status, item.index, item.run, item.event.id);
       break;
     }
     // (After the duplicate check: a resent launch is a duplicate, not a launch in the past.)
-    if (item.event.kind == forecast::EventKind::kJobStarted && state.events > 0 &&
-        item.event.time < state.last_time) {
+    if (item.event.kind == forecast::EventKind::kJobStarted && state.events > 0 && item.event.time < state.last_time) {
       // A launch cannot go into the past: the events after it would change attempts (and
       // the natural keys they were stored under).
       status = Annotate(absl::FailedPreconditionError(absl::StrCat(
@@ -150,10 +149,10 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
       const Request::Item& item = request.items[static_cast<size_t>(own - stored.begin())];
       status = Annotate(st, item.index, name, item.event.id);
     } else {
-      status = Annotate(absl::Status(st.code(), absl::StrCat(
-                                                    "folded in at its place in the run's log, it would make the stored ",
-                                                    forecast::Describe(failed), " no longer apply: ", st.message())),
-                        first_late->index, name, first_late->event.id);
+      status = Annotate(
+          absl::Status(st.code(), absl::StrCat("folded in at its place in the run's log, it would make the stored ",
+                                               forecast::Describe(failed), " no longer apply: ", st.message())),
+          first_late->index, name, first_late->event.id);
     }
   }
   if (!status.ok()) {
@@ -164,8 +163,8 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
   return status;
 }
 
-absl::StatusOr<std::vector<forecast::LoggedEvent>> IngestWriter::LoadRunEvents(
-    int64_t run_id, std::map<int64_t, std::string>* keys) {
+absl::StatusOr<std::vector<forecast::LoggedEvent>> IngestWriter::LoadRunEvents(int64_t run_id,
+                                                                               std::map<int64_t, std::string>* keys) {
   std::vector<forecast::LoggedEvent> events;
   absl::Status st = store_->ForEachRunEvent(
       run_id, [&](int64_t seq, const std::string& key, const std::string& bytes) -> absl::Status {
@@ -247,8 +246,8 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
       if (!board_->Find(name)) ++runs;  // created earlier in this group
     }
     if (runs >= options_.max_runs) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "this daemon tracks ", runs, " runs, its limit (--max-runs ", options_.max_runs, ")"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("this daemon tracks ", runs, " runs, its limit (--max-runs ", options_.max_runs, ")"));
     }
     absl::StatusOr<int64_t> id = store_->InsertRun(request.run, now);
     if (!id.ok()) return absl::UnavailableError(absl::StrCat("storage: ", id.status().message()));
@@ -273,16 +272,17 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
     return absl::OkStatus();
   }
   if (request.kind == Request::Kind::kCreate) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "run '", request.run, "' exists with a different plan (revision ", run.plan->revision,
-        "); update it with UpdatePlan (flightplan create --update)"));
+    return absl::AlreadyExistsError(absl::StrCat("run '", request.run, "' exists with a different plan (revision ",
+                                                 run.plan->revision,
+                                                 "); update it with UpdatePlan (flightplan create --update)"));
   }
   const uint32_t revision = run.plan->revision + 1;
   // From when, in the run's time, the new plan governs the work (before any event: all of it).
   std::optional<absl::Time> effective;
-  if (run.state.events > 0) effective = options_.events_clock ? run.state.last_time : std::max(now, run.state.last_time);
-  if (absl::Status st = store_->InsertPlan(run.id, revision, request.plan->encoded, now,
-                                           effective.value_or(absl::InfinitePast()));
+  if (run.state.events > 0)
+    effective = options_.events_clock ? run.state.last_time : std::max(now, run.state.last_time);
+  if (absl::Status st =
+          store_->InsertPlan(run.id, revision, request.plan->encoded, now, effective.value_or(absl::InfinitePast()));
       !st.ok()) {
     return absl::UnavailableError(absl::StrCat("storage: ", st.message()));
   }
@@ -327,14 +327,14 @@ absl::Status IngestWriter::ProcessRetract(Request& request, Group& group, Retrac
     if (!found.count(id)) missing.push_back(id);
   }
   if (!missing.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "run '", request.run, "' has no event with id ", absl::StrJoin(missing, ", "),
-        "; natural keys look like ~st/a1/s1200, and flightplan retract --dry-run --after TIME lists "
-        "the events after TIME with their keys"));
+    return absl::NotFoundError(
+        absl::StrCat("run '", request.run, "' has no event with id ", absl::StrJoin(missing, ", "),
+                     "; natural keys look like ~st/a1/s1200, and flightplan retract --dry-run --after TIME lists "
+                     "the events after TIME with their keys"));
   }
   if (seqs.empty()) {
-    return absl::NotFoundError(absl::StrCat("no event of run '", request.run, "' is dated after ",
-                                            forecast::FormatUtc(*spec.after)));
+    return absl::NotFoundError(
+        absl::StrCat("no event of run '", request.run, "' is dated after ", forecast::FormatUtc(*spec.after)));
   }
   int64_t failed_seq = 0;
   absl::StatusOr<forecast::RunState> state = forecast::Refold(kept, run.state.max_causes, failed_seq);

@@ -9,26 +9,26 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/ingest_writer_internal.h"
 #include "convert/stored.h"
+#include "daemon/ingest_writer_internal.h"
 #include "planner/plan_engine.h"
 
 namespace flightplan::daemon {
 
 absl::Status ValidateRunName(const std::string& run) {
   if (run.empty() || run.size() > 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run name '", run.substr(0, 40), "' must be 1 to 128 characters"));
+    return absl::InvalidArgumentError(absl::StrCat("run name '", run.substr(0, 40), "' must be 1 to 128 characters"));
   }
   if (run == "." || run == "..") {
-    return absl::InvalidArgumentError(absl::StrCat("run name '", run, "' is a path segment (its page could not be reached)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("run name '", run, "' is a path segment (its page could not be reached)"));
   }
   for (char c : run) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run name '", run.substr(0, 40), "' may only hold A-Z, a-z, 0-9, '.', '_' and '-'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("run name '", run.substr(0, 40), "' may only hold A-Z, a-z, 0-9, '.', '_' and '-'"));
     }
   }
   return absl::OkStatus();
@@ -62,8 +62,7 @@ std::shared_ptr<const RunPlan> MakePlan(uint32_t revision, PlanInput plan) {
   return p;
 }
 
-std::shared_ptr<RunPlan> Revised(const RunPlan& previous, const RunPlan& next,
-                                 std::optional<absl::Time> effective) {
+std::shared_ptr<RunPlan> Revised(const RunPlan& previous, const RunPlan& next, std::optional<absl::Time> effective) {
   auto plan = std::make_shared<RunPlan>(next);
   if (!effective) return plan;
   plan->prior.revised_at = effective;
@@ -72,11 +71,9 @@ std::shared_ptr<RunPlan> Revised(const RunPlan& previous, const RunPlan& next,
   return plan;
 }
 
-absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run,
-                      const std::string& id) {
+absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run, const std::string& id) {
   return absl::Status(st.code(), absl::StrCat("events[", index, "] (run ", run,
-                                              id.empty() ? "" : absl::StrCat(", id ", id), "): ",
-                                              st.message()));
+                                              id.empty() ? "" : absl::StrCat(", id ", id), "): ", st.message()));
 }
 
 }  // namespace ingest
@@ -87,7 +84,11 @@ using ingest::Revised;
 
 IngestWriter::IngestWriter(std::unique_ptr<storage::RunStore> store, const TrackerOptions& options, Clock* clock,
                            IngestMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts)
-    : options_(options), clock_(clock), metrics_(metrics), store_(std::move(store)), board_(board),
+    : options_(options),
+      clock_(clock),
+      metrics_(metrics),
+      store_(std::move(store)),
+      board_(board),
       forecasts_(forecasts) {}
 
 IngestWriter::~IngestWriter() { Stop(); }
@@ -153,22 +154,22 @@ absl::Status IngestWriter::Recover() {
   absl::StatusOr<int64_t> watermark = store_->SnapshotWatermark();
   if (!watermark.ok()) return watermark.status();
   last_seq_ = *watermark;
-  st = store_->ForEachEventAfter(*watermark, [&](int64_t seq, int64_t run_id,
-                                                 const std::string& bytes) -> absl::Status {
-    last_seq_ = std::max(last_seq_, seq);
-    auto it = by_id.find(run_id);
-    if (it == by_id.end() || seq <= it->second->last_seq) return absl::OkStatus();
-    absl::StatusOr<forecast::Event> event = convert::DecodeStoredEvent(bytes, absl::StrCat("stored event ", seq));
-    if (!event.ok()) return event.status();
-    RunView& view = *it->second;
-    // Stored events were accepted in this order, so they apply again; if the accounting
-    // rules changed since, an event that no longer applies is skipped, not fatal.
-    if (absl::Status applied = forecast::ApplyEvent(view.state, *event); applied.ok()) {
-      view.last_seq = seq;
-      ++view.events_since_snapshot;
-    }
-    return absl::OkStatus();
-  });
+  st =
+      store_->ForEachEventAfter(*watermark, [&](int64_t seq, int64_t run_id, const std::string& bytes) -> absl::Status {
+        last_seq_ = std::max(last_seq_, seq);
+        auto it = by_id.find(run_id);
+        if (it == by_id.end() || seq <= it->second->last_seq) return absl::OkStatus();
+        absl::StatusOr<forecast::Event> event = convert::DecodeStoredEvent(bytes, absl::StrCat("stored event ", seq));
+        if (!event.ok()) return event.status();
+        RunView& view = *it->second;
+        // Stored events were accepted in this order, so they apply again; if the accounting
+        // rules changed since, an event that no longer applies is skipped, not fatal.
+        if (absl::Status applied = forecast::ApplyEvent(view.state, *event); applied.ok()) {
+          view.last_seq = seq;
+          ++view.events_since_snapshot;
+        }
+        return absl::OkStatus();
+      });
   if (!st.ok()) return st;
   std::vector<std::shared_ptr<const RunView>> recovered;
   for (auto& [id, view] : by_id) recovered.push_back(std::shared_ptr<const RunView>(std::move(view)));
@@ -188,9 +189,9 @@ absl::Status IngestWriter::Enqueue(std::unique_ptr<Request> request) {
     const bool urgent = request->kind != Request::Kind::kEvents || request->stream == nullptr;
     std::deque<std::unique_ptr<Request>>& lane = urgent ? urgent_ : queue_;
     if (lane.size() >= options_.max_queue_requests) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "ingest queue is full (", options_.max_queue_requests, " ", urgent ? "single" : "stream",
-          " requests waiting); retry with backoff"));
+      return absl::ResourceExhaustedError(absl::StrCat("ingest queue is full (", options_.max_queue_requests, " ",
+                                                       urgent ? "single" : "stream",
+                                                       " requests waiting); retry with backoff"));
     }
     lane.push_back(std::move(request));
     depth = urgent_.size() + queue_.size();
@@ -200,16 +201,14 @@ absl::Status IngestWriter::Enqueue(std::unique_ptr<Request> request) {
   return absl::OkStatus();
 }
 
-absl::Status IngestWriter::SubmitEvents(std::vector<IngestEvent> events,
-                                   std::function<void(BatchResult)> done,
-                                   std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
+absl::Status IngestWriter::SubmitEvents(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
+                                        std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   const uint32_t count = static_cast<uint32_t>(events.size());
   const bool oversized = events.size() > options_.max_batch_events;
   absl::Status st = Submit(std::move(events), std::move(done), std::move(stream), sequence);
   // Refusals before the queue are counted here; the writer counts its own.
   if (!st.ok() && metrics_) {
-    if (oversized || st.code() == absl::StatusCode::kResourceExhausted ||
-        st.code() == absl::StatusCode::kUnavailable) {
+    if (oversized || st.code() == absl::StatusCode::kResourceExhausted || st.code() == absl::StatusCode::kUnavailable) {
       metrics_->CountRetried(count, st.code());  // the client splits, or waits and resends
     } else {
       metrics_->CountBatch(0, 0, count, st.code());
@@ -219,13 +218,13 @@ absl::Status IngestWriter::SubmitEvents(std::vector<IngestEvent> events,
 }
 
 absl::Status IngestWriter::Submit(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
-                             std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
+                                  std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   if (events.size() > options_.max_batch_events) {
     // Its own code: the queue's RESOURCE_EXHAUSTED says "wait", this says "split", and the
     // payload says by how much (kBatchLimitPayload).
-    return OverLimit(absl::StrCat("batch of ", events.size(), " events is over ", kBatchLimitPrefix,
-                                  options_.max_batch_events),
-                     options_.max_batch_events);
+    return OverLimit(
+        absl::StrCat("batch of ", events.size(), " events is over ", kBatchLimitPrefix, options_.max_batch_events),
+        options_.max_batch_events);
   }
   const absl::Time latest_allowed =
       options_.events_clock ? absl::InfiniteFuture() : clock_->Now() + options_.max_clock_skew;
@@ -240,13 +239,12 @@ absl::Status IngestWriter::Submit(std::vector<IngestEvent> events, std::function
     }
     if (absl::Status st = ValidateRunName(events[i].run); !st.ok()) return Annotate(st, i, "?", events[i].id);
     if (e->time > latest_allowed) {
-      return Annotate(
-          absl::InvalidArgumentError(absl::StrCat(
-              "time ", forecast::FormatUtc(e->time), " is ", absl::FormatDuration(e->time - clock_->Now()),
-              " ahead of flightpland's clock (", forecast::FormatUtc(clock_->Now()), "); --max-clock-skew allows ",
-              absl::FormatDuration(options_.max_clock_skew),
-              ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
-          i, events[i].run, events[i].id);
+      return Annotate(absl::InvalidArgumentError(absl::StrCat(
+                          "time ", forecast::FormatUtc(e->time), " is ", absl::FormatDuration(e->time - clock_->Now()),
+                          " ahead of flightpland's clock (", forecast::FormatUtc(clock_->Now()),
+                          "); --max-clock-skew allows ", absl::FormatDuration(options_.max_clock_skew),
+                          ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
+                      i, events[i].run, events[i].id);
     }
     Request::Item item;
     item.index = i;
@@ -256,29 +254,26 @@ absl::Status IngestWriter::Submit(std::vector<IngestEvent> events, std::function
     request->items.push_back(std::move(item));
   }
   // Out-of-order delivery inside a batch is sorted by time (ties: by attempt, then kind).
-  std::stable_sort(request->items.begin(), request->items.end(),
-                   [](const Request::Item& a, const Request::Item& b) {
-                     return forecast::EventBefore(a.event, b.event);
-                   });
+  std::stable_sort(request->items.begin(), request->items.end(), [](const Request::Item& a, const Request::Item& b) {
+    return forecast::EventBefore(a.event, b.event);
+  });
   request->events_done = std::move(done);
   request->stream = std::move(stream);
   request->sequence = sequence;
   return Enqueue(std::move(request));
 }
 
-absl::Status IngestWriter::SubmitCreateRun(std::string run, PlanInput plan,
-                                      std::function<void(CreateResult)> done) {
+absl::Status IngestWriter::SubmitCreateRun(std::string run, PlanInput plan, std::function<void(CreateResult)> done) {
   if (run.empty()) run = plan.spec.name;
   return SubmitPlan(false, std::move(run), std::move(plan), std::move(done));
 }
 
-absl::Status IngestWriter::SubmitUpdatePlan(std::string run, PlanInput plan,
-                                       std::function<void(CreateResult)> done) {
+absl::Status IngestWriter::SubmitUpdatePlan(std::string run, PlanInput plan, std::function<void(CreateResult)> done) {
   return SubmitPlan(true, std::move(run), std::move(plan), std::move(done));
 }
 
 absl::Status IngestWriter::SubmitPlan(bool update, std::string run, PlanInput plan,
-                                 std::function<void(CreateResult)> done) {
+                                      std::function<void(CreateResult)> done) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   auto request = std::make_unique<Request>();
   request->kind = update ? Request::Kind::kUpdate : Request::Kind::kCreate;
@@ -305,8 +300,7 @@ absl::Status IngestWriter::SubmitHistoryRead(std::string run, std::function<void
   return Enqueue(std::move(request));
 }
 
-absl::Status IngestWriter::SubmitRunRead(std::string run,
-                                    std::function<void(absl::StatusOr<RunInfo>)> done) {
+absl::Status IngestWriter::SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   if (!board_->Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
   auto request = std::make_unique<Request>();
@@ -316,16 +310,15 @@ absl::Status IngestWriter::SubmitRunRead(std::string run,
   return Enqueue(std::move(request));
 }
 
-absl::Status IngestWriter::SubmitRetract(std::string run, RetractSpec spec,
-                                    std::function<void(RetractResult)> done) {
+absl::Status IngestWriter::SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   if (spec.ids.empty() && !spec.after) {
     return absl::InvalidArgumentError("say what to retract: ids, or a time after which every event goes");
   }
   if (spec.ids.size() > options_.max_batch_events) {
-    return OverLimit(absl::StrCat("retract names ", spec.ids.size(), " ids; ", kBatchLimitPrefix,
-                                  options_.max_batch_events),
-                     options_.max_batch_events);
+    return OverLimit(
+        absl::StrCat("retract names ", spec.ids.size(), " ids; ", kBatchLimitPrefix, options_.max_batch_events),
+        options_.max_batch_events);
   }
   if (spec.reason.size() > 4096) return absl::InvalidArgumentError("reason is longer than 4096 bytes");
   if (!board_->Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
@@ -368,10 +361,8 @@ void IngestWriter::WriterLoop() {
       size_t events = 0;
       for (auto* lane : {&urgent_, &queue_}) {
         const size_t at_least = lane == &queue_ ? group.size() + 1 : 0;
-        while (!lane->empty() &&
-               (group.size() < at_least ||
-                (group.size() < options_.max_group_requests &&
-                 (group.empty() || events < options_.max_group_events)))) {
+        while (!lane->empty() && (group.size() < at_least || (group.size() < options_.max_group_requests &&
+                                                              (group.empty() || events < options_.max_group_events)))) {
           events += lane->front()->items.size();
           group.push_back(std::move(lane->front()));
           lane->pop_front();
@@ -401,8 +392,7 @@ absl::Status IngestWriter::SnapshotRuns(Group& group) {
   }
   for (auto& [name, run] : group.working) {
     if (run->events_since_snapshot == 0) continue;
-    if (absl::Status st = store_->SaveSnapshot(run->id, run->last_seq,
-                                               convert::EncodeStoredState(run->state));
+    if (absl::Status st = store_->SaveSnapshot(run->id, run->last_seq, convert::EncodeStoredState(run->state));
         !st.ok()) {
       return st;
     }
@@ -412,8 +402,8 @@ absl::Status IngestWriter::SnapshotRuns(Group& group) {
   return store_->SetSnapshotWatermark(last_seq_);
 }
 
-absl::Status IngestWriter::ProcessRequests(std::vector<std::unique_ptr<Request>>& requests,
-                                      Group& group, absl::Status& storage_cause) {
+absl::Status IngestWriter::ProcessRequests(std::vector<std::unique_ptr<Request>>& requests, Group& group,
+                                           absl::Status& storage_cause) {
   for (std::unique_ptr<Request>& r : requests) {
     // Reads, answered after the commit.
     if (r->kind == Request::Kind::kHistory || r->kind == Request::Kind::kRunInfo) continue;
@@ -503,8 +493,7 @@ absl::Status IngestWriter::RecordForecastPoints(const std::vector<PendingPoint>&
   return absl::OkStatus();
 }
 
-void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
-                           std::vector<PendingPoint> points) {
+void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests, std::vector<PendingPoint> points) {
   const auto started = std::chrono::steady_clock::now();
   const int64_t last_seq_before = last_seq_;
   Group group;
@@ -532,8 +521,8 @@ void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
     store_->Rollback();
     last_seq_ = last_seq_before;
     const absl::Status& cause = storage_cause.ok() ? group_status : storage_cause;
-    const absl::Status unavailable = absl::UnavailableError(
-        absl::StrCat("storage failed; nothing of this request was stored: ", cause.message()));
+    const absl::Status unavailable =
+        absl::UnavailableError(absl::StrCat("storage failed; nothing of this request was stored: ", cause.message()));
     for (std::unique_ptr<Request>& r : requests) {
       r->batch_result = BatchResult{unavailable, 0, 0};
       r->create_result = CreateResult{unavailable, false, nullptr};
@@ -548,8 +537,7 @@ void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
     Publish(group);
   }
   if (metrics_ && !requests.empty()) {  // a group of history points alone is not ingest
-    metrics_->ObserveCommit(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    metrics_->ObserveCommit(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   Complete(requests);
 }
@@ -562,8 +550,8 @@ void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
         if (metrics_) {
           // ABORTED (a stream resends from its first refusal) and UNAVAILABLE (storage
           // away) are resent by the client: not rejected.
-          const bool retried = b.status.code() == absl::StatusCode::kAborted ||
-                               b.status.code() == absl::StatusCode::kUnavailable;
+          const bool retried =
+              b.status.code() == absl::StatusCode::kAborted || b.status.code() == absl::StatusCode::kUnavailable;
           const uint32_t refused = b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size());
           metrics_->CountBatch(b.accepted, b.duplicates, retried ? 0 : refused, b.status.code());
           if (retried) metrics_->CountRetried(refused, b.status.code());
@@ -622,8 +610,8 @@ void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
           break;
         }
         std::vector<storage::ForecastPoint> points;
-        absl::Status st = store_->ForEachForecastPoint(
-            view->id, [&](const storage::ForecastPoint& p) { points.push_back(p); });
+        absl::Status st =
+            store_->ForEachForecastPoint(view->id, [&](const storage::ForecastPoint& p) { points.push_back(p); });
         if (st.ok()) {
           r->history_done(std::move(points));
         } else {

@@ -33,9 +33,9 @@
 #include "daemon/clock.h"
 #include "daemon/forecast_history.h"
 #include "daemon/forecast_scheduler.h"
+#include "daemon/ingest_metrics.h"
 #include "daemon/run_board.h"
 #include "daemon/run_view.h"
-#include "daemon/ingest_metrics.h"
 #include "forecast/accounting.h"
 #include "storage/run_store.h"
 
@@ -92,17 +92,17 @@ struct RetractedEvent {
 
 struct RetractResult {
   absl::Status status;
-  int64_t retraction_id = 0;          // 0 for a dry run
+  int64_t retraction_id = 0;           // 0 for a dry run
   std::vector<RetractedEvent> events;  // every event retracted, in seq order
 };
 
 // A run's plan revisions and launches (GetRun).
 struct RunInfo {
   std::string run;
-  std::vector<std::shared_ptr<const RunPlan>> plans;  // oldest first; the last is current
-  std::vector<absl::Time> plan_created;               // when each revision was stored
+  std::vector<std::shared_ptr<const RunPlan>> plans;      // oldest first; the last is current
+  std::vector<absl::Time> plan_created;                   // when each revision was stored
   std::vector<std::optional<absl::Time>> plan_effective;  // and from when it governs
-  std::vector<forecast::AttemptStart> attempts;       // oldest first (the newest 4,096)
+  std::vector<forecast::AttemptStart> attempts;           // oldest first (the newest 4,096)
   uint32_t attempt = 0;
   absl::Time latest_event = absl::InfinitePast();
 };
@@ -140,29 +140,22 @@ class IngestWriter {
   // queue is full, UNAVAILABLE when stopping, INVALID_ARGUMENT for a malformed request) and
   // never calls `done`, or returns OK and calls `done` exactly once, after the commit.
   // `stream` (optional) ties the batch to the batches before it on the same stream.
-  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events,
-                                          std::function<void(BatchResult)> done,
-                                          std::shared_ptr<OrderedStream> stream = nullptr,
-                                          uint64_t sequence = 0);
-  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan,
-                                             std::function<void(CreateResult)> done);
-  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan,
-                                              std::function<void(CreateResult)> done);
+  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
+                                          std::shared_ptr<OrderedStream> stream = nullptr, uint64_t sequence = 0);
+  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
+  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
 
   // Reads the run's forecast history on the writer thread, after the commit of the group
   // it joins: `done` (on the writer thread) gets every point stored so far. Refuses as the
   // other Submits do, and NOT_FOUND at once for a run that does not exist.
-  [[nodiscard]] absl::Status SubmitHistoryRead(std::string run,
-                                               std::function<void(HistoryResult)> done);
+  [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
   // The run's plan revisions and launches, read on the writer thread like the history.
-  [[nodiscard]] absl::Status SubmitRunRead(std::string run,
-                                           std::function<void(absl::StatusOr<RunInfo>)> done);
+  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
   // Retracts events of `run` (see RetractSpec): they move to the retracted log with an
   // audit row, the run is folded again from what remains, and its forecast follows.
   // NOT_FOUND when nothing matches (or an id is unknown); FAILED_PRECONDITION when what
   // remains does not fold (the message names the event that would no longer apply).
-  [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec,
-                                           std::function<void(RetractResult)> done);
+  [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done);
 
   // A forecast offered to the run's history by the forecaster; kept when ShouldRecord
   // says so, in the next group's transaction.
@@ -178,14 +171,12 @@ class IngestWriter {
     uint64_t version = 0;  // of the run view it was simulated from
     storage::ForecastPoint point;
   };
-  absl::Status SubmitPlan(bool update, std::string run, PlanInput plan,
-                          std::function<void(CreateResult)> done);
+  absl::Status SubmitPlan(bool update, std::string run, PlanInput plan, std::function<void(CreateResult)> done);
   absl::Status Submit(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
                       std::shared_ptr<OrderedStream> stream, uint64_t sequence);
   absl::Status Enqueue(std::unique_ptr<Request> request);
   void WriterLoop();
-  void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
-                    std::vector<PendingPoint> points);
+  void ProcessGroup(std::vector<std::unique_ptr<Request>>& requests, std::vector<PendingPoint> points);
   // The group's requests, each under its savepoint; the transaction's status.
   absl::Status ProcessRequests(std::vector<std::unique_ptr<Request>>& requests, Group& group,
                                absl::Status& storage_cause);
@@ -198,8 +189,8 @@ class IngestWriter {
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
   absl::Status ProcessRetract(Request& request, Group& group, RetractResult& result);
   // The run's whole log from the store (this transaction's inserts included).
-  absl::StatusOr<std::vector<forecast::LoggedEvent>> LoadRunEvents(
-      int64_t run_id, std::map<int64_t, std::string>* keys = nullptr);
+  absl::StatusOr<std::vector<forecast::LoggedEvent>> LoadRunEvents(int64_t run_id,
+                                                                   std::map<int64_t, std::string>* keys = nullptr);
   // Folds `run` again from its whole log (the group snapshots it before the commit); on
   // failure the seq of the event that no longer applies is in `failed_seq`, and the
   // stored event in `failed`.

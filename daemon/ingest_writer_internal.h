@@ -37,7 +37,7 @@ struct IngestWriter::Request {
   std::function<void(CreateResult)> plan_done;
   CreateResult create_result;
 
-  std::function<void(HistoryResult)> history_done;  // kHistory, for `run`
+  std::function<void(HistoryResult)> history_done;         // kHistory, for `run`
   std::function<void(absl::StatusOr<RunInfo>)> info_done;  // kRunInfo, for `run`
 
   RetractSpec retract;  // kRetract, of `run`

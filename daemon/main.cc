@@ -4,16 +4,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <tuple>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "storage/sqlite_store.h"
-
 
 int main(int argc, char** argv) {
   // Block the stop signals before any library starts a thread; main waits for them.
@@ -36,9 +35,7 @@ int main(int argc, char** argv) {
                  "gRPC address. Loopback by default: expose it beyond this host only with "
                  "--tls-cert/--tls-key and --token-file, or on a trusted network")
       ->capture_default_str();
-  app.add_option("--metrics", options.metrics,
-                 "Prometheus /metrics address ('' disables it)")
-      ->capture_default_str();
+  app.add_option("--metrics", options.metrics, "Prometheus /metrics address ('' disables it)")->capture_default_str();
   app.add_option("--db", options.db,
                  "SQLite database; created with its directory if absent. One daemon per file "
                  "(a second one fails at once)")
@@ -152,8 +149,8 @@ int main(int argc, char** argv) {
     }
     *pem = text.str();
   }
-  for (auto [path, token] : {std::pair{&token_file, &options.write_token},
-                             std::pair{&read_token_file, &options.read_token}}) {
+  for (auto [path, token] :
+       {std::pair{&token_file, &options.write_token}, std::pair{&read_token_file, &options.read_token}}) {
     if (path->empty()) continue;
     absl::StatusOr<std::string> t = flightplan::daemon::ReadTokenFile(*path);
     if (!t.ok()) {
@@ -174,11 +171,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const size_t runs = (*daemon)->tracker().List().size();
-  std::cout << "flightpland: serving gRPC on " << options.listen.substr(0, options.listen.rfind(':'))
-            << ":" << (*daemon)->grpc_port();
+  std::cout << "flightpland: serving gRPC on " << options.listen.substr(0, options.listen.rfind(':')) << ":"
+            << (*daemon)->grpc_port();
   if (!options.metrics.empty()) {
-    std::cout << ", metrics on http://" << options.metrics.substr(0, options.metrics.rfind(':'))
-              << ":" << (*daemon)->metrics_port() << "/metrics";
+    std::cout << ", metrics on http://" << options.metrics.substr(0, options.metrics.rfind(':')) << ":"
+              << (*daemon)->metrics_port() << "/metrics";
   }
   std::cout << ", database " << options.db << " (" << runs << (runs == 1 ? " run)" : " runs)") << std::endl;
 

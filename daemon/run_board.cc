@@ -76,8 +76,8 @@ RunStatus RunBoard::StatusOf(const RunView& view) const {
     status.simulated_events = sim->events;
     status.simulated_as_of = sim->as_of;
   }
-  status.forecast_stale = cached.sim == nullptr || cached.sim->events != view.state.events ||
-                          cached.plan_revision != view.plan->revision;
+  status.forecast_stale =
+      cached.sim == nullptr || cached.sim->events != view.state.events || cached.plan_revision != view.plan->revision;
   const forecast::Forecast& f = status.forecast;
   status.prices = view.plan->prior.cost;
   status.cost = forecast::CostOfRun(status.snapshot.seconds, status.prices, f.as_of, f.finish_p50, f.finish_p90);

@@ -91,9 +91,9 @@ struct RunView {
   std::string name;
   std::shared_ptr<const RunPlan> plan;
   forecast::RunState state;
-  int64_t last_seq = 0;                 // seq of the latest event folded
+  int64_t last_seq = 0;  // seq of the latest event folded
   uint64_t events_since_snapshot = 0;
-  uint64_t version = 0;                 // bumps on every change
+  uint64_t version = 0;  // bumps on every change
   // Backfills (TrackerOptions::backfill_spacing): the run time up to which states were
   // kept or simulated, the states kept by the group being written (handed to the
   // forecaster when it is published: empty in a published view), and when its latest

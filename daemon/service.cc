@@ -53,12 +53,11 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
     if (refused_since != 0) {
       // The stream is an ordered log: after a batch was refused before reaching the queue,
       // later ones are refused too (the writer does the same for the ones it refuses).
-      st = absl::AbortedError(absl::StrCat("batch ", refused_since,
-                                           " of this stream was refused; resend from it, in order"));
+      st = absl::AbortedError(
+          absl::StrCat("batch ", refused_since, " of this stream was refused; resend from it, in order"));
     } else {
       st = tracker_->SubmitEvents(
-          std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); }, order_,
-          sequence);
+          std::move(events), [this, sequence](BatchResult r) { Acknowledge(sequence, r); }, order_, sequence);
       if (!st.ok()) {
         absl::MutexLock lock(&mu_);
         refused_ = true;
@@ -120,8 +119,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
         reading_ = true;
         read = true;
       }
-      if (reads_done_ && in_flight_ == 0 && !writing_ && (acks_.empty() || write_failed_) &&
-          !finished_) {
+      if (reads_done_ && in_flight_ == 0 && !writing_ && (acks_.empty() || write_failed_) && !finished_) {
         finished_ = true;
         finish = true;
       }
@@ -141,8 +139,8 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
   uint64_t refused_since_ ABSL_GUARDED_BY(mu_) = 0;  // its sequence
   std::shared_ptr<OrderedStream> order_ = std::make_shared<OrderedStream>();
   bool writing_ ABSL_GUARDED_BY(mu_) = false, write_failed_ ABSL_GUARDED_BY(mu_) = false,
-       reads_done_ ABSL_GUARDED_BY(mu_) = false, paused_ ABSL_GUARDED_BY(mu_) = false,
-       finished_ ABSL_GUARDED_BY(mu_) = false;
+                reads_done_ ABSL_GUARDED_BY(mu_) = false, paused_ ABSL_GUARDED_BY(mu_) = false,
+                finished_ ABSL_GUARDED_BY(mu_) = false;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;    // a read is outstanding
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // the client went away
 };
@@ -264,8 +262,8 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   v1::RunStatus status_;
   absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false, pending_ ABSL_GUARDED_BY(mu_) = false,
-       finished_ ABSL_GUARDED_BY(mu_) = false, finish_wanted_ ABSL_GUARDED_BY(mu_) = false,
-       posted_ ABSL_GUARDED_BY(mu_) = false;  // a Pump is posted and has not run
+                finished_ ABSL_GUARDED_BY(mu_) = false, finish_wanted_ ABSL_GUARDED_BY(mu_) = false,
+                posted_ ABSL_GUARDED_BY(mu_) = false;  // a Pump is posted and has not run
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -301,15 +299,16 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  absl::Status st = tracker_->SubmitUpdatePlan(request->run(), PlanInputFromProto(request->plan()), [=](CreateResult r) {
-    if (!r.status.ok()) {
-      reactor->Finish(ToGrpc(r.status));
-      return;
-    }
-    response->set_plan_revision(r.plan->revision);
-    *response->mutable_report() = convert::ReportToProto(r.plan->report);
-    reactor->Finish(grpc::Status::OK);
-  });
+  absl::Status st =
+      tracker_->SubmitUpdatePlan(request->run(), PlanInputFromProto(request->plan()), [=](CreateResult r) {
+        if (!r.status.ok()) {
+          reactor->Finish(ToGrpc(r.status));
+          return;
+        }
+        response->set_plan_revision(r.plan->revision);
+        *response->mutable_report() = convert::ReportToProto(r.plan->report);
+        reactor->Finish(grpc::Status::OK);
+      });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
   return reactor;
 }
@@ -323,8 +322,7 @@ grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* TrackerService::ReportEve
 }
 
 grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContext* context,
-                                                      const v1::EventBatch* request,
-                                                      v1::BatchAck* response) {
+                                                      const v1::EventBatch* request, v1::BatchAck* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
@@ -350,8 +348,7 @@ grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContex
 }
 
 grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext* context,
-                                                    const v1::GetStatusRequest* request,
-                                                    v1::RunStatus* response) {
+                                                    const v1::GetStatusRequest* request, v1::RunStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
@@ -363,8 +360,8 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(
-    grpc::CallbackServerContext* context, const v1::GetStatusRequest* request) {
+grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(grpc::CallbackServerContext* context,
+                                                                     const v1::GetStatusRequest* request) {
   auto* w = new WatchReactor(this, tracker_, request->run());
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
     {
@@ -410,8 +407,8 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
   return reactor;
 }
 
-grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* context,
-                                                 const v1::WhatIfRequest* request, v1::WhatIfResponse* response) {
+grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* context, const v1::WhatIfRequest* request,
+                                                 v1::WhatIfResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
@@ -448,16 +445,16 @@ grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* c
       reactor->Finish(grpc::Status::OK);
       return;
     }
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                 absl::StrCat("run ", run, " has no plan revision ", wanted, " (it has ",
-                                              info->plans.size(), ")")));
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        absl::StrCat("run ", run, " has no plan revision ", wanted, " (it has ", info->plans.size(), ")")));
   });
   if (!st.ok()) reactor->Finish(ToGrpc(st));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context,
-                                                 const v1::GetRunRequest* request, v1::RunInfo* response) {
+grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context, const v1::GetRunRequest* request,
+                                                 v1::RunInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
@@ -497,8 +494,7 @@ grpc::ServerUnaryReactor* TrackerService::RetractEvents(grpc::CallbackServerCont
   return reactor;
 }
 
-grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* context,
-                                                   const v1::ListRunsRequest*,
+grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* context, const v1::ListRunsRequest*,
                                                    v1::ListRunsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {

@@ -30,24 +30,18 @@ class TrackerService final : public v1::Tracker::CallbackService {
   // the writer's thread); two what-if workers (off the callback threads).
   TrackerService(Tracker* tracker, Auth auth) : tracker_(tracker), auth_(std::move(auth)) {}
 
-  grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
-                                      const v1::CreateRunRequest* request,
+  grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context, const v1::CreateRunRequest* request,
                                       v1::CreateRunResponse* response) override;
-  grpc::ServerUnaryReactor* UpdatePlan(grpc::CallbackServerContext* context,
-                                       const v1::UpdatePlanRequest* request,
+  grpc::ServerUnaryReactor* UpdatePlan(grpc::CallbackServerContext* context, const v1::UpdatePlanRequest* request,
                                        v1::UpdatePlanResponse* response) override;
-  grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* ReportEvents(
-      grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* ReportBatch(grpc::CallbackServerContext* context,
-                                        const v1::EventBatch* request,
+  grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* ReportEvents(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ReportBatch(grpc::CallbackServerContext* context, const v1::EventBatch* request,
                                         v1::BatchAck* response) override;
-  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
-                                      const v1::GetStatusRequest* request,
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const v1::GetStatusRequest* request,
                                       v1::RunStatus* response) override;
   grpc::ServerWriteReactor<v1::RunStatus>* WatchStatus(grpc::CallbackServerContext* context,
                                                        const v1::GetStatusRequest* request) override;
-  grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context,
-                                       const v1::GetHistoryRequest* request,
+  grpc::ServerUnaryReactor* GetHistory(grpc::CallbackServerContext* context, const v1::GetHistoryRequest* request,
                                        v1::ForecastHistory* response) override;
   grpc::ServerUnaryReactor* WhatIf(grpc::CallbackServerContext* context, const v1::WhatIfRequest* request,
                                    v1::WhatIfResponse* response) override;
@@ -55,11 +49,9 @@ class TrackerService final : public v1::Tracker::CallbackService {
                                     v1::PlanRevision* response) override;
   grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context, const v1::GetRunRequest* request,
                                    v1::RunInfo* response) override;
-  grpc::ServerUnaryReactor* RetractEvents(grpc::CallbackServerContext* context,
-                                          const v1::RetractRequest* request,
+  grpc::ServerUnaryReactor* RetractEvents(grpc::CallbackServerContext* context, const v1::RetractRequest* request,
                                           v1::RetractResponse* response) override;
-  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
-                                     const v1::ListRunsRequest* request,
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context, const v1::ListRunsRequest* request,
                                      v1::ListRunsResponse* response) override;
 
   // Ends every open WatchStatus stream (UNAVAILABLE), so that Server::Shutdown need not

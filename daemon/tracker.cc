@@ -8,8 +8,7 @@
 
 namespace flightplan::daemon {
 
-Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
-                 TrackerOptions options)
+Tracker::Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics, TrackerOptions options)
     : options_(options), clock_(clock) {
   ForecastScheduler::Hooks hooks;
   hooks.find = [this](const std::string& run) { return board_->Find(run); };

@@ -49,11 +49,11 @@
 #include "absl/status/statusor.h"
 #include "daemon/clock.h"
 #include "daemon/forecast_scheduler.h"
+#include "daemon/ingest_metrics.h"
 #include "daemon/ingest_writer.h"
 #include "daemon/run_board.h"
 #include "daemon/run_status.h"
 #include "daemon/run_view.h"
-#include "daemon/ingest_metrics.h"
 #include "storage/run_store.h"
 
 namespace flightplan::daemon {
@@ -62,9 +62,9 @@ class Tracker {
  public:
   // Recovers every run from `store` (snapshots, then the events after them) and starts
   // the writer thread. `clock` and `metrics` (nullable) must outlive the Tracker.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tracker>> Start(
-      std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
-      TrackerOptions options);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tracker>> Start(std::unique_ptr<storage::RunStore> store,
+                                                                      Clock* clock, IngestMetrics* metrics,
+                                                                      TrackerOptions options);
   ~Tracker();
   Tracker(const Tracker&) = delete;
   Tracker& operator=(const Tracker&) = delete;
@@ -76,14 +76,10 @@ class Tracker {
 
   // The writer's requests, as IngestWriter documents them (each refuses at once, or calls
   // `done` exactly once, after the commit).
-  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events,
-                                          std::function<void(BatchResult)> done,
-                                          std::shared_ptr<OrderedStream> stream = nullptr,
-                                          uint64_t sequence = 0);
-  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan,
-                                             std::function<void(CreateResult)> done);
-  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan,
-                                              std::function<void(CreateResult)> done);
+  [[nodiscard]] absl::Status SubmitEvents(std::vector<IngestEvent> events, std::function<void(BatchResult)> done,
+                                          std::shared_ptr<OrderedStream> stream = nullptr, uint64_t sequence = 0);
+  [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
+  [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
   [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
   [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done);
@@ -111,8 +107,7 @@ class Tracker {
   [[nodiscard]] const TrackerOptions& options() const { return options_; }
 
  private:
-  Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics,
-          TrackerOptions options);
+  Tracker(std::unique_ptr<storage::RunStore> store, Clock* clock, IngestMetrics* metrics, TrackerOptions options);
 
   const TrackerOptions options_;
   Clock* const clock_;

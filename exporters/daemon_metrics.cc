@@ -17,8 +17,9 @@ using prometheus::BuildHistogram;
 auto& Events(prometheus::Registry& r) {
   return BuildCounter()
       .Name("flightplan_ingest_events_total")
-      .Help("Events received over gRPC, by outcome: accepted (committed), duplicate (already "
-            "stored, ignored).")
+      .Help(
+          "Events received over gRPC, by outcome: accepted (committed), duplicate (already "
+          "stored, ignored).")
       .Register(r);
 }
 
@@ -61,30 +62,23 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
                           .Help("Time of one writer transaction (a group of requests), from "
                                 "BEGIN to COMMIT, in seconds.")
                           .Register(registry)
-                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                       0.25, 0.5, 1, 2.5})),
+                          .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                                           0.05, 0.1, 0.25, 0.5, 1, 2.5})),
       database_bytes_(BuildGauge()
                           .Name("flightplan_storage_database_bytes")
                           .Help("Size of the SQLite database (pages in use), in bytes.")
                           .Register(registry)
                           .Add({})),
-      runs_(BuildGauge()
-                .Name("flightplan_runs")
-                .Help("Runs registered with this daemon.")
-                .Register(registry)
-                .Add({})) {
+      runs_(BuildGauge().Name("flightplan_runs").Help("Runs registered with this daemon.").Register(registry).Add({})) {
   // Every refusal reason present from the start (at 0), so that rates and dashboards have
   // a series before the first refusal.
-  for (absl::StatusCode code :
-       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
-        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAlreadyExists}) {
+  for (absl::StatusCode code : {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
+                                absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAlreadyExists}) {
     rejected_by_code_[static_cast<size_t>(code)] =
         &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
   }
-  for (absl::StatusCode code :
-       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kResourceExhausted,
-        absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
+  for (absl::StatusCode code : {absl::StatusCode::kInvalidArgument, absl::StatusCode::kResourceExhausted,
+                                absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
     retried_by_code_[static_cast<size_t>(code)] =
         &retried_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
   }
@@ -101,8 +95,7 @@ void DaemonMetrics::CountRetried(uint32_t events, absl::StatusCode code) {
 
 void DaemonMetrics::CountRefold() { refolds_.Increment(); }
 
-void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected,
-                               absl::StatusCode code) {
+void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code) {
   batches_.Increment();
   if (accepted) accepted_.Increment(accepted);
   if (duplicates) duplicates_.Increment(duplicates);
@@ -110,8 +103,7 @@ void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t 
     const size_t i = static_cast<size_t>(code);
     if (i < rejected_by_code_.size()) {
       if (rejected_by_code_[i] == nullptr) {
-        rejected_by_code_[i] =
-            &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+        rejected_by_code_[i] = &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
       }
       rejected_by_code_[i]->Increment(rejected);
     }

@@ -11,9 +11,7 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-double Seconds(const google::protobuf::Timestamp& t) {
-  return static_cast<double>(t.seconds()) + t.nanos() / 1e9;
-}
+double Seconds(const google::protobuf::Timestamp& t) { return static_cast<double>(t.seconds()) + t.nanos() / 1e9; }
 
 class Families {
  public:
@@ -24,8 +22,8 @@ class Families {
     families_.push_back(MetricFamily{name, help, type, {}});
     return families_.back();
   }
-  void Add(const std::string& name, MetricType type, const std::string& help,
-           std::vector<ClientMetric::Label> labels, double value) {
+  void Add(const std::string& name, MetricType type, const std::string& help, std::vector<ClientMetric::Label> labels,
+           double value) {
     MetricFamily& f = Family(name, type, help);
     ClientMetric m;
     m.label = std::move(labels);
@@ -47,8 +45,7 @@ constexpr MetricType kGauge = MetricType::Gauge;
 constexpr char kMtbfHelp[] =
     "Mean time between unplanned interruptions of the job: observed (0 before the first), the "
     "plan's, and the posterior the forecast uses.";
-constexpr char kIntervalHelp[] =
-    "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.";
+constexpr char kIntervalHelp[] = "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.";
 constexpr MetricType kCounter = MetricType::Counter;
 
 }  // namespace
@@ -78,19 +75,19 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           "The usual seconds between step reports while running (0 until known).", {run},
           p.usual_report_interval_seconds());
     if (s.has_last_event_time()) {
-      f.Add("flightplan_last_event_timestamp_seconds", kGauge,
-            "Unix time of the run's latest event.", {run}, Seconds(s.last_event_time()));
+      f.Add("flightplan_last_event_timestamp_seconds", kGauge, "Unix time of the run's latest event.", {run},
+            Seconds(s.last_event_time()));
     }
     for (const char* state : {"new", "starting", "running", "down", "finished"}) {
-      f.Add("flightplan_run_state", kGauge, "1 for the run's current state, else 0.",
-            with("state", state), s.state() == state ? 1 : 0);
+      f.Add("flightplan_run_state", kGauge, "1 for the run's current state, else 0.", with("state", state),
+            s.state() == state ? 1 : 0);
     }
 
     const v1::TimeSeconds& t = s.time_seconds();
     const std::pair<const char*, double> categories[] = {
-        {"productive", t.productive()}, {"checkpoint", t.checkpoint()}, {"lost", t.lost()},
-        {"startup", t.startup()},       {"down_unplanned", t.down_unplanned()},
-        {"down_planned", t.down_planned()}, {"stalled", t.stalled()}};
+        {"productive", t.productive()}, {"checkpoint", t.checkpoint()},         {"lost", t.lost()},
+        {"startup", t.startup()},       {"down_unplanned", t.down_unplanned()}, {"down_planned", t.down_planned()},
+        {"stalled", t.stalled()}};
     for (const auto& [category, seconds] : categories) {
       f.Add("flightplan_time_seconds", kGauge,
             "Wall time of the run by category; the categories add up to the elapsed time. A "
@@ -169,23 +166,22 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           {run}, fc.forecast_stale() ? 1 : 0);
     if (fc.has_forecast_as_of()) {
       f.Add("flightplan_forecast_age_seconds", kGauge,
-            "The run's time between the simulated forecast and the state shown with it, seconds.",
-            {run}, fc.forecast_age_seconds());
+            "The run's time between the simulated forecast and the state shown with it, seconds.", {run},
+            fc.forecast_age_seconds());
     }
     if (fc.has_plan_finish()) {
-      f.Add("flightplan_plan_finish_timestamp_seconds", kGauge,
-            "Finish of the plan's schedule, Unix time.", {run}, Seconds(fc.plan_finish()));
+      f.Add("flightplan_plan_finish_timestamp_seconds", kGauge, "Finish of the plan's schedule, Unix time.", {run},
+            Seconds(fc.plan_finish()));
     }
     if (fc.has_deadline()) {
-      f.Add("flightplan_deadline_timestamp_seconds", kGauge, "The plan's deadline, Unix time.",
-            {run}, Seconds(fc.deadline()));
-      f.Add("flightplan_forecast_deadline_probability", kGauge,
-            "Probability that the run finishes by its deadline.", {run}, fc.deadline_probability());
+      f.Add("flightplan_deadline_timestamp_seconds", kGauge, "The plan's deadline, Unix time.", {run},
+            Seconds(fc.deadline()));
+      f.Add("flightplan_forecast_deadline_probability", kGauge, "Probability that the run finishes by its deadline.",
+            {run}, fc.deadline_probability());
     }
     if (fc.has_finish_p50()) {
       f.Add("flightplan_forecast_slip_seconds", kGauge,
-            "Forecast P50 finish minus the plan's finish, seconds (positive: late).", {run},
-            fc.slip_seconds());
+            "Forecast P50 finish minus the plan's finish, seconds (positive: late).", {run}, fc.slip_seconds());
     }
 
     const v1::FailureBudget& b = s.failure_budget();
@@ -227,20 +223,18 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           "come), seconds.",
           {run}, b.projected_at_finish_seconds());
     f.Add("flightplan_failure_budget_exhaustion_probability", kGauge,
-          "Probability that the failure budget runs out before the finish.", {run},
-          b.exhaustion_probability());
+          "Probability that the failure budget runs out before the finish.", {run}, b.exhaustion_probability());
 
     const v1::Reliability& r = s.reliability();
     f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
-    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"),
-          r.observed_mtbf_seconds());
+    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"), r.observed_mtbf_seconds());
     f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "plan"), r.plan_mtbf_seconds());
     f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "posterior"), r.posterior_mtbf_seconds());
     f.Add("flightplan_loss_per_interruption_seconds", kGauge,
-          "Mean failure budget consumed per unplanned interruption (the plan's until one is seen).",
-          {run}, r.mean_loss_per_interruption_seconds());
-    f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp,
-          with("kind", "recommended"), r.recommended_checkpoint_interval_seconds());
+          "Mean failure budget consumed per unplanned interruption (the plan's until one is seen).", {run},
+          r.mean_loss_per_interruption_seconds());
+    f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp, with("kind", "recommended"),
+          r.recommended_checkpoint_interval_seconds());
     f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp, with("kind", "plan"),
           r.plan_checkpoint_interval_seconds());
 

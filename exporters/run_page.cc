@@ -23,9 +23,7 @@ constexpr char kSky[] = "#56B4E9";
 constexpr char kYellow[] = "#F0E442";
 constexpr char kBlack[] = "#000000";
 
-double Seconds(const google::protobuf::Timestamp& t) {
-  return static_cast<double>(t.seconds()) + t.nanos() * 1e-9;
-}
+double Seconds(const google::protobuf::Timestamp& t) { return static_cast<double>(t.seconds()) + t.nanos() * 1e-9; }
 
 std::string Date(double seconds, const char* format = "%Y-%m-%d %H:%M UTC") {
   if (!std::isfinite(seconds)) return "-";
@@ -51,7 +49,7 @@ std::string Tokens(double n) {
 struct Series {
   std::string name;
   const char* color;
-  std::string dash;  // SVG stroke-dasharray, "" for solid
+  std::string dash;                               // SVG stroke-dasharray, "" for solid
   std::vector<std::pair<double, double>> points;  // (unix seconds, value)
 };
 
@@ -135,16 +133,19 @@ std::string Svg(const Chart& c) {
   auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); };
   auto Y = [&](double y) { return kTop + (y1 - y) / (y1 - y0) * (kH - kTop - kBottom); };
   // Axes, ticks and their labels.
-  absl::StrAppend(&out, "<g class=\"axis\" stroke=\"#444\">",
-                  absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kH - kBottom,
-                                  kW - kRight, kH - kBottom),
-                  absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kTop, kLeft,
-                                  kH - kBottom),
-                  "</g>\n");
+  absl::StrAppend(
+      &out, "<g class=\"axis\" stroke=\"#444\">",
+      absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kH - kBottom, kW - kRight,
+                      kH - kBottom),
+      absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", kLeft, kTop, kLeft, kH - kBottom),
+      "</g>\n");
   for (int i = 0; i <= 4; ++i) {
     const double x = x0 + (x1 - x0) * i / 4;
     absl::StrAppend(&out, absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>",
-                                          X(x), kH - kBottom + 18, i == 0 ? "start" : i == 4 ? "end" : "middle",
+                                          X(x), kH - kBottom + 18,
+                                          i == 0   ? "start"
+                                          : i == 4 ? "end"
+                                                   : "middle",
                                           Tick(x, true, x1 - x0)));
   }
   for (const double y : y_ticks) {
@@ -170,8 +171,10 @@ std::string Svg(const Chart& c) {
   for (const Area& a : c.areas) {
     if (a.x.size() < 2) continue;
     std::string d;
-    for (size_t i = 0; i < a.x.size(); ++i) absl::StrAppend(&d, i == 0 ? "M" : " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.high[i])));
-    for (size_t i = a.x.size(); i-- > 0;) absl::StrAppend(&d, " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.low[i])));
+    for (size_t i = 0; i < a.x.size(); ++i)
+      absl::StrAppend(&d, i == 0 ? "M" : " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.high[i])));
+    for (size_t i = a.x.size(); i-- > 0;)
+      absl::StrAppend(&d, " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.low[i])));
     absl::StrAppend(&out, "<path class=\"area\" d=\"", d, " Z\" fill=\"", a.color, "\" fill-opacity=\"0.85\"><title>",
                     HtmlEscape(a.name), "</title></path>\n");
   }
@@ -195,12 +198,13 @@ std::string Svg(const Chart& c) {
   auto legend = [&](const std::string& name, const char* color, const std::string& dash) {
     const double w = 34 + 7.0 * static_cast<double>(name.size());
     if (lx + w > kW && lx > kLeft) lx = kLeft, ly += 16;  // the next row
-    absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                                          "stroke-width=\"2\"%s/>",
-                                          lx, ly, lx + 22, ly, color,
-                                          dash.empty() ? "" : absl::StrCat(" stroke-dasharray=\"", dash, "\"")),
-                    absl::StrFormat("<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text>", lx + 26, ly + 4,
-                                    HtmlEscape(name)));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                        "stroke-width=\"2\"%s/>",
+                        lx, ly, lx + 22, ly, color,
+                        dash.empty() ? "" : absl::StrCat(" stroke-dasharray=\"", dash, "\"")),
+        absl::StrFormat("<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text>", lx + 26, ly + 4, HtmlEscape(name)));
     lx += w;
   };
   for (const Area& a : c.areas) {
@@ -217,9 +221,12 @@ std::string Svg(const Chart& c) {
 // Where the wall time went: one stacked bar, each category's share, and the hours.
 std::string TimeBar(const v1::TimeSeconds& t) {
   const std::vector<std::tuple<const char*, double, const char*>> parts = {
-      {"productive", t.productive(), kGreen},         {"checkpoint", t.checkpoint(), kSky},
-      {"lost", t.lost(), kVermillion},                {"startup", t.startup(), kYellow},
-      {"down, unplanned", t.down_unplanned(), kBlack}, {"down, planned", t.down_planned(), kPurple},
+      {"productive", t.productive(), kGreen},
+      {"checkpoint", t.checkpoint(), kSky},
+      {"lost", t.lost(), kVermillion},
+      {"startup", t.startup(), kYellow},
+      {"down, unplanned", t.down_unplanned(), kBlack},
+      {"down, planned", t.down_planned(), kPurple},
       {"stalled", t.stalled(), kOrange}};
   double total = 0;
   for (const auto& p : parts) total += std::get<1>(p);
@@ -240,8 +247,8 @@ std::string TimeBar(const v1::TimeSeconds& t) {
   }
   absl::StrAppend(&out, "</svg>\n<table class=\"time\"><tr><th>category</th><th>time</th><th>share</th></tr>\n");
   for (const auto& [name, seconds, color] : parts) {
-    absl::StrAppend(&out, "<tr><td><span class=\"swatch\" style=\"background:", color, "\"></span>", name,
-                    "</td><td>", Hours(seconds), "</td><td>", Percent(seconds / total), "</td></tr>\n");
+    absl::StrAppend(&out, "<tr><td><span class=\"swatch\" style=\"background:", color, "\"></span>", name, "</td><td>",
+                    Hours(seconds), "</td><td>", Percent(seconds / total), "</td></tr>\n");
   }
   return out + "</table></figure>\n";
 }
@@ -276,11 +283,13 @@ std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
   const double h = kTop + kRow * static_cast<double>(std::max<size_t>(1, causes.size())) + 46;
   std::string out = absl::StrCat(
       "<figure id=\"interruptions-timeline\"><figcaption>Interruptions over the run's life, by cause "
-      "(circle: unplanned, square: planned)</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 ", kW, " ", h,
-      "\" role=\"img\" aria-label=\"interruptions by cause over time\">\n");
+      "(circle: unplanned, square: planned)</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 ",
+      kW, " ", h, "\" role=\"img\" aria-label=\"interruptions by cause over time\">\n");
   if (causes.empty() || !std::isfinite(x0) || !std::isfinite(x1)) {
-    return out + absl::StrFormat("<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no "
-                                 "interruptions</text>\n</svg></figure>\n", kW / 2, h / 2);
+    return out + absl::StrFormat(
+                     "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no "
+                     "interruptions</text>\n</svg></figure>\n",
+                     kW / 2, h / 2);
   }
   if (x0 == x1) x0 -= 3600, x1 += 3600;
   auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kW - kLeft - kRight); };
@@ -298,8 +307,8 @@ std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
     const size_t row = row_of(m.cause());
     const double x = X(Seconds(m.time())), y = kTop + kRow * (static_cast<double>(row) + 0.5);
     const char* colour = kColours[row % 8];
-    const std::string title = absl::StrCat(HtmlEscape(m.cause()), m.planned() ? " (planned), " : ", ",
-                                           Date(Seconds(m.time())));
+    const std::string title =
+        absl::StrCat(HtmlEscape(m.cause()), m.planned() ? " (planned), " : ", ", Date(Seconds(m.time())));
     if (m.planned()) {
       absl::StrAppend(&out, absl::StrFormat("<rect class=\"mark\" x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" "
                                             "fill=\"%s\"><title>%s</title></rect>\n",
@@ -315,7 +324,10 @@ std::string Timeline(const v1::ForecastHistory& history, double x0, double x1) {
   for (int i = 0; i <= 4; ++i) {
     const double x = x0 + (x1 - x0) * i / 4;
     absl::StrAppend(&out, absl::StrFormat("<text class=\"tick x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">%s</text>",
-                                          X(x), axis + 16, i == 0 ? "start" : i == 4 ? "end" : "middle",
+                                          X(x), axis + 16,
+                                          i == 0   ? "start"
+                                          : i == 4 ? "end"
+                                                   : "middle",
                                           Tick(x, true, x1 - x0)));
   }
   absl::StrAppend(&out, absl::StrFormat("<text class=\"label x\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
@@ -346,12 +358,23 @@ std::string HtmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -381,19 +404,20 @@ std::string RunPageHtml(const RunPageInput& in) {
   }
   row("plan finish", absl::StrCat(Date(Seconds(f.plan_finish())), ", slip ", Hours(f.slip_seconds())));
   if (f.has_deadline()) {
-    row("deadline", absl::StrCat(Date(Seconds(f.deadline())), ", met with probability ",
-                                 Percent(f.deadline_probability())));
+    row("deadline",
+        absl::StrCat(Date(Seconds(f.deadline())), ", met with probability ", Percent(f.deadline_probability())));
   }
-  row("failure budget", absl::StrCat(Hours(b.consumed_seconds()), " used of ", Hours(b.budget_seconds()), " (",
-                                     Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0),
-                                     "), ", Hours(b.remaining_seconds()), " left; burn rate ",
-                                     absl::StrFormat("%.2f", b.burn_rate()),
-                                     absl::StrFormat(" (1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f)", b.burn_rate_1h(),
-                                                     b.burn_rate_6h(), b.burn_rate_1d(), b.burn_rate_3d())));
+  row("failure budget",
+      absl::StrCat(Hours(b.consumed_seconds()), " used of ", Hours(b.budget_seconds()), " (",
+                   Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0), "), ",
+                   Hours(b.remaining_seconds()), " left; burn rate ", absl::StrFormat("%.2f", b.burn_rate()),
+                   absl::StrFormat(" (1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f)", b.burn_rate_1h(), b.burn_rate_6h(),
+                                   b.burn_rate_1d(), b.burn_rate_3d())));
   row("goodput", Percent(s.reliability().goodput()));
   row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
                            Hours(s.reliability().plan_mtbf_seconds()), " planned"));
-  for (const std::string& flag : s.flags()) row("flag", absl::StrCat("<span class=\"flag\">", HtmlEscape(flag), "</span>"));
+  for (const std::string& flag : s.flags())
+    row("flag", absl::StrCat("<span class=\"flag\">", HtmlEscape(flag), "</span>"));
   absl::StrAppend(&out, "</table>\n");
 
   // The finish date over the run's life.
@@ -429,14 +453,21 @@ std::string RunPageHtml(const RunPageInput& in) {
   const double target = static_cast<double>(s.progress().target_tokens());
   const bool trillions = target >= 1e12;
   const double unit = trillions ? 1e12 : 1e9;
-  Chart tokens{"tokens", "Tokens trained against the plan, and the forecast to the finish",
-               trillions ? "tokens (trillions)" : "tokens (billions)", false, {}, {}, {}, 0};
+  Chart tokens{"tokens",
+               "Tokens trained against the plan, and the forecast to the finish",
+               trillions ? "tokens (trillions)" : "tokens (billions)",
+               false,
+               {},
+               {},
+               {},
+               0};
   Series actual{"trained", kBlue, "", {}}, plan_line{"plan", kBlack, "2 4", {}};
   std::vector<const v1::ForecastPoint*> stood;  // points that carry the run's state
   for (const v1::ForecastPoint& p : in.history.points()) {
     if (p.tokens() > 0 || p.time_seconds().elapsed() > 0) stood.push_back(&p);
   }
-  for (const v1::ForecastPoint* p : stood) actual.points.emplace_back(Seconds(p->as_of()), static_cast<double>(p->tokens()) / unit);
+  for (const v1::ForecastPoint* p : stood)
+    actual.points.emplace_back(Seconds(p->as_of()), static_cast<double>(p->tokens()) / unit);
   const double now = Seconds(s.as_of());
   if (s.has_as_of()) actual.points.emplace_back(now, static_cast<double>(s.progress().tokens()) / unit);
   if (f.has_plan_finish() && b.schedule_seconds() > 0) {
@@ -450,22 +481,25 @@ std::string RunPageHtml(const RunPageInput& in) {
       {"forecast P90", &f.finish_p90(), kVermillion, "6 3"}};
   for (const auto& [name, finish_at, color, dash] : fan) {
     if (!s.has_as_of() || finish_at->seconds() <= 0 || s.state() == "finished") continue;
-    tokens.series.push_back(Series{name, color, dash,
-                                   {{now, static_cast<double>(s.progress().tokens()) / unit}, {Seconds(*finish_at), target / unit}}});
+    tokens.series.push_back(
+        Series{name,
+               color,
+               dash,
+               {{now, static_cast<double>(s.progress().tokens()) / unit}, {Seconds(*finish_at), target / unit}}});
   }
   tokens.lines.push_back({"target", kGreen, target / unit});
 
   // Wall time by category over the run's life, stacked.
   Chart time{"time-history", "Wall time by category over the run's life", "hours", false, {}, {}, {}, 0};
   const std::vector<std::pair<const char*, const char*>> categories = {
-      {"productive", kGreen}, {"checkpoint", kSky}, {"lost", kVermillion}, {"startup", kYellow},
+      {"productive", kGreen},      {"checkpoint", kSky},       {"lost", kVermillion}, {"startup", kYellow},
       {"down, unplanned", kBlack}, {"down, planned", kPurple}, {"stalled", kOrange}};
   std::vector<double> below(stood.size(), 0);
   for (size_t k = 0; k < categories.size(); ++k) {
     Area a{categories[k].first, categories[k].second, {}, {}, {}};
     for (size_t i = 0; i < stood.size(); ++i) {
       const v1::TimeSeconds& t = stood[i]->time_seconds();
-      const double v[] = {t.productive(), t.checkpoint(), t.lost(), t.startup(),
+      const double v[] = {t.productive(),     t.checkpoint(),   t.lost(),   t.startup(),
                           t.down_unplanned(), t.down_planned(), t.stalled()};
       a.x.push_back(Seconds(stood[i]->as_of()));
       a.low.push_back(below[i] / 3600);
@@ -476,12 +510,14 @@ std::string RunPageHtml(const RunPageInput& in) {
   }
   // The timeline spans the run's history (the interruptions widen it if need be).
   double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
-  for (const v1::ForecastPoint& p : in.history.points()) t0 = std::min(t0, Seconds(p.as_of())), t1 = std::max(t1, Seconds(p.as_of()));
+  for (const v1::ForecastPoint& p : in.history.points())
+    t0 = std::min(t0, Seconds(p.as_of())), t1 = std::max(t1, Seconds(p.as_of()));
   absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), TimeBar(s.time_seconds()),
                   Timeline(in.history, t0, t1));
 
-  absl::StrAppend(&out, "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
-                        "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");
+  absl::StrAppend(&out,
+                  "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
+                  "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");
   for (const v1::InterruptionCount& i : s.interruptions()) {
     absl::StrAppend(&out, "<tr><td>", HtmlEscape(i.cause()), "</td><td>", i.planned() ? "yes" : "no", "</td><td>",
                     i.count(), "</td></tr>\n");
@@ -495,8 +531,9 @@ std::string RunPageHtml(const RunPageInput& in) {
 
 std::string RunListHtml(const std::vector<v1::RunStatus>& runs, int refresh_seconds) {
   std::string out = Head("flightplan runs", refresh_seconds);
-  absl::StrAppend(&out, "<h1>Runs</h1>\n<table class=\"runs\"><tr><th>run</th><th>state</th><th>progress</th>"
-                        "<th>finish, P50</th><th>slip</th><th>failure budget used</th></tr>\n");
+  absl::StrAppend(&out,
+                  "<h1>Runs</h1>\n<table class=\"runs\"><tr><th>run</th><th>state</th><th>progress</th>"
+                  "<th>finish, P50</th><th>slip</th><th>failure budget used</th></tr>\n");
   for (const v1::RunStatus& s : runs) {
     const v1::FailureBudget& b = s.failure_budget();
     std::string href;  // the name as a path segment: escaped for the URL, then for HTML

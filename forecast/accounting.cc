@@ -1,9 +1,9 @@
 #include "forecast/accounting.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <set>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -11,11 +11,16 @@ namespace flightplan::forecast {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kNew: return "new";
-    case Phase::kStarting: return "starting";
-    case Phase::kRunning: return "running";
-    case Phase::kDown: return "down";
-    case Phase::kFinished: return "finished";
+    case Phase::kNew:
+      return "new";
+    case Phase::kStarting:
+      return "starting";
+    case Phase::kRunning:
+      return "running";
+    case Phase::kDown:
+      return "down";
+    case Phase::kFinished:
+      return "finished";
   }
   return "unknown";
 }
@@ -28,11 +33,16 @@ constexpr size_t kMaxFlags = 32;
 // the checkpoint of that step, an interruption, the finish.
 int KindRank(EventKind k) {
   switch (k) {
-    case EventKind::kJobStarted: return 0;
-    case EventKind::kSteps: return 1;
-    case EventKind::kCheckpointSaved: return 2;
-    case EventKind::kInterruption: return 3;
-    case EventKind::kRunFinished: return 4;
+    case EventKind::kJobStarted:
+      return 0;
+    case EventKind::kSteps:
+      return 1;
+    case EventKind::kCheckpointSaved:
+      return 2;
+    case EventKind::kInterruption:
+      return 3;
+    case EventKind::kRunFinished:
+      return 4;
   }
   return 5;
 }
@@ -41,9 +51,8 @@ constexpr double kTypicalGapWeight = 0.2;  // EWMA weight of the newest gap
 
 bool ValidCause(const std::string& cause) {
   if (cause.size() > 32) return false;
-  return std::all_of(cause.begin(), cause.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
+  return std::all_of(cause.begin(), cause.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
 }
 
 // Seconds past the stall threshold are `stalled`; below it, all of the gap is work.
@@ -123,8 +132,7 @@ void PushTokenSample(RunState& s, absl::Time t) {
 void PushBudgetSample(RunState& s, absl::Time t) {
   const BudgetSample sample{t, BudgetConsumed(s)};
   if (s.budget_samples.size() >= 2 &&
-      s.budget_samples.back().time - s.budget_samples[s.budget_samples.size() - 2].time <
-          kBudgetSampleSpacing) {
+      s.budget_samples.back().time - s.budget_samples[s.budget_samples.size() - 2].time < kBudgetSampleSpacing) {
     s.budget_samples.back() = sample;
   } else {
     s.budget_samples.push_back(sample);
@@ -175,8 +183,7 @@ void ChargeDown(RunState& s, double seconds) {
 // Startup up to the attempt's bound (StartupStallSeconds) is startup; past it, the launch
 // hangs and the rest is stalled.
 void ChargeStartup(RunState& s, double seconds) {
-  const double within =
-      std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, std::max(0.0, seconds));
+  const double within = std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, std::max(0.0, seconds));
   s.seconds.startup += within;
   if (s.last_stop_unplanned) s.startup_after_unplanned += within;
   s.seconds.stalled += std::max(0.0, seconds - within);
@@ -233,8 +240,7 @@ CheckpointMark MarkAt(const RunState& s, int64_t step, bool& exact) {
 void Restore(RunState& s, int64_t step, uint32_t attempt) {
   if (step == s.step) return;
   if (step > s.step) {
-    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
-                            ", beyond the latest reported step ", s.step,
+    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step, ", beyond the latest reported step ", s.step,
                             "; its tokens are taken from the attempt's first report"));
     s.step = step;
     s.tokens_uncertain = true;
@@ -245,15 +251,13 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
   const bool known = std::any_of(s.checkpoints.begin(), s.checkpoints.end(),
                                  [step](const CheckpointMark& c) { return c.step == step; });
   if (!exact) {
-    const bool evicted = s.checkpoints_evicted && !s.checkpoints.empty() &&
-                         step < s.checkpoints.front().step;
-    AddFlag(s, absl::StrCat(
-                   "attempt ", attempt, " restored step ", step,
-                   known ? ", a checkpoint whose tokens were inferred"
-                         : evicted ? ", older than the checkpoints remembered"
-                                   : ", which was never checkpointed nor reported",
-                   "; time and tokens interpolated between the reports around it, tokens set by the attempt's "
-                   "first report"));
+    const bool evicted = s.checkpoints_evicted && !s.checkpoints.empty() && step < s.checkpoints.front().step;
+    AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
+                            known     ? ", a checkpoint whose tokens were inferred"
+                            : evicted ? ", older than the checkpoints remembered"
+                                      : ", which was never checkpointed nor reported",
+                            "; time and tokens interpolated between the reports around it, tokens set by the attempt's "
+                            "first report"));
   } else if (!known) {
     AddFlag(s, absl::StrCat("attempt ", attempt, " restored step ", step,
                             ", which was reported but never checkpointed; the time after its report is lost"));
@@ -298,9 +302,8 @@ void AddMark(RunState& s, int64_t step) {
   // The newest two stay, for the tokens per step (SaveAhead).
   if (m.exact && (s.checkpoints.empty() || step >= s.checkpoints.back().step) && s.step_marks.size() > 2) {
     const auto keep = s.step_marks.end() - 2;
-    s.step_marks.erase(std::remove_if(s.step_marks.begin(), keep,
-                                      [step](const CheckpointMark& c) { return c.step < step; }),
-                       keep);
+    s.step_marks.erase(
+        std::remove_if(s.step_marks.begin(), keep, [step](const CheckpointMark& c) { return c.step < step; }), keep);
   }
   auto it = std::lower_bound(s.checkpoints.begin(), s.checkpoints.end(), step,
                              [](const CheckpointMark& c, int64_t v) { return c.step < v; });
@@ -320,8 +323,7 @@ void PushSample(RunState& s, absl::Time t) {
   // before it, so kept samples are that far apart: an hour holds at most ~257 of them,
   // whatever the report rate.
   const ThroughputSample sample{t, s.seconds.productive, s.productive_tokens};
-  if (s.recent.size() >= 2 &&
-      s.recent.back().time - s.recent[s.recent.size() - 2].time < kRecentWindow / 256) {
+  if (s.recent.size() >= 2 && s.recent.back().time - s.recent[s.recent.size() - 2].time < kRecentWindow / 256) {
     s.recent.back() = sample;
   } else {
     s.recent.push_back(sample);
@@ -355,17 +357,15 @@ void SaveAhead(RunState& s, int64_t step) {
   s.tokens_inferred = true;
 }
 
-absl::Status Precondition(const std::string& message) {
-  return absl::FailedPreconditionError(message);
-}
+absl::Status Precondition(const std::string& message) { return absl::FailedPreconditionError(message); }
 
 }  // namespace
 
 absl::Status ReusedAttempt(uint32_t attempt, uint32_t current, const std::string& launched) {
   return absl::AlreadyExistsError(absl::StrCat("job_started.attempt ", attempt, " was already launched",
                                                launched.empty() ? "" : absl::StrCat(" (", launched, ")"),
-                                               ": the run's current attempt is ", current,
-                                               "; a relaunch is attempt ", current + 1));
+                                               ": the run's current attempt is ", current, "; a relaunch is attempt ",
+                                               current + 1));
 }
 
 absl::Status ValidateEvent(const Event& e) {
@@ -382,8 +382,7 @@ absl::Status ValidateEvent(const Event& e) {
         return absl::InvalidArgumentError("job_started.attempt must be >= 1 (launches count from 1)");
       }
       if (e.restored_step < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("job_started.restored_step ", e.restored_step, " is negative"));
+        return absl::InvalidArgumentError(absl::StrCat("job_started.restored_step ", e.restored_step, " is negative"));
       }
       break;
     case EventKind::kSteps:
@@ -397,8 +396,8 @@ absl::Status ValidateEvent(const Event& e) {
         return absl::InvalidArgumentError(absl::StrCat("checkpoint_saved.step ", e.step, " is negative"));
       }
       if (!(e.blocking_seconds >= 0) || !std::isfinite(e.blocking_seconds)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "checkpoint_saved.blocking_seconds ", e.blocking_seconds, " must be a finite number >= 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint_saved.blocking_seconds ", e.blocking_seconds, " must be a finite number >= 0"));
       }
       break;
     case EventKind::kInterruption:
@@ -420,12 +419,12 @@ absl::Status ValidateEvent(const Event& e) {
 absl::Status ApplyEvent(RunState& s, const Event& e) {
   if (absl::Status st = ValidateEvent(e); !st.ok()) return st;
   if (s.phase == Phase::kFinished) {
-    return Precondition(absl::StrCat("the run finished at ", FormatUtc(s.last_time),
-                                     "; no events are accepted after run_finished"));
+    return Precondition(
+        absl::StrCat("the run finished at ", FormatUtc(s.last_time), "; no events are accepted after run_finished"));
   }
   if (s.events > 0 && e.time < s.last_time) {
-    return Precondition(absl::StrCat("time ", FormatUtc(e.time), " is before the run's latest event at ",
-                                     FormatUtc(s.last_time)));
+    return Precondition(
+        absl::StrCat("time ", FormatUtc(e.time), " is before the run's latest event at ", FormatUtc(s.last_time)));
   }
   const bool running = s.phase == Phase::kStarting || s.phase == Phase::kRunning;
   if (e.kind == EventKind::kJobStarted) {
@@ -441,12 +440,11 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       return Precondition(absl::StrCat(kind, " before any job_started: a run begins with job_started"));
     }
     if (attempt < s.attempt) {
-      return Precondition(absl::StrCat(kind, " from attempt ", attempt,
-                                       ", which attempt ", s.attempt, " superseded"));
+      return Precondition(absl::StrCat(kind, " from attempt ", attempt, ", which attempt ", s.attempt, " superseded"));
     }
     if (attempt > s.attempt) {
-      return Precondition(absl::StrCat(kind, " from attempt ", attempt,
-                                       ", which has not started (no job_started for it)"));
+      return Precondition(
+          absl::StrCat(kind, " from attempt ", attempt, ", which has not started (no job_started for it)"));
     }
     if (!running) {
       return Precondition(absl::StrCat(kind, " while the run is down: attempt ", s.attempt,
@@ -459,13 +457,12 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     const bool rebase = (s.tokens_uncertain && !s.saw_step_in_attempt) || s.tokens_inferred;
     // The message names the field that goes back: the step, or the tokens.
     if (e.step < s.step) {
-      return Precondition(absl::StrCat("steps.step ", e.step, " goes backwards from step ", s.step,
-                                       " without a restore"));
+      return Precondition(
+          absl::StrCat("steps.step ", e.step, " goes backwards from step ", s.step, " without a restore"));
     }
     if (e.tokens < s.tokens && !rebase) {
-      return Precondition(absl::StrCat("steps.tokens ", e.tokens, " at step ", e.step,
-                                       " goes backwards from ", s.tokens, " at step ", s.step,
-                                       " without a restore"));
+      return Precondition(absl::StrCat("steps.tokens ", e.tokens, " at step ", e.step, " goes backwards from ",
+                                       s.tokens, " at step ", s.step, " without a restore"));
     }
     if (e.step == s.step && e.tokens != s.tokens && s.saw_step_in_attempt && !s.tokens_inferred) {
       return absl::InvalidArgumentError(absl::StrCat("steps.tokens ", e.tokens, " for step ", e.step,
@@ -512,9 +509,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
           s.productive_tokens += static_cast<double>(e.tokens - s.tokens);  // the inference corrected
         }
         // The usual startup, from launches that did not hang past the bound.
-        {
-          Ewma(s.typical_startup, std::min(s.startup_in_attempt, StartupStallSeconds(s)));
-        }
+        { Ewma(s.typical_startup, std::min(s.startup_in_attempt, StartupStallSeconds(s))); }
         s.phase = Phase::kRunning;
         s.tokens_uncertain = false;
         CloseIncident(s);
@@ -526,8 +521,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         // widen the next one's).
         const int64_t covered = e.step - s.step;
         const bool per_step_known = s.typical_seconds_per_step > 0 && covered > 0 && !s.tokens_inferred;
-        const double expected = per_step_known ? static_cast<double>(covered) * s.typical_seconds_per_step
-                                               : s.typical_step_gap;
+        const double expected =
+            per_step_known ? static_cast<double>(covered) * s.typical_seconds_per_step : s.typical_step_gap;
         const Split split = SplitStall(gap, expected);
         s.seconds.productive += split.work;
         s.seconds.stalled += split.stalled;
@@ -619,8 +614,7 @@ EvidenceSample EvidenceNow(const RunState& s, const RunSnapshot& snap) {
   e.productive_tokens = s.productive_tokens;
   e.incidents = s.incidents;
   e.incident_loss_seconds = s.incident_loss_sum;
-  const double open =
-      s.incident_open ? snap.failure_budget_consumed_seconds - s.incident_start_budget : 0;
+  const double open = s.incident_open ? snap.failure_budget_consumed_seconds - s.incident_start_budget : 0;
   e.other_seconds = std::max(0.0, x.Sum() - x.productive - x.checkpoint - s.incident_loss_sum - open);
   e.planned_stops = s.planned_interruptions;
   return e;
@@ -633,7 +627,6 @@ uint32_t AttemptOf(const RunState& s, const Event& e) {
   }
   return s.attempt_starts.empty() ? s.attempt : s.attempt_starts.front().attempt;
 }
-
 
 std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   // Launches by time, to resolve attempts.
@@ -662,7 +655,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
     for (const AttemptStart& a : starts) {
       if (a.attempt > e.attempt) next = std::min(next, a.time);
     }
-    if (e.time <= next) continue;  // at the launch's instant, the attempt order places it
+    if (e.time <= next) continue;            // at the launch's instant, the attempt order places it
     absl::Time last = absl::InfinitePast();  // the attempt's last sign of life before it
     for (size_t j = 0; j < events.size(); ++j) {
       const Event& o = events[j].event;
@@ -707,8 +700,7 @@ bool NeedsRefold(const RunState& s, const Event& e) {
   const uint32_t attempt = AttemptOf(s, e);
   if (e.kind != EventKind::kJobStarted && attempt < s.attempt) return true;
   // At the latest event's instant, one that the fold order puts before it.
-  return e.time == s.last_time && attempt == s.attempt &&
-         static_cast<uint32_t>(KindRank(e.kind)) < s.last_kind_rank;
+  return e.time == s.last_time && attempt == s.attempt && static_cast<uint32_t>(KindRank(e.kind)) < s.last_kind_rank;
 }
 
 bool EventBefore(const Event& a, const Event& b) {
@@ -761,8 +753,8 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
       break;
   }
   out.elapsed_seconds = absl::ToDoubleSeconds(as_of - s.first_time);
-  out.running_seconds = out.seconds.startup + out.seconds.productive + out.seconds.checkpoint +
-                        out.seconds.lost + out.seconds.stalled;
+  out.running_seconds =
+      out.seconds.startup + out.seconds.productive + out.seconds.checkpoint + out.seconds.lost + out.seconds.stalled;
   out.failure_budget_consumed_seconds =
       out.seconds.lost + out.seconds.down_unplanned + out.seconds.stalled + startup_after_unplanned;
   out.tokens_per_second = s.seconds.productive > 0 ? s.productive_tokens / s.seconds.productive : 0;

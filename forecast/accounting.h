@@ -45,8 +45,7 @@ enum class Phase { kNew, kStarting, kRunning, kDown, kFinished };
 const char* PhaseName(Phase phase);
 
 struct TimeSeconds {
-  double productive = 0, checkpoint = 0, lost = 0, startup = 0, down_unplanned = 0,
-         down_planned = 0, stalled = 0;
+  double productive = 0, checkpoint = 0, lost = 0, startup = 0, down_unplanned = 0, down_planned = 0, stalled = 0;
   [[nodiscard]] double Sum() const {
     return productive + checkpoint + lost + startup + down_unplanned + down_planned + stalled;
   }
@@ -150,14 +149,14 @@ struct RunState {
   TimeSeconds seconds;
   // Startup after an unplanned stop: charged to the failure budget.
   double startup_after_unplanned = 0;
-  double startup_in_attempt = 0;   // seconds in `starting` since this attempt's launch
-  double typical_startup = 0;      // EWMA of launches' startups; 0 until one reported a step
-  bool down_planned = false;       // the current (or last) stop was planned
+  double startup_in_attempt = 0;  // seconds in `starting` since this attempt's launch
+  double typical_startup = 0;     // EWMA of launches' startups; 0 until one reported a step
+  bool down_planned = false;      // the current (or last) stop was planned
   bool last_stop_unplanned = false;
   // Tokens gained in productive time that still counts (throughput's numerator).
   double productive_tokens = 0;
   absl::Time last_step_time = absl::InfinitePast();  // latest steps event
-  double checkpoint_since_step = 0;  // blocking seconds since it
+  double checkpoint_since_step = 0;                  // blocking seconds since it
   // EWMA of the gap between step reports while running; 0 until the second report.
   double typical_step_gap = 0;
   // EWMA of seconds per training step while running; 0 until the second report. It dates
@@ -167,8 +166,8 @@ struct RunState {
   // The lineage's tokens are an estimate (a restore to an interpolated or unknown step):
   // the attempt's first step report sets them, even below the estimate.
   bool tokens_uncertain = false;
-  bool checkpoints_evicted = false;  // older marks were dropped (kMaxCheckpointMarks)
-  std::vector<AttemptStart> attempt_starts;     // oldest first, at most kMaxAttemptStarts
+  bool checkpoints_evicted = false;          // older marks were dropped (kMaxCheckpointMarks)
+  std::vector<AttemptStart> attempt_starts;  // oldest first, at most kMaxAttemptStarts
 
   std::vector<InterruptionCount> interruptions;
   std::vector<InterruptionMark> interruption_marks;  // oldest first, the newest kMaxInterruptionMarks
@@ -179,25 +178,25 @@ struct RunState {
   // restart).
   bool incident_open = false;
   double incident_start_budget = 0;
-  std::deque<double> incident_losses;           // the newest, at most kMaxIncidentLosses
+  std::deque<double> incident_losses;  // the newest, at most kMaxIncidentLosses
   uint32_t incidents = 0;
   double incident_loss_sum = 0;
   uint32_t checkpoint_count = 0;
   double checkpoint_blocking_sum = 0;
-  std::deque<BudgetSample> budget_samples;      // kBudgetHistory back, thinned
-  std::deque<EvidenceSample> evidence;          // the whole run, thinned (see above)
+  std::deque<BudgetSample> budget_samples;  // kBudgetHistory back, thinned
+  std::deque<EvidenceSample> evidence;      // the whole run, thinned (see above)
   absl::Duration evidence_spacing = kEvidenceSpacing;
-  std::vector<CheckpointMark> checkpoints;      // oldest first, at most kMaxCheckpointMarks
+  std::vector<CheckpointMark> checkpoints;  // oldest first, at most kMaxCheckpointMarks
   // The lineage's step reports since its newest checkpoint, oldest first, at most
   // kMaxStepMarks (thinned): the time at a reported step, for restores and late saves.
   std::vector<CheckpointMark> step_marks;
   // The latest tokens were inferred from the tokens per step (a checkpoint_saved ahead of
   // the reports): the next report sets them, even below the inference.
   bool tokens_inferred = false;
-  std::deque<ThroughputSample> recent;          // within kRecentWindow of the last sample
-  std::deque<TokenSample> wall_tokens;          // within kRecentWindow, never cleared
-  std::vector<std::string> flags;               // accepted but suspicious, at most 32
-  uint32_t last_kind_rank = 0;                  // fold order of the kind of the latest event
+  std::deque<ThroughputSample> recent;  // within kRecentWindow of the last sample
+  std::deque<TokenSample> wall_tokens;  // within kRecentWindow, never cleared
+  std::vector<std::string> flags;       // accepted but suspicious, at most 32
+  uint32_t last_kind_rank = 0;          // fold order of the kind of the latest event
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is

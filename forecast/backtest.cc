@@ -78,9 +78,9 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
       return true;
     });
     if (s.phase != Phase::kFinished && s.tokens < prior.target_tokens) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the run never reaches its target (", s.tokens, " of ", prior.target_tokens,
-          " tokens, no run_finished): there is no actual finish to test against"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the run never reaches its target (", s.tokens, " of ", prior.target_tokens,
+                       " tokens, no run_finished): there is no actual finish to test against"));
     }
   }
   // Second pass: forecast each time progress crosses a tenth.
@@ -88,8 +88,8 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
   int next_tenth = 1;
   fold(s, [&] {
     if (s.phase == Phase::kFinished) return false;
-    while (next_tenth <= 9 && static_cast<double>(s.tokens) >=
-                                  static_cast<double>(prior.target_tokens) * next_tenth / 10.0) {
+    while (next_tenth <= 9 &&
+           static_cast<double>(s.tokens) >= static_cast<double>(prior.target_tokens) * next_tenth / 10.0) {
       const Forecast f = ComputeForecast(s, prior, s.last_time, options);
       BacktestPoint p;
       p.tenth = next_tenth++;

@@ -17,8 +17,8 @@ struct BacktestPoint {
   absl::Time as_of;
   absl::Time p10, p50, p90;
   absl::Time naive_lifetime, naive_recent;
-  bool inside = false;             // p10 <= actual <= p90
-  double p50_error_seconds = 0;    // |p50 - actual|
+  bool inside = false;           // p10 <= actual <= p90
+  double p50_error_seconds = 0;  // |p50 - actual|
   double naive_lifetime_error_seconds = 0;
   double naive_recent_error_seconds = 0;
   // Proper scores, as shares of the time that was actually left (actual - as_of): the 80%
@@ -46,8 +46,7 @@ struct Backtest {
 // Folds `events` (time order, as a daemon would accept them: refused and duplicate events
 // are skipped) and forecasts at each tenth. FAILED_PRECONDITION when the run never
 // finishes (no run_finished and the target is not reached).
-[[nodiscard]] absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events,
-                                                   const ForecastPrior& prior,
+[[nodiscard]] absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const ForecastPrior& prior,
                                                    const ForecastOptions& options = {});
 
 // Fills the point's scores from the forecast it was made from (BacktestPoint's comment).

@@ -9,8 +9,8 @@
 namespace flightplan::forecast {
 
 absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan, const PlanReport& report,
-                                                          const std::vector<Scenario>& scenarios,
-                                                          const CalibrationOptions& options) {
+                                                           const std::vector<Scenario>& scenarios,
+                                                           const CalibrationOptions& options) {
   const ForecastPrior prior = PriorFromPlan(plan, report);
   std::vector<ScenarioCalibration> out;
   for (const Scenario& sc : scenarios) {
@@ -23,7 +23,8 @@ absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan,
       o.duplicate_fraction = options.duplicate_fraction;
       // Seeded by the scenario's name, so a scenario draws the same runs alone or with others.
       uint64_t name_hash = 1469598103934665603ULL;  // FNV-1a
-      for (const char c : std::string_view(sc.name)) name_hash = (name_hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+      for (const char c : std::string_view(sc.name))
+        name_hash = (name_hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
       o.seed = static_cast<uint64_t>(seed) * 7919 + name_hash % 100003;
       const std::vector<Event> events = SimulateRun(plan, report, o);
       // The simulator writes what a daemon accepts: every event applies or is a duplicate.
@@ -61,9 +62,9 @@ std::string CalibrationTable(const std::vector<ScenarioCalibration>& scenarios) 
   // that was actually left: the median P10..P90 width, the mean 80% interval (Winkler)
   // score and the mean CRPS, beside the naive lifetime estimate's CRPS (its absolute
   // error; its interval score is 10x that).
-  std::string out = absl::StrFormat("%-26s %8s %9s %9s %10s %11s %7s %8s %7s %8s\n", "scenario", "coverage",
-                                    "after chg", "P50 err h", "lifetime h", "last hour h", "width%",
-                                    "winkler%", "crps%", "naive%");
+  std::string out =
+      absl::StrFormat("%-26s %8s %9s %9s %10s %11s %7s %8s %7s %8s\n", "scenario", "coverage", "after chg", "P50 err h",
+                      "lifetime h", "last hour h", "width%", "winkler%", "crps%", "naive%");
   auto row = [&](const std::string& name, const BacktestSummary& s, const std::string& after) {
     absl::StrAppendFormat(&out, "%-26s %7.0f%% %9s %9.1f %10.1f %11.1f %7.1f %8.1f %7.2f %8.2f\n", name,
                           s.coverage * 100, after, s.median_p50_error_seconds / 3600,

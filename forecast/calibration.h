@@ -12,8 +12,8 @@
 #include "absl/status/statusor.h"
 #include "forecast/backtest.h"
 #include "forecast/forecaster.h"
-#include "planner/plan.h"
 #include "forecast/simulator.h"
+#include "planner/plan.h"
 
 namespace flightplan::forecast {
 
@@ -25,9 +25,9 @@ struct ScenarioCalibration {
   std::string scenario;
   double change_at = 0;
   std::vector<Backtest> runs;
-  BacktestSummary all;          // every cut
-  BacktestSummary after_change; // the cuts strictly after `change_at` (all cuts when 0)
-  size_t refused_events = 0;    // events a daemon would refuse (a simulator bug if not 0)
+  BacktestSummary all;           // every cut
+  BacktestSummary after_change;  // the cuts strictly after `change_at` (all cuts when 0)
+  size_t refused_events = 0;     // events a daemon would refuse (a simulator bug if not 0)
 };
 
 struct CalibrationOptions {
@@ -39,9 +39,9 @@ struct CalibrationOptions {
 };
 
 // Backtests `seeds` runs of each scenario. FAILED_PRECONDITION when a run never finishes.
-[[nodiscard]] absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(
-    const PlanSpec& plan, const PlanReport& report, const std::vector<Scenario>& scenarios,
-    const CalibrationOptions& options);
+[[nodiscard]] absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan, const PlanReport& report,
+                                                                         const std::vector<Scenario>& scenarios,
+                                                                         const CalibrationOptions& options);
 
 // The points of every scenario together.
 [[nodiscard]] BacktestSummary Overall(const std::vector<ScenarioCalibration>& scenarios);

@@ -6,11 +6,16 @@ namespace flightplan::forecast {
 
 const char* EventKindName(EventKind kind) {
   switch (kind) {
-    case EventKind::kJobStarted: return "job_started";
-    case EventKind::kSteps: return "steps";
-    case EventKind::kCheckpointSaved: return "checkpoint_saved";
-    case EventKind::kInterruption: return "interruption";
-    case EventKind::kRunFinished: return "run_finished";
+    case EventKind::kJobStarted:
+      return "job_started";
+    case EventKind::kSteps:
+      return "steps";
+    case EventKind::kCheckpointSaved:
+      return "checkpoint_saved";
+    case EventKind::kInterruption:
+      return "interruption";
+    case EventKind::kRunFinished:
+      return "run_finished";
   }
   return "unknown";
 }
@@ -18,26 +23,27 @@ const char* EventKindName(EventKind kind) {
 std::string EventKey(const Event& e, uint32_t attempt) {
   if (!e.id.empty()) return e.id;
   switch (e.kind) {
-    case EventKind::kJobStarted: return absl::StrCat("~js/a", e.attempt);
-    case EventKind::kSteps: return absl::StrCat("~st/a", attempt, "/s", e.step);
-    case EventKind::kCheckpointSaved: return absl::StrCat("~ck/a", attempt, "/s", e.step);
+    case EventKind::kJobStarted:
+      return absl::StrCat("~js/a", e.attempt);
+    case EventKind::kSteps:
+      return absl::StrCat("~st/a", attempt, "/s", e.step);
+    case EventKind::kCheckpointSaved:
+      return absl::StrCat("~ck/a", attempt, "/s", e.step);
     case EventKind::kInterruption:
       return absl::StrCat("~in/a", attempt, "/t", absl::ToUnixMicros(e.time));
-    case EventKind::kRunFinished: return "~fin";
+    case EventKind::kRunFinished:
+      return "~fin";
   }
   return "~";
 }
 
 bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b) {
-  return a.time == b.time && a.kind == b.kind && attempt_a == attempt_b &&
-         a.restored_step == b.restored_step && a.step == b.step && a.tokens == b.tokens &&
-         a.blocking_seconds == b.blocking_seconds && a.cause == b.cause && a.planned == b.planned &&
-         a.detail == b.detail;
+  return a.time == b.time && a.kind == b.kind && attempt_a == attempt_b && a.restored_step == b.restored_step &&
+         a.step == b.step && a.tokens == b.tokens && a.blocking_seconds == b.blocking_seconds && a.cause == b.cause &&
+         a.planned == b.planned && a.detail == b.detail;
 }
 
-std::string FormatUtc(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
-}
+std::string FormatUtc(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone()); }
 
 std::string Describe(const Event& e) {
   std::string out = EventKindName(e.kind);

@@ -16,8 +16,8 @@ const char* EventKindName(EventKind kind);
 
 struct Event {
   absl::Time time = absl::UnixEpoch();
-  std::string id;            // idempotency key; "" = natural key
-  uint32_t attempt = 0;      // 0 = the run's current attempt
+  std::string id;        // idempotency key; "" = natural key
+  uint32_t attempt = 0;  // 0 = the run's current attempt
   EventKind kind = EventKind::kSteps;
 
   // kJobStarted: `attempt` is the new attempt; restored_step the checkpoint resumed from.

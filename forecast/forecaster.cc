@@ -124,14 +124,14 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.cost = {plan.cost.gpu_hour_dollars, plan.cost.energy_dollars_per_mwh, r.cost.reserved_gpus,
             r.cost.training_facility_watts, r.cost.idle_facility_watts};
   for (const PlanReport::Phase& ph : r.phases) {
-    p.phases.push_back({static_cast<double>(ph.tokens_before + ph.tokens), ph.schedule_end_seconds,
-                        ph.tokens_per_second});
+    p.phases.push_back(
+        {static_cast<double>(ph.tokens_before + ph.tokens), ph.schedule_end_seconds, ph.tokens_per_second});
   }
   return p;
 }
 
-RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, absl::Time as_of,
-                  absl::Time finish_p50, absl::Time finish_p90) {
+RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, absl::Time as_of, absl::Time finish_p50,
+                  absl::Time finish_p90) {
   RunCost out;
   const double gpu_dollars_per_second = cost.reserved_gpus * cost.gpu_hour_dollars / 3600.0;
   const double dollars_per_joule = cost.energy_dollars_per_mwh / 3.6e9;
@@ -202,21 +202,23 @@ std::vector<std::string> PlausibilityFlags(const RunSnapshot& snap, const Foreca
   const double tokens = static_cast<double>(snap.tokens);
   // The last step may overshoot the target by a fraction of a step; 1% beyond it is not that.
   if (target > 0 && tokens > 1.01 * target) {
-    flags.push_back(absl::StrFormat("progress %.4g tokens is %.0f%% of the target %.4g: check the tokens "
-                                    "reported per step, or the plan's data.tokens",
-                                    tokens, 100 * tokens / target, target));
+    flags.push_back(
+        absl::StrFormat("progress %.4g tokens is %.0f%% of the target %.4g: check the tokens "
+                        "reported per step, or the plan's data.tokens",
+                        tokens, 100 * tokens / target, target));
   }
   // Ten minutes of work before a rate is judged.
   if (prior.peak_tokens_per_second > 0 && snap.seconds.productive >= 600 &&
       snap.tokens_per_second > prior.peak_tokens_per_second) {
-    flags.push_back(absl::StrFormat("throughput %.4g tokens/s is above what the plan's fleet does at 100%% "
-                                    "MFU (%.4g tokens/s): check the tokens reported per step, or the plan's "
-                                    "fleet and model",
-                                    snap.tokens_per_second, prior.peak_tokens_per_second));
+    flags.push_back(
+        absl::StrFormat("throughput %.4g tokens/s is above what the plan's fleet does at 100%% "
+                        "MFU (%.4g tokens/s): check the tokens reported per step, or the plan's "
+                        "fleet and model",
+                        snap.tokens_per_second, prior.peak_tokens_per_second));
   }
   if (snap.phase == Phase::kFinished && target > 0 && tokens < 0.99 * target) {
-    flags.push_back(absl::StrFormat("run_finished at %.2f%% of the target (%.4g of %.4g tokens)",
-                                    100 * tokens / target, tokens, target));
+    flags.push_back(absl::StrFormat("run_finished at %.2f%% of the target (%.4g of %.4g tokens)", 100 * tokens / target,
+                                    tokens, target));
   }
   return flags;
 }
@@ -282,8 +284,7 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
 
   // Reliability.
   f.goodput = Div(snap.seconds.productive, elapsed);
-  f.observed_mtbf_seconds =
-      s.unplanned_interruptions > 0 ? snap.running_seconds / s.unplanned_interruptions : 0;
+  f.observed_mtbf_seconds = s.unplanned_interruptions > 0 ? snap.running_seconds / s.unplanned_interruptions : 0;
   f.plan_mtbf_seconds = prior.job_mtbf_seconds;
   // The rate counts incidents (a crash during the recovery from another is one incident,
   // with one loss), so that rate x loss counts each second once.
@@ -292,19 +293,16 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   f.posterior_mtbf_seconds = Div(beta, alpha);
   f.mean_loss_per_interruption_seconds =
       s.incidents > 0 ? s.incident_loss_sum / s.incidents : prior.loss_per_interruption_seconds;
-  const double observed_blocking =
-      s.checkpoint_count > 0 ? s.checkpoint_blocking_sum / s.checkpoint_count : 0;
+  const double observed_blocking = s.checkpoint_count > 0 ? s.checkpoint_blocking_sum / s.checkpoint_count : 0;
   // Async saves may block for ~0 s; Daly needs a cost, so the plan's then.
   const double blocking = observed_blocking > 0 ? observed_blocking : prior.checkpoint_blocking_seconds;
   if (f.posterior_mtbf_seconds > 0) {
-    f.recommended_checkpoint_interval_seconds =
-        planner::DalyIntervalSeconds(blocking, f.posterior_mtbf_seconds);
+    f.recommended_checkpoint_interval_seconds = planner::DalyIntervalSeconds(blocking, f.posterior_mtbf_seconds);
   }
   f.plan_checkpoint_interval_seconds = prior.checkpoint_interval_seconds;
 
   // Naive estimates.
-  const double remaining_tokens =
-      static_cast<double>(std::max<int64_t>(0, prior.target_tokens - s.tokens));
+  const double remaining_tokens = static_cast<double>(std::max<int64_t>(0, prior.target_tokens - s.tokens));
   const double lifetime_rate = Div(static_cast<double>(s.tokens), elapsed);
   if (lifetime_rate > 0) f.naive_lifetime_finish = AtOffset(f.as_of, remaining_tokens / lifetime_rate);
   const double hour_rate = LastHourWallRate(s, f.as_of);
@@ -346,8 +344,12 @@ Window Minus(const Window& a, const Window& b) {
 }
 // Everything accumulated up to sample `e`, its seconds counted from `origin`.
 Window Cumulative(const EvidenceSample& e, absl::Time origin) {
-  return {absl::ToDoubleSeconds(e.time - origin), e.running_seconds, e.productive_seconds, e.incidents,
-          e.other_seconds, e.planned_stops};
+  return {absl::ToDoubleSeconds(e.time - origin),
+          e.running_seconds,
+          e.productive_seconds,
+          e.incidents,
+          e.other_seconds,
+          e.planned_stops};
 }
 Window Between(const EvidenceSample& a, const EvidenceSample& b) {
   return Minus(Cumulative(b, a.time), Cumulative(a, a.time));
@@ -382,8 +384,7 @@ double RateChange(double n_old, double e_old, double n_new, double e_new, double
   if (e_old <= 0 || e_new <= 0) return 0;
   const double n = n_old + n_new, e = e_old + e_new;
   const double b = e / (n + 1);  // a = 1: an exponential prior with the pooled mean
-  const double log_bf =
-      LogMarginal(n_old, e_old, 1, b) + LogMarginal(n_new, e_new, 1, b) - LogMarginal(n, e, 1, b);
+  const double log_bf = LogMarginal(n_old, e_old, 1, b) + LogMarginal(n_new, e_new, 1, b) - LogMarginal(n, e, 1, b);
   const double log_odds = std::log(prior / (1 - prior)) + log_bf / std::max(1.0, dispersion);
   return 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
 }
@@ -433,7 +434,7 @@ double Dispersion(const RunState& s, const EvidenceSample& now, double split, do
 // A pool of losses per incident to bootstrap from, mixed with the plan's log-normal.
 struct LossPool {
   std::vector<double> losses;
-  double p_observed = 0;  // share of draws from the pool
+  double p_observed = 0;     // share of draws from the pool
   double mean = 0, var = 0;  // of the mixture, for many incidents at once
 };
 LossPool MakePool(std::vector<double> losses, double plan_loss) {
@@ -461,8 +462,8 @@ struct RateRegime {
   double alpha = 1, beta = 1;  // Gamma posterior of the rate (shape, rate)
 };
 struct RatioRegime {
-  double ratio = 0;   // overhead per compute second
-  double shape = 1;   // Gamma shape of its uncertainty (stops seen, plus the prior's)
+  double ratio = 0;  // overhead per compute second
+  double shape = 1;  // Gamma shape of its uncertainty (stops seen, plus the prior's)
 };
 
 // The failure and overhead processes ahead: a regime per process for "the past
@@ -486,9 +487,9 @@ struct Processes {
   // running seconds (see CrisisProbability).
   double excess_ratio = 1;
   double crisis_probability = 0;
-  double crisis_age_seconds = 0;   // as observed
-  double crisis_scale_seconds = 0; // the age the fix time is drawn from (a week at least)
-  double recent_seconds = 0;       // the recent window's span
+  double crisis_age_seconds = 0;    // as observed
+  double crisis_scale_seconds = 0;  // the age the fix time is drawn from (a week at least)
+  double recent_seconds = 0;        // the recent window's span
 };
 
 // An excess of failures over the plan is read two ways: the fleet is like that (the plan
@@ -660,8 +661,8 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
   // is common and passes; a new regime is believed in proportion as the window that shows
   // it has lasted longer than that.
   const double believed = std::min(1.0, recent.seconds / kMinRegimeSeconds);
-  p.p_failures = believed * RateChange(n_older, older.running, n_recent, recent.running, p.failure_dispersion,
-                                       change_prior);
+  p.p_failures =
+      believed * RateChange(n_older, older.running, n_recent, recent.running, p.failure_dispersion, change_prior);
 
   // Losses: the newest incidents, as many as the recent window closed.
   const size_t keep = std::min(all_losses.size(), static_cast<size_t>(recent.incidents));
@@ -680,11 +681,10 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
       (i < split ? old_sq : new_sq) += l * l;
     }
     const double n_old = n_all - n_new;
-    const double var = std::max(1e-6, (old_sq - old_sum * old_sum / n_old + new_sq - new_sum * new_sum / n_new) /
-                                          std::max(1.0, n_all - 2));
+    const double var = std::max(
+        1e-6, (old_sq - old_sum * old_sum / n_old + new_sq - new_sum * new_sum / n_new) / std::max(1.0, n_all - 2));
     const double z = (new_sum / n_new - old_sum / n_old) / std::sqrt(var / n_new + var / n_old);
-    const double log_odds =
-        std::log(change_prior / (1 - change_prior)) + 0.5 * z * z - 0.5 * std::log(n_all);
+    const double log_odds = std::log(change_prior / (1 - change_prior)) + 0.5 * z * z - 0.5 * std::log(n_all);
     p.p_losses = 1 / (1 + std::exp(-std::clamp(log_odds, -50.0, 50.0)));
     p.losses[1] = MakePool(newest, plan_loss);
   }
@@ -708,9 +708,11 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
     p.crisis_probability = believed * CrisisProbability(p.excess_ratio);
     // Its age: the whole run when the older part was in excess too (more than half way, in
     // logs, to the recent level), else the recent window.
-    const double older_cost = Div(kPriorInterruptions + n_older, kPriorInterruptions * prior.job_mtbf_seconds + older.running) *
-                              p.losses[0].mean;
-    p.crisis_age_seconds = Div(older_cost, plan_cost) >= std::sqrt(p.excess_ratio) ? snap.running_seconds : recent.running;
+    const double older_cost =
+        Div(kPriorInterruptions + n_older, kPriorInterruptions * prior.job_mtbf_seconds + older.running) *
+        p.losses[0].mean;
+    p.crisis_age_seconds =
+        Div(older_cost, plan_cost) >= std::sqrt(p.excess_ratio) ? snap.running_seconds : recent.running;
     // Finding and fixing takes days to weeks, however young the crisis: a week at least.
     p.crisis_scale_seconds = std::max(p.crisis_age_seconds, kMinCrisisSeconds);
   }
@@ -724,7 +726,7 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
 // `change_prior` split between the step and the trend.
 constexpr int kTrendChunks = 16;
 struct ThroughputTrend {
-  double slope = 0;   // d log(rate) / d productive second
+  double slope = 0;  // d log(rate) / d productive second
   double weight = 0;
   // How well the run's own rate so far has predicted its rate later (below); unknown
   // (false) before there are kTrendChunks spans to read it from.
@@ -751,7 +753,8 @@ ThroughputTrend EstimateTrend(const std::deque<EvidenceSample>& evidence, const 
     prev_t = tokens;
   };
   for (const EvidenceSample& e : evidence) {
-    if (e.productive_seconds - prev_p >= total / kTrendChunks && total - e.productive_seconds >= 0.5 * total / kTrendChunks) {
+    if (e.productive_seconds - prev_p >= total / kTrendChunks &&
+        total - e.productive_seconds >= 0.5 * total / kTrendChunks) {
       close(e.productive_seconds, e.productive_tokens);
     }
   }
@@ -839,8 +842,8 @@ double ComputeWithTrend(double tokens, double rate, double slope) {
   if (rate <= 0) return 0;
   if (std::fabs(slope) < 1e-15) return tokens / rate;
   const double cap = slope < 0 ? 0.5 : 2.0;
-  const double until_cap = std::log(cap) / slope;                  // compute seconds
-  const double tokens_until_cap = rate * (cap - 1) / slope;        // tokens by then
+  const double until_cap = std::log(cap) / slope;            // compute seconds
+  const double tokens_until_cap = rate * (cap - 1) / slope;  // tokens by then
   if (tokens <= tokens_until_cap) return std::log(1 + slope * tokens / rate) / slope;
   return until_cap + (tokens - tokens_until_cap) / (cap * rate);
 }
@@ -861,8 +864,7 @@ const char* EvidenceModelName(EvidenceModel model) {
   return "?";
 }
 
-Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time now,
-                    const ForecastOptions& options) {
+Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time now, const ForecastOptions& options) {
   const RunSnapshot snap = Snapshot(s, now);
   Simulation sim;
   sim.as_of = snap.as_of == absl::InfinitePast() ? now : snap.as_of;
@@ -917,9 +919,11 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     const double since_seconds = produced - at.productive_seconds;
     const double since_tokens = s.productive_tokens - at.productive_tokens;
     const double scaled = observed * prior.revision_rate_scale;
-    const double w_since = since_seconds > 0 && since_tokens > 0 ? since_seconds / (since_seconds + kRateEvidenceSeconds) : 0;
-    observed = w_since > 0 ? std::exp(w_since * std::log(since_tokens / since_seconds) + (1 - w_since) * std::log(scaled))
-                           : scaled;
+    const double w_since =
+        since_seconds > 0 && since_tokens > 0 ? since_seconds / (since_seconds + kRateEvidenceSeconds) : 0;
+    observed = w_since > 0
+                   ? std::exp(w_since * std::log(since_tokens / since_seconds) + (1 - w_since) * std::log(scaled))
+                   : scaled;
   }
   const double w_obs = observed > 0 ? produced / (produced + kRateEvidenceSeconds) : 0;
   const double center_before_change =
@@ -956,8 +960,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   }
   sim.trend_weight = trend.weight;
   const double disagreement = (lifetime > 0 && recent > 0) ? std::fabs(std::log(recent / lifetime)) : 0;
-  const double remaining_tokens =
-      static_cast<double>(std::max<int64_t>(0, prior.target_tokens - s.tokens));
+  const double remaining_tokens = static_cast<double>(std::max<int64_t>(0, prior.target_tokens - s.tokens));
   const double remaining_fraction = Div(remaining_tokens, static_cast<double>(prior.target_tokens));
   // Change ahead: while the run has not shown how its rate wanders, the prior's
   // kFutureRateSigma per remaining fraction; then its own (EstimateTrend), scaled from its
@@ -1004,16 +1007,16 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // rate, count, losses, overhead) from streams of their own: a refresh with nothing new
   // draws the same numbers even where a parameter moved a little and a distribution takes
   // more or fewer of them, so the finish moves only by what the time that passed changed.
-  const uint64_t base = SplitMix64::Mix(static_cast<uint64_t>(s.events) * 0x9E3779B97F4A7C15ULL ^
-                                        static_cast<uint64_t>(s.tokens) ^
-                                        SplitMix64::Mix(static_cast<uint64_t>(absl::ToUnixMicros(s.last_time))));
+  const uint64_t base =
+      SplitMix64::Mix(static_cast<uint64_t>(s.events) * 0x9E3779B97F4A7C15ULL ^ static_cast<uint64_t>(s.tokens) ^
+                      SplitMix64::Mix(static_cast<uint64_t>(absl::ToUnixMicros(s.last_time))));
   const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
   const double plan_loss_mu = std::log(plan_loss) - 0.5 * kPlanLossSigma * kPlanLossSigma;
   auto draw_loss = [&](const LossPool& pool, SplitMix64& g) {
     std::uniform_real_distribution<double> uniform(0, 1);
     if (!pool.losses.empty() && uniform(g) < pool.p_observed) {
-      return pool.losses[static_cast<size_t>(uniform(g) * static_cast<double>(pool.losses.size())) %
-                         pool.losses.size()];
+      return pool
+          .losses[static_cast<size_t>(uniform(g) * static_cast<double>(pool.losses.size())) % pool.losses.size()];
     }
     std::lognormal_distribution<double> plan_loss_draw(plan_loss_mu, kPlanLossSigma);
     return plan_loss_draw(g);

@@ -29,12 +29,12 @@ struct ForecastPrior {
   absl::Time plan_finish = absl::UnixEpoch();
   std::optional<absl::Time> deadline;
   double plan_tokens_per_second = 0;
-  double peak_tokens_per_second = 0;    // the fleet at 100% MFU (0: unknown)
-  double plan_total_seconds = 0;        // the whole schedule
-  double plan_active_seconds = 0;       // active compute
-  double plan_checkpoint_seconds = 0;   // checkpoint overhead over the run
-  double plan_availability_seconds = 0; // planned downtime over the run
-  double budget_seconds = 0;            // the failure budget
+  double peak_tokens_per_second = 0;     // the fleet at 100% MFU (0: unknown)
+  double plan_total_seconds = 0;         // the whole schedule
+  double plan_active_seconds = 0;        // active compute
+  double plan_checkpoint_seconds = 0;    // checkpoint overhead over the run
+  double plan_availability_seconds = 0;  // planned downtime over the run
+  double budget_seconds = 0;             // the failure budget
   double job_mtbf_seconds = 0;
   double loss_per_interruption_seconds = 0;
   double checkpoint_blocking_seconds = 0;
@@ -65,8 +65,7 @@ struct ForecastPrior {
   } change;
   // Prices and power for the run's cost (the plan's cost section and power model).
   struct Cost {
-    double gpu_hour_dollars = 0, energy_dollars_per_mwh = 0, reserved_gpus = 0, training_watts = 0,
-           idle_watts = 0;
+    double gpu_hour_dollars = 0, energy_dollars_per_mwh = 0, reserved_gpus = 0, training_watts = 0, idle_watts = 0;
   } cost;
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
@@ -133,7 +132,7 @@ struct ForecastOptions {
 // (docs/contract.md §10): "the last days continue" and "the run returns to its plan", each with its
 // median finish and budget at finish, and the weight the forecast gives it, with why.
 struct Future {
-  std::string name;  // "recent" | "plan"
+  std::string name;                     // "recent" | "plan"
   double finish_p50_seconds = 0;        // from the simulation's as_of
   double budget_at_finish_seconds = 0;  // consumed + the median loss still to come
   double mtbf_seconds = 0;              // running seconds per incident ahead
@@ -165,8 +164,8 @@ struct Forecast {
   absl::Time finish_p90 = absl::UnixEpoch();
   absl::Time plan_finish = absl::UnixEpoch();
   std::optional<absl::Time> deadline;
-  double slip_seconds = 0;              // finish_p50 - plan_finish
-  double deadline_probability = 0;      // P(finish <= deadline), 0 without one
+  double slip_seconds = 0;          // finish_p50 - plan_finish
+  double deadline_probability = 0;  // P(finish <= deadline), 0 without one
 
   // Failure budget.
   double budget_seconds = 0;
@@ -225,17 +224,17 @@ struct Simulation {
   // What the simulation assumed for the rest of the run (kChangepoint: the mixture's mean).
   double change_probability_failures = 0;  // the recent regime's weight
   double change_probability_losses = 0;
-  double mtbf_seconds = 0;                 // running seconds per incident ahead
+  double mtbf_seconds = 0;  // running seconds per incident ahead
   double loss_per_incident_seconds = 0;
-  double overhead_ratio = 0;               // planned overhead per compute second ahead
-  double trend_weight = 0;                 // weight of "the throughput trend continues"
+  double overhead_ratio = 0;  // planned overhead per compute second ahead
+  double trend_weight = 0;    // weight of "the throughput trend continues"
   // The failure process ahead against the plan's: the recent regime's cost per running
   // second over the plan's, the probability that an excess is a crisis that will be fixed,
   // and how long it has lasted (running seconds).
   double excess_ratio = 1;
   double crisis_probability = 0;
   double crisis_age_seconds = 0;
-  double recovery_weight = 0;  // P(fixed before the finish): the "plan" future's weight
+  double recovery_weight = 0;            // P(fixed before the finish): the "plan" future's weight
   std::vector<double> quantile_seconds;  // at FinishQuantileLevel
   std::vector<Future> futures;           // empty while they agree
 };
@@ -248,8 +247,8 @@ struct Simulation {
 
 // Both: ForecastNow with the simulation's fields filled in.
 [[nodiscard]] Forecast Combine(Forecast now_part, const Simulation& simulation);
-[[nodiscard]] Forecast ComputeForecast(const RunState& state, const ForecastPrior& prior,
-                                       absl::Time now, const ForecastOptions& options = {});
+[[nodiscard]] Forecast ComputeForecast(const RunState& state, const ForecastPrior& prior, absl::Time now,
+                                       const ForecastOptions& options = {});
 
 }  // namespace flightplan::forecast
 

@@ -17,18 +17,14 @@ const std::vector<Scenario>& Scenarios() {
       v.push_back({name, description, o, change_at});
     };
     add("as-planned", "reality as the plan assumes", 0, [](SimulationOptions&) {});
-    add("failures-x2", "twice the plan's failure rate", 0,
-        [](SimulationOptions& o) { o.failure_rate_factor = 2; });
-    add("failures-x0.5", "half the plan's failure rate", 0,
-        [](SimulationOptions& o) { o.failure_rate_factor = 0.5; });
-    add("throughput-85", "85% of the plan's throughput", 0,
-        [](SimulationOptions& o) { o.throughput_factor = 0.85; });
-    add("bad-rack-40", "from 40% on, failures x3 and throughput 90% (a rack going bad)", 0.4,
-        [](SimulationOptions& o) {
-          o.regime_at = 0.4;
-          o.regime_failure_factor = 3;
-          o.regime_throughput_factor = 0.9;
-        });
+    add("failures-x2", "twice the plan's failure rate", 0, [](SimulationOptions& o) { o.failure_rate_factor = 2; });
+    add("failures-x0.5", "half the plan's failure rate", 0, [](SimulationOptions& o) { o.failure_rate_factor = 0.5; });
+    add("throughput-85", "85% of the plan's throughput", 0, [](SimulationOptions& o) { o.throughput_factor = 0.85; });
+    add("bad-rack-40", "from 40% on, failures x3 and throughput 90% (a rack going bad)", 0.4, [](SimulationOptions& o) {
+      o.regime_at = 0.4;
+      o.regime_failure_factor = 3;
+      o.regime_throughput_factor = 0.9;
+    });
     add("degrading", "throughput loses 2% per tenth of progress", 0.1,
         [](SimulationOptions& o) { o.degrade_per_tenth = 0.02; });
     add("heavy-tailed-restarts", "restarts Pareto-tailed (alpha 1.5): a few take hours", 0,
@@ -45,8 +41,8 @@ const std::vector<Scenario>& Scenarios() {
           o.early_failure_factor = 8;
         });
     add("crisis-then-settle",
-        "a crisis: failures 3x rising to 10x the plan's until 30% (the worst stretch last), then the plan's",
-        0.3, [](SimulationOptions& o) {
+        "a crisis: failures 3x rising to 10x the plan's until 30% (the worst stretch last), then the plan's", 0.3,
+        [](SimulationOptions& o) {
           o.early_until = 0.3;
           o.early_failure_factor = 3;
           o.early_failure_ramp_to = 10;
@@ -65,16 +61,14 @@ const std::vector<Scenario>& Scenarios() {
       o.bad_day_hours = 24;
       o.bad_day_failure_factor = 10;
     });
-    add("heavy-maintenance", "8 h of maintenance every week (the plan allots 2%)", 0,
-        [](SimulationOptions& o) {
-          o.maintenance_every_days = 7;
-          o.maintenance_hours = 8;
-        });
-    add("interventions", "every 10 days a planned restart rolls back 3 checkpoints", 0,
-        [](SimulationOptions& o) {
-          o.intervention_every_days = 10;
-          o.intervention_rollback_checkpoints = 3;
-        });
+    add("heavy-maintenance", "8 h of maintenance every week (the plan allots 2%)", 0, [](SimulationOptions& o) {
+      o.maintenance_every_days = 7;
+      o.maintenance_hours = 8;
+    });
+    add("interventions", "every 10 days a planned restart rolls back 3 checkpoints", 0, [](SimulationOptions& o) {
+      o.intervention_every_days = 10;
+      o.intervention_rollback_checkpoints = 3;
+    });
     return v;
   }();
   return kScenarios;
@@ -87,8 +81,7 @@ const Scenario* FindScenario(std::string_view name) {
   return nullptr;
 }
 
-std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
-                               const SimulationOptions& o) {
+std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const SimulationOptions& o) {
   std::mt19937_64 rng(o.seed);
   // The calendar of bad days has its own stream, so it does not depend on the failures.
   std::mt19937_64 calendar_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
@@ -138,7 +131,7 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
   uint32_t attempt = 1;
   int64_t step = 0;
   std::vector<int64_t> saved{0};  // checkpointed steps, the lineage's, oldest first
-  double since_ckpt = 0;  // compute seconds since the last checkpoint
+  double since_ckpt = 0;          // compute seconds since the last checkpoint
   auto at = [&](double seconds) { return start + absl::Seconds(seconds); };
   auto started = [&](int64_t restored) {
     Event e;
@@ -173,10 +166,10 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
       failure_factor *= o.regime_failure_factor;
     }
     if (progress < o.early_until) {
-      failure_factor *= o.early_failure_ramp_to > 0
-                            ? o.early_failure_factor +
-                                  (o.early_failure_ramp_to - o.early_failure_factor) * progress / o.early_until
-                            : o.early_failure_factor;
+      failure_factor *=
+          o.early_failure_ramp_to > 0
+              ? o.early_failure_factor + (o.early_failure_ramp_to - o.early_failure_factor) * progress / o.early_until
+              : o.early_failure_factor;
     }
     while (t >= bad_end) next_bad_day(bad_end);
     if (t >= bad_start) failure_factor *= o.bad_day_failure_factor;
@@ -185,14 +178,12 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
     // Up to the next report, or the next checkpoint if sooner (saves follow the plan's
     // interval, not the report cadence).
     const double step_seconds_now = plan_step_seconds / speed;
-    const int64_t to_checkpoint =
-        std::max<int64_t>(1, static_cast<int64_t>(std::min(
-                                 9e18, std::ceil((interval - since_ckpt) / step_seconds_now))));
+    const int64_t to_checkpoint = std::max<int64_t>(
+        1, static_cast<int64_t>(std::min(9e18, std::ceil((interval - since_ckpt) / step_seconds_now))));
     const int64_t to_report = report_every - (step % report_every);
     const int64_t chunk = std::min({to_report, to_checkpoint, total_steps - step});
     // Small jitter per report interval: real step times wobble.
-    double chunk_seconds =
-        static_cast<double>(chunk) * plan_step_seconds / speed * (1 + 0.02 * (uniform(rng) - 0.5));
+    double chunk_seconds = static_cast<double>(chunk) * plan_step_seconds / speed * (1 + 0.02 * (uniform(rng) - 0.5));
     if (o.step_time_noise > 0) {
       // Its own stream, so the failures drawn do not depend on the noise.
       std::normal_distribution<double> noise(-0.5 * o.step_time_noise * o.step_time_noise, o.step_time_noise);
@@ -259,10 +250,8 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r,
         started(step);
         continue;
       }
-      const bool plan_window =
-          next_window <= windows &&
-          static_cast<double>(step) / static_cast<double>(total_steps) >=
-              static_cast<double>(next_window) / (windows + 1);
+      const bool plan_window = next_window <= windows && static_cast<double>(step) / static_cast<double>(total_steps) >=
+                                                             static_cast<double>(next_window) / (windows + 1);
       if (plan_window || t >= next_maintenance) {
         double down = window;
         if (plan_window) {

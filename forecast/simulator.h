@@ -19,11 +19,11 @@ using planner::PlanSpec;
 struct SimulationOptions {
   uint64_t seed = 1;
   // Reality vs the plan.
-  double failure_rate_factor = 1.0;   // failures x k
-  double throughput_factor = 1.0;     // achieved / planned tokens per second
-  double degrade_per_tenth = 0.0;     // throughput loses this share per tenth of progress
-  double regime_at = 0.0;             // progress (0..1) where a regime change starts; 0 = none
-  double regime_failure_factor = 1.0; // ... failures x k after it (a bad rack)
+  double failure_rate_factor = 1.0;    // failures x k
+  double throughput_factor = 1.0;      // achieved / planned tokens per second
+  double degrade_per_tenth = 0.0;      // throughput loses this share per tenth of progress
+  double regime_at = 0.0;              // progress (0..1) where a regime change starts; 0 = none
+  double regime_failure_factor = 1.0;  // ... failures x k after it (a bad rack)
   double regime_throughput_factor = 1.0;
   // A chaotic start: failures x k (on top of failure_rate_factor) until this progress.
   double early_until = 0.0;
@@ -47,12 +47,12 @@ struct SimulationOptions {
   // rewound, a learning-rate change redone), losing that work on purpose. 0 = none.
   double intervention_every_days = 0.0;
   int intervention_rollback_checkpoints = 3;
-  double restart_tail_alpha = 0.0;    // > 0: restarts Pareto-tailed with this shape
-  double hang_fraction = 0.0;         // failures that hang until a watchdog kills them
+  double restart_tail_alpha = 0.0;  // > 0: restarts Pareto-tailed with this shape
+  double hang_fraction = 0.0;       // failures that hang until a watchdog kills them
   double watchdog_seconds = 1800;
-  double unreported_fraction = 0.0;   // crashes nobody reports
-  double duplicate_fraction = 0.0;    // events sent twice
-  bool maintenance = true;            // the plan's planned downtime, as windows
+  double unreported_fraction = 0.0;  // crashes nobody reports
+  double duplicate_fraction = 0.0;   // events sent twice
+  bool maintenance = true;           // the plan's planned downtime, as windows
   // Step-time noise: each report interval's time is multiplied by a log-normal factor with
   // this sigma (on top of a 2% uniform wobble). 0 = the wobble only.
   double step_time_noise = 0.0;

@@ -15,7 +15,8 @@ double Ratio(double a, double b) { return a > 0 && b > 0 && std::isfinite(a / b)
 std::string When(absl::Time t) { return absl::FormatTime("%Y-%m-%d %H:%M UTC", t, absl::UTCTimeZone()); }
 
 std::string Minutes(double seconds) {
-  return seconds >= 60 && std::fmod(seconds, 60) == 0 ? absl::StrCat(seconds / 60, " min") : absl::StrCat(seconds, " s");
+  return seconds >= 60 && std::fmod(seconds, 60) == 0 ? absl::StrCat(seconds / 60, " min")
+                                                      : absl::StrCat(seconds, " s");
 }
 
 }  // namespace
@@ -25,7 +26,8 @@ std::string Describe(const Variant& v) {
   std::vector<std::string> parts;
   if (v.gpus) parts.push_back(absl::StrCat(*v.gpus, " GPUs"));
   if (v.add_gpus) parts.push_back(absl::StrCat(*v.add_gpus >= 0 ? "+" : "", *v.add_gpus, " GPUs"));
-  if (v.checkpoint_interval_seconds) parts.push_back(absl::StrCat("checkpoint every ", Minutes(*v.checkpoint_interval_seconds)));
+  if (v.checkpoint_interval_seconds)
+    parts.push_back(absl::StrCat("checkpoint every ", Minutes(*v.checkpoint_interval_seconds)));
   if (v.async_checkpoint) parts.push_back(*v.async_checkpoint ? "async checkpoints" : "sync checkpoints");
   if (v.node_mtbf_hours) parts.push_back(absl::StrCat("node MTBF ", *v.node_mtbf_hours, " h"));
   if (v.node_mtbf_factor) parts.push_back(absl::StrCat("node MTBF x", *v.node_mtbf_factor));
@@ -42,7 +44,8 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
   if (deadline) prior.deadline = *deadline;
   const RunSnapshot snap = Snapshot(state, now);
   auto ckpt_per_compute = [](const PlanReport& r) {
-    return r.schedule.active_compute_seconds > 0 ? r.checkpoint.overhead_seconds / r.schedule.active_compute_seconds : 0.0;
+    return r.schedule.active_compute_seconds > 0 ? r.checkpoint.overhead_seconds / r.schedule.active_compute_seconds
+                                                 : 0.0;
   };
   const double base_ckpt = ckpt_per_compute(base);
 
@@ -58,7 +61,8 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     const Forecast f = Combine(ForecastNow(state, p, now), sim);
     out.gpus = r.fleet.gpus;
     out.tokens_per_second = sim.forecast_tokens_per_second;
-    out.mtbf_seconds = p.change.failure_rate_ahead ? r.failures.job_mtbf_seconds : sim.mtbf_seconds / p.change.failure_scale;
+    out.mtbf_seconds =
+        p.change.failure_rate_ahead ? r.failures.job_mtbf_seconds : sim.mtbf_seconds / p.change.failure_scale;
     out.finish_p10 = f.finish_p10;
     out.finish_p50 = f.finish_p50;
     out.finish_p90 = f.finish_p90;
@@ -88,7 +92,8 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     PlanSpec changed = plan;
     if (v.gpus || v.add_gpus) {
       const int64_t gpus = v.gpus ? static_cast<int64_t>(*v.gpus) : static_cast<int64_t>(plan.fleet.gpus) + *v.add_gpus;
-      const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
+      const uint64_t replica =
+          uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
       if (!plan.phases.empty()) {
         o.errors.push_back("the plan is in phases, each with its own fleet: change the fleet in the phases' plan");
       } else if (gpus <= 0) {
@@ -144,7 +149,8 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
 LiveDeadlineFleet FleetForDeadline(const PlanSpec& plan, const RunState& state, absl::Time now, absl::Time deadline,
                                    uint32_t max_gpus, const ForecastOptions& options) {
   LiveDeadlineFleet out;
-  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
+  const uint64_t replica =
+      uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
   const uint32_t per_node = plan.hardware.gpus_per_node.value_or(8);
   const uint64_t batch = planner::ComputePlan(plan).batch.sequences_per_step;
   if (!plan.phases.empty() || replica == 0 || per_node == 0 || batch == 0) {
@@ -180,22 +186,23 @@ LiveDeadlineFleet FleetForDeadline(const PlanSpec& plan, const RunState& state, 
           break;
         }
       }
-      out.explanation =
-          out.smaller_gpus > 0
-              ? absl::StrCat(t.gpus, " GPUs finish by the deadline at P90 (", When(t.finish_p90), "); the next smaller "
-                             "valid fleet, ", out.smaller_gpus, " GPUs, finishes at P90 ", When(out.smaller_p90), ".")
-              : absl::StrCat(t.gpus, " GPUs, the smallest valid fleet, finish by the deadline at P90 (",
-                             When(t.finish_p90), ").");
+      out.explanation = out.smaller_gpus > 0
+                            ? absl::StrCat(t.gpus, " GPUs finish by the deadline at P90 (", When(t.finish_p90),
+                                           "); the next smaller "
+                                           "valid fleet, ",
+                                           out.smaller_gpus, " GPUs, finishes at P90 ", When(out.smaller_p90), ".")
+                            : absl::StrCat(t.gpus, " GPUs, the smallest valid fleet, finish by the deadline at P90 (",
+                                           When(t.finish_p90), ").");
       return out;
     }
     if (best == nullptr || t.finish_p90 < best->finish_p90) best = &t;
   }
   if (best != nullptr) out.fleet = *best;
-  out.explanation = absl::StrCat("no fleet up to ", max_gpus, " GPUs that holds the batch of ", batch,
-                                 " sequences finishes by the deadline at P90",
-                                 best ? absl::StrCat(": the fastest, ", best->gpus, " GPUs, at P90 ", When(best->finish_p90))
-                                      : std::string(),
-                                 ".");
+  out.explanation = absl::StrCat(
+      "no fleet up to ", max_gpus, " GPUs that holds the batch of ", batch,
+      " sequences finishes by the deadline at P90",
+      best ? absl::StrCat(": the fastest, ", best->gpus, " GPUs, at P90 ", When(best->finish_p90)) : std::string(),
+      ".");
   return out;
 }
 

@@ -22,9 +22,9 @@
 namespace flightplan::forecast {
 
 struct Variant {
-  std::string name;  // "" = described from the changes
-  std::optional<uint32_t> gpus;           // the fleet (whole replicas; the batch held)
-  std::optional<int64_t> add_gpus;        // or this many more (negative: fewer)
+  std::string name;                 // "" = described from the changes
+  std::optional<uint32_t> gpus;     // the fleet (whole replicas; the batch held)
+  std::optional<int64_t> add_gpus;  // or this many more (negative: fewer)
   std::optional<double> checkpoint_interval_seconds;
   std::optional<bool> async_checkpoint;
   // The node MTBF from now on, as typed: the failure rate ahead is the changed plan's,
@@ -39,13 +39,12 @@ struct Variant {
 
 struct Outcome {
   std::string name;
-  bool broken = false;             // the planner refused the changed plan
-  std::vector<std::string> errors; // its error findings (code: message), or why not applied
+  bool broken = false;              // the planner refused the changed plan
+  std::vector<std::string> errors;  // its error findings (code: message), or why not applied
   uint32_t gpus = 0;
-  double tokens_per_second = 0;    // what the forecast centres on
-  double mtbf_seconds = 0;         // the job MTBF the forecast draws around
-  absl::Time finish_p10 = absl::InfinitePast(), finish_p50 = absl::InfinitePast(),
-             finish_p90 = absl::InfinitePast();
+  double tokens_per_second = 0;  // what the forecast centres on
+  double mtbf_seconds = 0;       // the job MTBF the forecast draws around
+  absl::Time finish_p10 = absl::InfinitePast(), finish_p50 = absl::InfinitePast(), finish_p90 = absl::InfinitePast();
   double budget_projected_seconds = 0;  // consumed + the loss ahead (P50)
   double exhaustion_probability = 0, deadline_probability = 0;
   double cost_p50_dollars = 0, energy_p50_mwh = 0;
@@ -63,7 +62,7 @@ struct Outcome {
 // tried from the smallest that holds the batch upward, to `max_gpus`.
 struct LiveDeadlineFleet {
   bool met = false;
-  Outcome fleet;            // the smallest that meets it (or the fastest tried)
+  Outcome fleet;              // the smallest that meets it (or the fastest tried)
   uint32_t smaller_gpus = 0;  // the next smaller valid fleet, which does not (0: none)
   absl::Time smaller_p90 = absl::InfinitePast();
   std::string explanation;

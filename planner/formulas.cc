@@ -14,12 +14,10 @@ uint64_t SaturatingCount(double v) {
 }
 
 double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len) {
-  return 12.0 * static_cast<double>(layers) * static_cast<double>(width) *
-         static_cast<double>(seq_len);
+  return 12.0 * static_cast<double>(layers) * static_cast<double>(width) * static_cast<double>(seq_len);
 }
 
-double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len,
-                              AttentionConvention convention) {
+double AttentionFlopsPerToken(uint32_t layers, uint64_t width, uint32_t seq_len, AttentionConvention convention) {
   switch (convention) {
     case AttentionConvention::kFull:
       return AttentionFlopsPerToken(layers, width, seq_len);
@@ -37,8 +35,8 @@ double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches, uint32_t virtu
   return idle / (std::max(1u, virtual_stages) * static_cast<double>(microbatches) + idle);
 }
 
-double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden, double heads,
-                               double tp, double cp, Recompute mode, ActivationKinds kinds) {
+double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden, double heads, double tp, double cp,
+                               Recompute mode, ActivationKinds kinds) {
   if (tp <= 0 || cp <= 0 || hidden <= 0) return 0;
   const double s = seq_len / cp;  // this rank's share of the sequence
   const double sbh = s * micro_batch * hidden;
@@ -56,8 +54,7 @@ double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden
   return 0;
 }
 
-double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus,
-                  double peak_flops) {
+double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus, double peak_flops) {
   if (gpus <= 0 || peak_flops <= 0) return 0;
   return flops_per_token * tokens_per_second / (gpus * peak_flops);
 }
@@ -70,8 +67,7 @@ StepCount CountSteps(uint64_t tokens, uint64_t tokens_per_step) {
   return out;
 }
 
-double ZeroStateBytes(double params_per_shard, double dp, int zero_stage,
-                      const StateBytesPerParam& bytes) {
+double ZeroStateBytes(double params_per_shard, double dp, int zero_stage, const StateBytesPerParam& bytes) {
   const double shards = std::max(dp, 1.0);
   const double w = bytes.weight * params_per_shard;
   const double g = bytes.grad * params_per_shard;
@@ -110,9 +106,7 @@ double NodeMtbfFromRateSeconds(double failures_per_1000_node_days) {
 }
 
 namespace {
-double LogPoissonPmf(double mean, double k) {
-  return -mean + k * std::log(mean) - std::lgamma(k + 1.0);
-}
+double LogPoissonPmf(double mean, double k) { return -mean + k * std::log(mean) - std::lgamma(k + 1.0); }
 }  // namespace
 
 double PoissonCdf(double mean, uint64_t k) {
@@ -127,12 +121,12 @@ namespace {
 // below 1.2e-9), P. J. Acklam, "An algorithm for computing the inverse normal cumulative
 // distribution function" (2003).
 double NormalQuantile(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                              6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                             -2.549671010960452e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+                             -2.549671010960452e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                              3.754408661907416e+00};
   const double low = 0.02425;

@@ -36,8 +36,7 @@ enum class AttentionConvention { kCausal, kFull, kNone };
 // Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
 // Using Megatron-LM", sec. 2.2.1 (bubble time over ideal time (p-1)/m) and 2.2.2 (divided
 // by v). 0 when pp <= 1.
-[[nodiscard]] double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches,
-                                            uint32_t virtual_stages);
+[[nodiscard]] double PipelineBubbleFraction(uint32_t pp, uint64_t microbatches, uint32_t virtual_stages);
 
 // Activation bytes one transformer layer stores for the backward pass, per micro-batch of
 // `micro_batch` sequences of `seq_len` tokens (16-bit activations). Korthikanti et al.
@@ -62,15 +61,13 @@ struct ActivationKinds {
   bool dropout = true;
   bool fp8_matmul_inputs = false;
 };
-[[nodiscard]] double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden,
-                                             double heads, double tp, double cp, Recompute mode,
-                                             ActivationKinds kinds = {});
+[[nodiscard]] double ActivationBytesPerLayer(double seq_len, double micro_batch, double hidden, double heads, double tp,
+                                             double cp, Recompute mode, ActivationKinds kinds = {});
 
 // Model FLOPs utilisation implied by an observed throughput: achieved model FLOP/s over
 // peak. PaLM 540B: 6 x 540.35e9 x 238.3e3 / (6144 x 275e12) = 45.7% (Chowdhery et al.
 // 2022, sec. 4.1).
-[[nodiscard]] double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus,
-                                double peak_flops);
+[[nodiscard]] double ImpliedMfu(double flops_per_token, double tokens_per_second, double gpus, double peak_flops);
 
 // Optimizer steps to train `tokens` at `tokens_per_step`, rounded up, and the tokens of
 // the last (possibly partial) step. tokens_per_step must be > 0.

@@ -24,8 +24,7 @@ struct PlanSpec {
     double params = 0;
     std::optional<double> active_params;
     std::optional<double> expert_params;
-    uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0,
-             head_dim = 0;
+    uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0, head_dim = 0;
     std::optional<bool> tied_embeddings;  // false: 6 x (N - V x h), Megatron-LM's count
     std::optional<bool> dropout;          // default true: the activations keep its masks
   } model;
@@ -58,12 +57,12 @@ struct PlanSpec {
     std::optional<uint64_t> global_batch_tokens;
   } layout;
   struct Efficiency {
-    double mfu = 0;              // model FLOPs utilisation end to end; or give hfu
-    std::optional<double> hfu;   // hardware FLOPs utilisation end to end (counts recomputation)
+    double mfu = 0;             // model FLOPs utilisation end to end; or give hfu
+    std::optional<double> hfu;  // hardware FLOPs utilisation end to end (counts recomputation)
     // Bottom-up: the efficiency while the pipeline is busy; the bubble is charged on top.
     std::optional<double> busy_mfu, busy_hfu;
     std::string matmul_precision;  // "" = hardware.peak_precision | bf16 | fp8 (activation bytes)
-    std::string recompute;       // "" = selective | none | full
+    std::string recompute;         // "" = selective | none | full
     // What the figure's attention FLOPs count (see plan.proto): causal (default) or the full
     // score matrix; or no attention at all (count_attention false: 6N only).
     std::optional<bool> causal_attention, count_attention;
@@ -80,11 +79,10 @@ struct PlanSpec {
     std::optional<uint32_t> replicas;
   } checkpoint;
   struct Failures {
-    std::optional<double> node_mtbf_hours, failures_per_1000_node_days, detect_seconds,
-        restart_seconds;
+    std::optional<double> node_mtbf_hours, failures_per_1000_node_days, detect_seconds, restart_seconds;
     std::string failure_domain;  // "" = node
     std::optional<double> budget_quantile;
-    std::optional<double> rate_spread;                    // spread of the true rate
+    std::optional<double> rate_spread;                // spread of the true rate
     std::optional<double> job_interruptions_per_day;  // not scaling with nodes
     std::optional<double> spare_repair_hours;         // a failed node's time out
   } failures;
@@ -93,8 +91,8 @@ struct PlanSpec {
   } availability;
   std::optional<double> contingency_fraction;
   struct Cost {
-    double gpu_hour_dollars = 0;          // one GPU-hour of the reserved fleet, all-in
-    double energy_dollars_per_mwh = 0;    // extra, when the GPU-hour price excludes power
+    double gpu_hour_dollars = 0;                // one GPU-hour of the reserved fleet, all-in
+    double energy_dollars_per_mwh = 0;          // extra, when the GPU-hour price excludes power
     std::optional<double> idle_power_fraction;  // of the IT load while the job is down
   } cost;
 
@@ -132,8 +130,7 @@ struct PlanReport {
   struct Compute {
     // Model FLOPs per token (6N plus attention under the named convention), and what the
     // GPUs execute (plus the forward recomputed under the recompute mode).
-    double flops_per_token = 0, attention_flops_per_token = 0, total_flops = 0,
-           dense_total_flops = 0,
+    double flops_per_token = 0, attention_flops_per_token = 0, total_flops = 0, dense_total_flops = 0,
            cluster_flops_per_second = 0, tokens_per_second = 0, active_gpu_hours = 0;
     double hardware_flops_per_token = 0;
     // Both utilisations end to end (the bubble included), and the share of each step the
@@ -150,16 +147,15 @@ struct PlanReport {
     double state_bytes_per_gpu = 0, hbm_bytes = 0;
     bool fits = true;
     double weights = 0, grads = 0, optimizer = 0;  // bytes
-    double activation_bytes_per_layer = 0;  // one micro-batch, as stored for backward
-    double activations = 0, recompute_working_bytes = 0, logits = 0, buffers = 0, reserve = 0,
-           total_bytes = 0;
+    double activation_bytes_per_layer = 0;         // one micro-batch, as stored for backward
+    double activations = 0, recompute_working_bytes = 0, logits = 0, buffers = 0, reserve = 0, total_bytes = 0;
     uint32_t layers_on_stage = 0;
     double microbatches_in_flight = 0;  // fractional under the interleaved schedule
     std::string stage;
   } memory;
   struct Checkpoint {
-    double size_bytes = 0, write_seconds = 0, read_seconds = 0, blocking_seconds = 0,
-           young_interval_seconds = 0, daly_interval_seconds = 0, interval_seconds = 0;
+    double size_bytes = 0, write_seconds = 0, read_seconds = 0, blocking_seconds = 0, young_interval_seconds = 0,
+           daly_interval_seconds = 0, interval_seconds = 0;
     uint64_t count = 0;
     double overhead_seconds = 0;
     // The storage's side: the share of the run it spends writing checkpoints (write time
@@ -170,8 +166,8 @@ struct PlanReport {
     double restore_read_bytes = 0;
   } checkpoint;
   struct Failures {
-    double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0,
-           loss_per_interruption_seconds = 0, expected_loss_seconds = 0, budget_seconds = 0;
+    double node_mtbf_seconds = 0, job_mtbf_seconds = 0, expected_interruptions = 0, loss_per_interruption_seconds = 0,
+           expected_loss_seconds = 0, budget_seconds = 0;
     uint64_t budget_interruptions = 0;
     double rate_spread = 0;  // the Gamma spread of the rate behind the budget's quantile
     double job_interruptions_per_day = 0;
@@ -180,8 +176,8 @@ struct PlanReport {
     uint64_t nodes_in_repair_p99 = 0;
   } failures;
   struct Schedule {
-    double active_compute_seconds = 0, checkpoint_seconds = 0, failure_budget_seconds = 0,
-           availability_seconds = 0, contingency_seconds = 0, total_seconds = 0;
+    double active_compute_seconds = 0, checkpoint_seconds = 0, failure_budget_seconds = 0, availability_seconds = 0,
+           contingency_seconds = 0, total_seconds = 0;
     absl::Time start_time = absl::UnixEpoch();
     absl::Time finish_time = absl::UnixEpoch();
     std::optional<absl::Time> deadline;
@@ -190,8 +186,8 @@ struct PlanReport {
   } schedule;
   struct Power {
     // Peak (board power and node maxima); energy uses the average while training.
-    double gpu_watts = 0, node_other_watts = 0, cluster_other_watts = 0, other_it_watts = 0,
-           it_watts = 0, facility_watts = 0, energy_mwh = 0;
+    double gpu_watts = 0, node_other_watts = 0, cluster_other_watts = 0, other_it_watts = 0, it_watts = 0,
+           facility_watts = 0, energy_mwh = 0;
     double average_facility_watts = 0, average_power_fraction = 0;
   } power;
   struct Data {
@@ -213,9 +209,8 @@ struct PlanReport {
     std::string name;
     uint64_t tokens = 0, tokens_before = 0, steps = 0, tokens_per_step = 0;
     uint32_t seq_len = 0, gpus = 0;
-    double tokens_per_second = 0, mfu = 0, bubble_fraction = 0, active_compute_seconds = 0,
-           memory_bytes = 0, schedule_start_seconds = 0, schedule_end_seconds = 0,
-           expected_interruptions = 0;
+    double tokens_per_second = 0, mfu = 0, bubble_fraction = 0, active_compute_seconds = 0, memory_bytes = 0,
+           schedule_start_seconds = 0, schedule_end_seconds = 0, expected_interruptions = 0;
     bool fits = true;
   };
   std::vector<Phase> phases;
@@ -231,7 +226,7 @@ struct DeadlineFleet {
   uint32_t gpus = 0, nodes = 0, dp = 0;
   uint32_t micro_batch = 0, grad_accum = 0;  // per replica, as the fleet found needs them
   uint64_t tokens_per_step = 0;
-  bool batch_changed = false;  // the global batch differs from the plan's (asked for)
+  bool batch_changed = false;     // the global batch differs from the plan's (asked for)
   PlanReport::Schedule schedule;  // of the fleet found (the fastest one when none meets it)
   std::string explanation;
 };

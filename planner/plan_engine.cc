@@ -14,8 +14,7 @@
 namespace flightplan::planner {
 
 bool PlanReport::HasError() const {
-  return std::any_of(findings.begin(), findings.end(),
-                     [](const Finding& f) { return f.severity == Severity::kError; });
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::kError; });
 }
 
 const Finding* PlanReport::Find(const std::string& code) const {
@@ -93,9 +92,8 @@ bool HasFp8(const std::string& gpu) { return !absl::StartsWith(gpu, "A100"); }
 
 const std::map<std::string, double>& KnownDensePeaks() {
   static const auto* peaks = new std::map<std::string, double>{
-      {"A100", 312e12},     {"A100-SXM", 312e12}, {"A100-80GB", 312e12}, {"H100", 989e12},
-      {"H100-SXM", 989e12}, {"H200", 989e12},     {"H200-SXM", 989e12},  {"B200", 2250e12},
-      {"MI300X", 1307e12},
+      {"A100", 312e12}, {"A100-SXM", 312e12}, {"A100-80GB", 312e12}, {"H100", 989e12},    {"H100-SXM", 989e12},
+      {"H200", 989e12}, {"H200-SXM", 989e12}, {"B200", 2250e12},     {"MI300X", 1307e12},
   };
   return *peaks;
 }
@@ -160,7 +158,8 @@ class Engine {
         Error("INVALID_VALUE", absl::StrCat("phases[", i, "].tokens 0 is invalid: each phase trains > 0 tokens."));
       }
       for (const std::string& field : ph.unchangeable) {
-        Error("INVALID_VALUE", absl::StrCat("phases[", i, "].", field, " cannot change between phases: a phase may "
+        Error("INVALID_VALUE", absl::StrCat("phases[", i, "].", field,
+                                            " cannot change between phases: a phase may "
                                             "set model.seq_len, fleet.gpus, layout, efficiency and ramp."));
       }
       sum += ph.tokens;
@@ -198,10 +197,15 @@ class Engine {
       if (ph.gpus || ph.layout.tp || ph.layout.pp || ph.layout.cp) sub.layout.dp.reset();
       if (batch_changed) sub.layout.global_batch_tokens.reset();
       const auto& l = ph.layout;
-      for (auto [from, to] : {std::pair{&l.tp, &sub.layout.tp}, {&l.pp, &sub.layout.pp}, {&l.dp, &sub.layout.dp},
-                              {&l.cp, &sub.layout.cp}, {&l.ep, &sub.layout.ep},
-                              {&l.micro_batch, &sub.layout.micro_batch}, {&l.grad_accum, &sub.layout.grad_accum},
-                              {&l.virtual_stages, &sub.layout.virtual_stages}, {&l.expert_tp, &sub.layout.expert_tp}}) {
+      for (auto [from, to] : {std::pair{&l.tp, &sub.layout.tp},
+                              {&l.pp, &sub.layout.pp},
+                              {&l.dp, &sub.layout.dp},
+                              {&l.cp, &sub.layout.cp},
+                              {&l.ep, &sub.layout.ep},
+                              {&l.micro_batch, &sub.layout.micro_batch},
+                              {&l.grad_accum, &sub.layout.grad_accum},
+                              {&l.virtual_stages, &sub.layout.virtual_stages},
+                              {&l.expert_tp, &sub.layout.expert_tp}}) {
         if (*from) *to = *from;
       }
       if (l.zero_stage != 0) sub.layout.zero_stage = l.zero_stage;
@@ -260,8 +264,8 @@ class Engine {
       reserved_gpu_seconds += q.cost.reserved_gpus * span;
     }
     w.average_power_fraction = average_power_fraction_;
-    CostAndEnergy(Div(reserved_gpu_seconds, r_.schedule.total_seconds), Div(w.energy_mwh * 3.6e9, r_.schedule.total_seconds),
-                  idle_power_fraction_ * w.it_watts * pue_);
+    CostAndEnergy(Div(reserved_gpu_seconds, r_.schedule.total_seconds),
+                  Div(w.energy_mwh * 3.6e9, r_.schedule.total_seconds), idle_power_fraction_ * w.it_watts * pue_);
     Data();
     Finish();
     return std::move(r_);
@@ -287,15 +291,14 @@ class Engine {
   // Checks on the finished figures, then the findings in order: errors first.
   void Finish() {
     for (PlanReport::Phase& ph : r_.phases) {
-      for (double* v : {&ph.tokens_per_second, &ph.mfu, &ph.bubble_fraction, &ph.active_compute_seconds,
-                        &ph.memory_bytes, &ph.schedule_start_seconds, &ph.schedule_end_seconds,
-                        &ph.expected_interruptions}) {
+      for (double* v :
+           {&ph.tokens_per_second, &ph.mfu, &ph.bubble_fraction, &ph.active_compute_seconds, &ph.memory_bytes,
+            &ph.schedule_start_seconds, &ph.schedule_end_seconds, &ph.expected_interruptions}) {
         if (!std::isfinite(*v)) *v = 0;
       }
     }
     if (!std::isfinite(r_.schedule.total_seconds) || !std::isfinite(r_.compute.total_flops) ||
-        !std::isfinite(r_.failures.budget_seconds) ||
-        r_.schedule.finish_time == absl::InfiniteFuture()) {
+        !std::isfinite(r_.failures.budget_seconds) || r_.schedule.finish_time == absl::InfiniteFuture()) {
       Error("NON_FINITE_RESULT",
             "the inputs drive the schedule to infinity or NaN; check efficiency.mfu, "
             "hardware.peak_flops, model.params and the checkpoint bandwidths.");
@@ -315,9 +318,8 @@ class Engine {
     for (size_t i = 0; i < parts.size(); ++i) {
       for (const Finding& f : parts[i].findings) {
         if (f.code == "LOW_GOODPUT" || f.code == "NON_FINITE_RESULT") continue;  // judged on the whole run
-        auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
-          return d.first.code == f.code && d.first.message == f.message;
-        });
+        auto same = std::find_if(distinct.begin(), distinct.end(),
+                                 [&](const auto& d) { return d.first.code == f.code && d.first.message == f.message; });
         if (same == distinct.end()) {
           distinct.push_back({f, {i}});
         } else if (same->second.back() != i) {
@@ -328,9 +330,8 @@ class Engine {
     for (auto& entry : distinct) {
       Finding& f = entry.first;
       const std::vector<size_t>& phases = entry.second;
-      const bool said = std::any_of(r_.findings.begin(), r_.findings.end(), [&](const Finding& g) {
-        return g.code == f.code && g.message == f.message;
-      });
+      const bool said = std::any_of(r_.findings.begin(), r_.findings.end(),
+                                    [&](const Finding& g) { return g.code == f.code && g.message == f.message; });
       if (said) continue;
       if (phases.size() < parts.size()) {
         std::vector<std::string> numbers, names;
@@ -404,7 +405,8 @@ class Engine {
     k.overhead_seconds = checkpoint;
     k.total_written_bytes = written;
     k.storage_duty_cycle = Div(writing, running);
-    for (const PlanReport& q : parts) k.restore_read_bytes = std::max(k.restore_read_bytes, q.checkpoint.restore_read_bytes);
+    for (const PlanReport& q : parts)
+      k.restore_read_bytes = std::max(k.restore_read_bytes, q.checkpoint.restore_read_bytes);
 
     auto& f = r_.failures;
     f = largest->failures;
@@ -436,27 +438,56 @@ class Engine {
     auto fix = [&](double& v) {
       if (!std::isfinite(v) || (broken && v < 0)) v = 0;
     };
-    for (double* v : {&r_.compute.flops_per_token, &r_.compute.attention_flops_per_token, &r_.compute.total_flops,
-                      &r_.compute.dense_total_flops, &r_.compute.cluster_flops_per_second,
-                      &r_.compute.tokens_per_second, &r_.compute.active_gpu_hours, &r_.memory.state_bytes_per_gpu,
-                      &r_.checkpoint.size_bytes, &r_.checkpoint.write_seconds, &r_.checkpoint.read_seconds,
-                      &r_.checkpoint.blocking_seconds, &r_.checkpoint.young_interval_seconds,
-                      &r_.checkpoint.daly_interval_seconds, &r_.checkpoint.interval_seconds,
-                      &r_.checkpoint.overhead_seconds, &r_.failures.expected_interruptions,
-                      &r_.failures.loss_per_interruption_seconds, &r_.failures.expected_loss_seconds,
-                      &r_.failures.budget_seconds, &r_.schedule.active_compute_seconds,
-                      &r_.schedule.checkpoint_seconds, &r_.schedule.failure_budget_seconds,
-                      &r_.schedule.availability_seconds, &r_.schedule.contingency_seconds,
-                      &r_.schedule.total_seconds, &r_.schedule.expected_goodput, &r_.power.energy_mwh,
-                      &r_.data.epochs, &r_.data.storage_bytes, &r_.compute.hardware_flops_per_token,
-                      &r_.compute.mfu, &r_.compute.hfu, &r_.compute.bubble_fraction,
-                      &r_.memory.weights, &r_.memory.grads, &r_.memory.optimizer,
-                      &r_.memory.activation_bytes_per_layer, &r_.memory.activations,
-                      &r_.memory.recompute_working_bytes, &r_.memory.logits,
-                      &r_.memory.buffers, &r_.memory.reserve, &r_.memory.total_bytes,
-                      &r_.checkpoint.restore_read_bytes, &r_.failures.nodes_in_repair,
-                      &r_.power.average_facility_watts, &r_.cost.reserved_gpus,
-                      &r_.cost.training_facility_watts, &r_.cost.idle_facility_watts}) {
+    for (double* v : {&r_.compute.flops_per_token,
+                      &r_.compute.attention_flops_per_token,
+                      &r_.compute.total_flops,
+                      &r_.compute.dense_total_flops,
+                      &r_.compute.cluster_flops_per_second,
+                      &r_.compute.tokens_per_second,
+                      &r_.compute.active_gpu_hours,
+                      &r_.memory.state_bytes_per_gpu,
+                      &r_.checkpoint.size_bytes,
+                      &r_.checkpoint.write_seconds,
+                      &r_.checkpoint.read_seconds,
+                      &r_.checkpoint.blocking_seconds,
+                      &r_.checkpoint.young_interval_seconds,
+                      &r_.checkpoint.daly_interval_seconds,
+                      &r_.checkpoint.interval_seconds,
+                      &r_.checkpoint.overhead_seconds,
+                      &r_.failures.expected_interruptions,
+                      &r_.failures.loss_per_interruption_seconds,
+                      &r_.failures.expected_loss_seconds,
+                      &r_.failures.budget_seconds,
+                      &r_.schedule.active_compute_seconds,
+                      &r_.schedule.checkpoint_seconds,
+                      &r_.schedule.failure_budget_seconds,
+                      &r_.schedule.availability_seconds,
+                      &r_.schedule.contingency_seconds,
+                      &r_.schedule.total_seconds,
+                      &r_.schedule.expected_goodput,
+                      &r_.power.energy_mwh,
+                      &r_.data.epochs,
+                      &r_.data.storage_bytes,
+                      &r_.compute.hardware_flops_per_token,
+                      &r_.compute.mfu,
+                      &r_.compute.hfu,
+                      &r_.compute.bubble_fraction,
+                      &r_.memory.weights,
+                      &r_.memory.grads,
+                      &r_.memory.optimizer,
+                      &r_.memory.activation_bytes_per_layer,
+                      &r_.memory.activations,
+                      &r_.memory.recompute_working_bytes,
+                      &r_.memory.logits,
+                      &r_.memory.buffers,
+                      &r_.memory.reserve,
+                      &r_.memory.total_bytes,
+                      &r_.checkpoint.restore_read_bytes,
+                      &r_.failures.nodes_in_repair,
+                      &r_.power.average_facility_watts,
+                      &r_.cost.reserved_gpus,
+                      &r_.cost.training_facility_watts,
+                      &r_.cost.idle_facility_watts}) {
       fix(*v);
     }
     for (PlanReport::CostLine* l : {&r_.cost.active_compute, &r_.cost.checkpoint, &r_.cost.failure_budget,
@@ -485,8 +516,7 @@ class Engine {
         // The parameters outside the experts (attention, embeddings, shared layers) are
         // used by every token.
         Error("ACTIVE_BELOW_SHARED",
-              absl::StrCat("model.active_params ", Num(active_), " is below the ",
-                           Num(m.params - *m.expert_params),
+              absl::StrCat("model.active_params ", Num(active_), " is below the ", Num(m.params - *m.expert_params),
                            " parameters outside the experts (model.params - model.expert_params), "
                            "which every token uses."));
       }
@@ -497,7 +527,8 @@ class Engine {
     const auto& e = p_.efficiency;
     std::vector<std::pair<std::string, double>> figures;
     if (e.mfu != 0) figures.emplace_back("efficiency.mfu", e.mfu);
-    for (auto [name, v] : {std::pair{"efficiency.hfu", &e.hfu}, {"efficiency.busy_mfu", &e.busy_mfu},
+    for (auto [name, v] : {std::pair{"efficiency.hfu", &e.hfu},
+                           {"efficiency.busy_mfu", &e.busy_mfu},
                            {"efficiency.busy_hfu", &e.busy_hfu}}) {
       if (*v) figures.emplace_back(name, **v);
     }
@@ -520,16 +551,16 @@ class Engine {
     } else if (p_.hardware.peak_precision == "fp8") {
       precision_ = "fp8";
     } else {
-      Error("INVALID_VALUE", absl::StrCat("hardware.peak_precision '", p_.hardware.peak_precision,
-                                          "' is invalid: bf16 or fp8."));
+      Error("INVALID_VALUE",
+            absl::StrCat("hardware.peak_precision '", p_.hardware.peak_precision, "' is invalid: bf16 or fp8."));
     }
     if (e.matmul_precision.empty()) {
       matmul_fp8_ = precision_ == "fp8";
     } else if (e.matmul_precision == "fp8" || e.matmul_precision == "bf16") {
       matmul_fp8_ = e.matmul_precision == "fp8";
     } else {
-      Error("INVALID_VALUE", absl::StrCat("efficiency.matmul_precision '", e.matmul_precision,
-                                          "' is invalid: bf16 or fp8."));
+      Error("INVALID_VALUE",
+            absl::StrCat("efficiency.matmul_precision '", e.matmul_precision, "' is invalid: bf16 or fp8."));
     }
     if (e.recompute.empty() || e.recompute == "selective") {
       recompute_ = Recompute::kSelective;
@@ -541,8 +572,8 @@ class Engine {
       recompute_ = Recompute::kNone;
       recompute_name_ = "none";
     } else {
-      Error("INVALID_VALUE", absl::StrCat("efficiency.recompute '", e.recompute,
-                                          "' is invalid: must be none, selective or full."));
+      Error("INVALID_VALUE",
+            absl::StrCat("efficiency.recompute '", e.recompute, "' is invalid: must be none, selective or full."));
     }
     if (!e.count_attention.value_or(true)) {
       attention_ = AttentionConvention::kNone;
@@ -565,7 +596,8 @@ class Engine {
     average_power_fraction_ = p_.hardware.average_power_fraction.value_or(kDefaultAveragePowerFraction);
     if (!(average_power_fraction_ > 0 && average_power_fraction_ <= 1))
       Invalid("hardware.average_power_fraction", average_power_fraction_, "must be in (0, 1]");
-    reserved_bytes_ = p_.hardware.reserved_bytes.value_or(kDefaultReservedFraction * std::max(0.0, p_.hardware.hbm_bytes));
+    reserved_bytes_ =
+        p_.hardware.reserved_bytes.value_or(kDefaultReservedFraction * std::max(0.0, p_.hardware.hbm_bytes));
     if (!(reserved_bytes_ >= 0)) Invalid("hardware.reserved_bytes", reserved_bytes_, "must be >= 0");
     if (p_.fleet.gpus == 0) Missing("fleet.gpus", "the GPUs the job runs on");
     gpus_per_node_ = p_.hardware.gpus_per_node.value_or(kDefaultGpusPerNode);
@@ -586,16 +618,21 @@ class Engine {
       Error("CONFLICTING_FIELDS", absl::StrCat("layout.pipeline_schedule 1f1b with layout.virtual_stages ", vstages_,
                                                ": model chunks per stage are the interleaved schedule."));
     } else if (l.pipeline_schedule == "interleaved" && vstages_ < 2) {
-      Error("MISSING_FIELD", "layout.virtual_stages is required: layout.pipeline_schedule interleaved needs 2 or "
-                             "more model chunks per stage.");
+      Error("MISSING_FIELD",
+            "layout.virtual_stages is required: layout.pipeline_schedule interleaved needs 2 or "
+            "more model chunks per stage.");
     } else if (!l.pipeline_schedule.empty() && l.pipeline_schedule != "1f1b" && l.pipeline_schedule != "interleaved") {
       Error("INVALID_VALUE", absl::StrCat("layout.pipeline_schedule '", l.pipeline_schedule,
                                           "' is invalid: must be 1f1b or interleaved."));
     }
     etp_ = l.expert_tp.value_or(tp_);
-    for (auto [name, v] : {std::pair{"layout.tp", tp_}, {"layout.pp", pp_}, {"layout.cp", cp_},
-                           {"layout.ep", ep_}, {"layout.micro_batch", mb_},
-                           {"layout.grad_accum", ga_}, {"layout.virtual_stages", vstages_},
+    for (auto [name, v] : {std::pair{"layout.tp", tp_},
+                           {"layout.pp", pp_},
+                           {"layout.cp", cp_},
+                           {"layout.ep", ep_},
+                           {"layout.micro_batch", mb_},
+                           {"layout.grad_accum", ga_},
+                           {"layout.virtual_stages", vstages_},
                            {"layout.expert_tp", etp_}}) {
       if (v == 0) Invalid(name, 0, "must be >= 1");
     }
@@ -618,8 +655,7 @@ class Engine {
     } else if (dtype_ == "uint32") {
       dtype_bytes_ = 4;
     } else {
-      Error("INVALID_VALUE", absl::StrCat("data.token_dtype '", dtype_,
-                                          "' is invalid: must be uint16 or uint32."));
+      Error("INVALID_VALUE", absl::StrCat("data.token_dtype '", dtype_, "' is invalid: must be uint16 or uint32."));
       dtype_bytes_ = 4;
     }
     bytes_per_token_ = p_.data.bytes_per_token.value_or(dtype_bytes_);
@@ -631,10 +667,8 @@ class Engine {
     read_bps_ = c.read_bytes_per_second.value_or(c.write_bytes_per_second);
     if (read_bps_ <= 0) Invalid("checkpoint.read_bytes_per_second", read_bps_, "must be > 0");
     snapshot_bps_ = c.snapshot_bytes_per_second.value_or(kDefaultSnapshotBytesPerSecond);
-    if (snapshot_bps_ <= 0)
-      Invalid("checkpoint.snapshot_bytes_per_second", snapshot_bps_, "must be > 0");
-    if (c.interval_seconds < 0)
-      Invalid("checkpoint.interval_seconds", c.interval_seconds, "must be >= 0 (0 = choose)");
+    if (snapshot_bps_ <= 0) Invalid("checkpoint.snapshot_bytes_per_second", snapshot_bps_, "must be > 0");
+    if (c.interval_seconds < 0) Invalid("checkpoint.interval_seconds", c.interval_seconds, "must be >= 0 (0 = choose)");
     storage_domain_ = c.storage_domain.empty() ? "remote" : c.storage_domain;
     if (DomainRank(storage_domain_) < 1) {
       Error("INVALID_VALUE", absl::StrCat("checkpoint.storage_domain '", storage_domain_,
@@ -666,8 +700,8 @@ class Engine {
     if (restart_ < 0) Invalid("failures.restart_seconds", restart_, "must be >= 0");
     failure_domain_ = f.failure_domain.empty() ? "node" : f.failure_domain;
     if (DomainRank(failure_domain_) < 0 || DomainRank(failure_domain_) > 2) {
-      Error("INVALID_VALUE", absl::StrCat("failures.failure_domain '", failure_domain_,
-                                          "' is invalid: must be gpu, node or rack."));
+      Error("INVALID_VALUE",
+            absl::StrCat("failures.failure_domain '", failure_domain_, "' is invalid: must be gpu, node or rack."));
     }
     rate_spread_ = f.rate_spread.value_or(kDefaultRateSpread);
     if (!(rate_spread_ >= 0 && rate_spread_ <= 10)) Invalid("failures.rate_spread", rate_spread_, "must be in [0, 10]");
@@ -676,8 +710,7 @@ class Engine {
     repair_hours_ = f.spare_repair_hours.value_or(kDefaultRepairHours);
     if (!(repair_hours_ >= 0)) Invalid("failures.spare_repair_hours", repair_hours_, "must be >= 0");
     quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
-    if (quantile_ <= 0 || quantile_ >= 1)
-      Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
+    if (quantile_ <= 0 || quantile_ >= 1) Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
 
     const auto& a = p_.availability;
     if (a.maintenance_fraction && a.maintenance_hours) {
@@ -689,11 +722,9 @@ class Engine {
     maintenance_hours_ = a.maintenance_hours.value_or(0);
     if (maintenance_fraction_ < 0 || maintenance_fraction_ >= 1)
       Invalid("availability.maintenance_fraction", maintenance_fraction_, "must be in [0, 1)");
-    if (maintenance_hours_ < 0)
-      Invalid("availability.maintenance_hours", maintenance_hours_, "must be >= 0");
+    if (maintenance_hours_ < 0) Invalid("availability.maintenance_hours", maintenance_hours_, "must be >= 0");
     contingency_ = p_.contingency_fraction.value_or(kDefaultContingency);
-    if (contingency_ < 0 || contingency_ >= 1)
-      Invalid("contingency_fraction", contingency_, "must be in [0, 1)");
+    if (contingency_ < 0 || contingency_ >= 1) Invalid("contingency_fraction", contingency_, "must be in [0, 1)");
   }
 
   void Fleet() {
@@ -704,15 +735,13 @@ class Engine {
     r_.fleet.nodes = static_cast<uint32_t>((uint64_t{gpus} + gpus_per_node_ - 1) / gpus_per_node_);
     r_.fleet.dp = dp_;
     if (gpus % gpus_per_node_ != 0) {
-      Error("PARTIAL_NODE", absl::StrCat("fleet.gpus ", gpus, " is not a whole number of ",
-                                         gpus_per_node_, "-GPU nodes (", Num(Div(gpus, gpus_per_node_)),
-                                         " nodes)."));
+      Error("PARTIAL_NODE", absl::StrCat("fleet.gpus ", gpus, " is not a whole number of ", gpus_per_node_,
+                                         "-GPU nodes (", Num(Div(gpus, gpus_per_node_)), " nodes)."));
     }
     const uint64_t product = uint64_t{tp_} * pp_ * dp_ * cp_;
     if (product != gpus) {
-      Error("LAYOUT_GPU_MISMATCH",
-            absl::StrCat("layout tp ", tp_, " x pp ", pp_, " x dp ", dp_, " x cp ", cp_, " = ",
-                         product, " GPUs, but fleet.gpus is ", gpus, "."));
+      Error("LAYOUT_GPU_MISMATCH", absl::StrCat("layout tp ", tp_, " x pp ", pp_, " x dp ", dp_, " x cp ", cp_, " = ",
+                                                product, " GPUs, but fleet.gpus is ", gpus, "."));
     }
   }
 
@@ -725,20 +754,17 @@ class Engine {
       b.tokens_per_step = b.sequences_per_step * seq_len;
       if (stated && *stated != b.tokens_per_step) {
         Error("BATCH_MISMATCH",
-              absl::StrCat("micro_batch ", mb_, " x grad_accum ", ga_, " x dp ", dp_,
-                           " x seq_len ", seq_len, " = ", b.tokens_per_step,
-                           " tokens per step, but layout.global_batch_tokens is ", *stated, "."));
+              absl::StrCat("micro_batch ", mb_, " x grad_accum ", ga_, " x dp ", dp_, " x seq_len ", seq_len, " = ",
+                           b.tokens_per_step, " tokens per step, but layout.global_batch_tokens is ", *stated, "."));
       }
     } else if (stated) {
       b.tokens_per_step = *stated;
     } else {
-      Missing("model.seq_len (or layout.global_batch_tokens)",
-              "the batch arithmetic needs the tokens per sequence");
+      Missing("model.seq_len (or layout.global_batch_tokens)", "the batch arithmetic needs the tokens per sequence");
     }
     if (cp_ > 1 && seq_len > 0 && seq_len % (2 * cp_) != 0) {
-      Error("SEQ_LEN_NOT_DIVISIBLE_BY_CP",
-            absl::StrCat("model.seq_len ", seq_len, " does not split into 2 x cp = ", 2 * cp_,
-                         " equal chunks for context parallelism."));
+      Error("SEQ_LEN_NOT_DIVISIBLE_BY_CP", absl::StrCat("model.seq_len ", seq_len, " does not split into 2 x cp = ",
+                                                        2 * cp_, " equal chunks for context parallelism."));
     }
     const StepCount steps = CountSteps(p_.data.tokens, b.tokens_per_step);
     b.steps = steps.steps;
@@ -750,8 +776,8 @@ class Engine {
     embedding_params_ = static_cast<double>(m.vocab_size) * m.hidden;
     const uint32_t kv_heads = m.kv_heads ? m.kv_heads : m.heads;
     if (tp_ > 0 && m.heads > 0 && m.heads % tp_ != 0) {
-      Error("HEADS_NOT_DIVISIBLE_BY_TP", absl::StrCat("model.heads ", m.heads,
-                                                      " is not divisible by layout.tp ", tp_, "."));
+      Error("HEADS_NOT_DIVISIBLE_BY_TP",
+            absl::StrCat("model.heads ", m.heads, " is not divisible by layout.tp ", tp_, "."));
     }
     if (tp_ > 0 && kv_heads > 0 && kv_heads % tp_ != 0) {
       if (tp_ % kv_heads == 0) {
@@ -786,14 +812,12 @@ class Engine {
     }
     if (pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
       Warn("LAYERS_NOT_DIVISIBLE_BY_PP",
-           absl::StrCat("model.layers ", m.layers, " do not split evenly over layout.pp ", pp_,
-                        " stages (", Num(std::ceil(Div(m.layers, pp_))),
-                        " on the largest); the slowest stage sets the pace."));
+           absl::StrCat("model.layers ", m.layers, " do not split evenly over layout.pp ", pp_, " stages (",
+                        Num(std::ceil(Div(m.layers, pp_))), " on the largest); the slowest stage sets the pace."));
     }
     if (m.hidden > 0 && m.heads > 0 && m.hidden % m.heads != 0) {
-      Error("HIDDEN_NOT_DIVISIBLE_BY_HEADS", absl::StrCat("model.hidden ", m.hidden,
-                                                          " is not divisible by model.heads ",
-                                                          m.heads, "."));
+      Error("HIDDEN_NOT_DIVISIBLE_BY_HEADS",
+            absl::StrCat("model.hidden ", m.hidden, " is not divisible by model.heads ", m.heads, "."));
     }
     if (m.layers > 0 && m.hidden > 0 && p_.model.params > 0) {
       const double h = m.hidden;
@@ -811,24 +835,21 @@ class Engine {
       }
     }
     if (cp_ > 1 && m.seq_len > 0 && static_cast<double>(m.seq_len) / cp_ < kMinCpChunkTokens) {
-      Warn("CP_CHUNK_TOO_SMALL",
-           absl::StrCat("layout.cp ", cp_, " splits model.seq_len ", m.seq_len, " into ",
-                        Num(static_cast<double>(m.seq_len) / cp_), " tokens per rank: below ",
-                        Num(kMinCpChunkTokens), " context parallelism is mostly communication."));
+      Warn("CP_CHUNK_TOO_SMALL", absl::StrCat("layout.cp ", cp_, " splits model.seq_len ", m.seq_len, " into ",
+                                              Num(static_cast<double>(m.seq_len) / cp_), " tokens per rank: below ",
+                                              Num(kMinCpChunkTokens), " context parallelism is mostly communication."));
     }
     if (cp_ > 1 && m.seq_len > 0 && cp_ > m.seq_len) {
       Invalid("layout.cp", cp_, absl::StrCat("must not exceed model.seq_len ", m.seq_len));
     }
     const uint64_t ids = uint64_t{1} << (8 * dtype_bytes_);
     if (m.vocab_size > 0 && m.vocab_size > ids) {
-      Error("TOKEN_DTYPE_OVERFLOW", absl::StrCat("vocab_size ", m.vocab_size,
-                                                 " does not fit token_dtype ", dtype_, " (max ",
-                                                 ids, " ids)."));
+      Error("TOKEN_DTYPE_OVERFLOW",
+            absl::StrCat("vocab_size ", m.vocab_size, " does not fit token_dtype ", dtype_, " (max ", ids, " ids)."));
     }
     if (bytes_per_token_ < dtype_bytes_) {
-      Error("BYTES_PER_TOKEN_TOO_SMALL",
-            absl::StrCat("data.bytes_per_token ", Num(bytes_per_token_), " is smaller than ",
-                         dtype_, "'s ", dtype_bytes_, " bytes."));
+      Error("BYTES_PER_TOKEN_TOO_SMALL", absl::StrCat("data.bytes_per_token ", Num(bytes_per_token_),
+                                                      " is smaller than ", dtype_, "'s ", dtype_bytes_, " bytes."));
     }
   }
 
@@ -840,8 +861,7 @@ class Engine {
     const bool shape = m.layers && m.seq_len && attention_width_ > 0;
     c.attention_convention = shape ? attention_name_ : "none (no shape given)";
     c.recompute = recompute_name_;
-    c.attention_flops_per_token =
-        shape ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len, attention_) : 0;
+    c.attention_flops_per_token = shape ? AttentionFlopsPerToken(m.layers, attention_width_, m.seq_len, attention_) : 0;
     // Untied embeddings: the input one is a lookup, which Megatron-LM's count leaves out.
     const bool untied = m.tied_embeddings.has_value() && !*m.tied_embeddings;
     const double dense = DenseFlopsPerToken(active_ - (untied ? embedding_params_ : 0));
@@ -897,30 +917,32 @@ class Engine {
                                : e.busy_mfu ? absl::StrCat("efficiency.busy_mfu ", Num(*e.busy_mfu))
                                             : absl::StrCat("efficiency.mfu ", Num(e.mfu));
     if (c.mfu > kOptimisticMfu && c.mfu <= 1) {
-      Warn("MFU_OPTIMISTIC", absl::StrCat(figure, (e.hfu || busy) ? absl::StrCat(" is MFU ", Num(c.mfu), " end to end") : "",
-                                          ", above what published large runs reach (46-55%)."));
+      Warn("MFU_OPTIMISTIC",
+           absl::StrCat(figure, (e.hfu || busy) ? absl::StrCat(" is MFU ", Num(c.mfu), " end to end") : "",
+                        ", above what published large runs reach (46-55%)."));
     } else if (!busy && figure_bubble > 0 && stated_mfu > 0 && stated_mfu <= 1) {
       // An end-to-end figure and the bubble imply what the GPUs do between the bubbles:
       // above the peak (counting the recomputed forward) it cannot be; above what
       // published runs reach end to end (kOptimisticMfu) it is unlikely.
       const std::string implied = absl::StrCat(
           figure, " end to end, with the pipeline idle ", Num(std::round(figure_bubble * 1000) / 10),
-          figure_bubble_ ? std::string("% of each step in the plan's layout")
-                         : absl::StrCat("% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
-                                        vstages_ > 1 ? absl::StrCat(", ", vstages_, " virtual stages") : std::string(),
-                                        ")"),
-          ", implies ",
-          Num(std::round(c.busy_mfu * 1000) / 10), "% MFU (", Num(std::round(c.busy_hfu * 1000) / 10),
+          figure_bubble_
+              ? std::string("% of each step in the plan's layout")
+              : absl::StrCat("% of each step (pp ", pp_, ", ", ga_, " micro-batches per step",
+                             vstages_ > 1 ? absl::StrCat(", ", vstages_, " virtual stages") : std::string(), ")"),
+          ", implies ", Num(std::round(c.busy_mfu * 1000) / 10), "% MFU (", Num(std::round(c.busy_hfu * 1000) / 10),
           "% HFU) while the pipeline is busy");
       if (c.busy_hfu > 1) {
         Error("BUSY_EFFICIENCY_IMPOSSIBLE",
-              absl::StrCat(implied, ": more than the GPUs' peak. More micro-batches per step or an interleaved "
-                                    "schedule shrink the bubble; for a figure measured while busy, give "
-                                    "efficiency.busy_mfu."));
+              absl::StrCat(implied,
+                           ": more than the GPUs' peak. More micro-batches per step or an interleaved "
+                           "schedule shrink the bubble; for a figure measured while busy, give "
+                           "efficiency.busy_mfu."));
       } else if (c.busy_mfu > kOptimisticMfu) {
         Warn("BUSY_EFFICIENCY_OPTIMISTIC",
-             absl::StrCat(implied, ", above what published large runs reach (46-55%) end to end by more than "
-                                   "the margin an MFU figure gets (",
+             absl::StrCat(implied,
+                          ", above what published large runs reach (46-55%) end to end by more than "
+                          "the margin an MFU figure gets (",
                           Num(kOptimisticMfu * 100), "%)."));
       }
     }
@@ -1040,11 +1062,11 @@ class Engine {
     const double expert_shards = Div(static_cast<double>(tp_) * dp_ * cp_, static_cast<double>(etp_) * ep_);
     expert_params_ = expert;
     expert_copies_ = expert_shards;
-    if ((expert > 0 || ep_ > 1) && std::fmod(static_cast<double>(tp_) * dp_ * cp_, static_cast<double>(etp_) * ep_) != 0) {
-      Error("EP_NOT_DIVIDING_DP",
-            absl::StrCat("layout.ep ", ep_, " x expert_tp ", etp_, " = ", uint64_t{ep_} * etp_,
-                         " does not divide tp x dp x cp = ", uint64_t{tp_} * dp_ * cp_,
-                         ": the experts cannot be spread evenly over a stage's ranks."));
+    if ((expert > 0 || ep_ > 1) &&
+        std::fmod(static_cast<double>(tp_) * dp_ * cp_, static_cast<double>(etp_) * ep_) != 0) {
+      Error("EP_NOT_DIVIDING_DP", absl::StrCat("layout.ep ", ep_, " x expert_tp ", etp_, " = ", uint64_t{ep_} * etp_,
+                                               " does not divide tp x dp x cp = ", uint64_t{tp_} * dp_ * cp_,
+                                               ": the experts cannot be spread evenly over a stage's ranks."));
     }
     const int zero = static_cast<int>(p_.layout.zero_stage);
     auto part = [&](StateBytesPerParam bytes) {
@@ -1061,8 +1083,7 @@ class Engine {
     // ZeRO-3 gathers each layer's full weights before using it and prefetches the next:
     // two layers unsharded at once (Zhao et al. 2023, "PyTorch FSDP", sec. 3.3.2).
     if (zero == 3 && m.layers > 0) {
-      mem.buffers =
-          2 * bytes_.weight * (body / m.layers / tp_ + expert / m.layers / (static_cast<double>(etp_) * ep_));
+      mem.buffers = 2 * bytes_.weight * (body / m.layers / tp_ + expert / m.layers / (static_cast<double>(etp_) * ep_));
     }
     mem.reserve = reserved_bytes_;
 
@@ -1106,27 +1127,25 @@ class Engine {
     } else {
       mem.stage = pp_ == 1 ? "only" : "first";
     }
-    mem.total_bytes = mem.state_bytes_per_gpu + mem.activations + mem.recompute_working_bytes +
-                      mem.logits + mem.buffers + mem.reserve;
+    mem.total_bytes = mem.state_bytes_per_gpu + mem.activations + mem.recompute_working_bytes + mem.logits +
+                      mem.buffers + mem.reserve;
     mem.fits = mem.hbm_bytes <= 0 || mem.total_bytes <= mem.hbm_bytes;
     auto gb = [](double b) { return Num(std::round(b / 1e8) / 10); };
     if (mem.hbm_bytes > 0 && mem.state_bytes_per_gpu > mem.hbm_bytes) {
       Error("STATE_EXCEEDS_HBM",
-            absl::StrCat("training state ", gb(mem.state_bytes_per_gpu), " GB per GPU (ZeRO stage ", zero, ", tp ",
-                         tp_, ", pp ", pp_, ", dp ", dp_, ") exceeds hardware.hbm_bytes ", gb(mem.hbm_bytes),
-                         " GB."));
+            absl::StrCat("training state ", gb(mem.state_bytes_per_gpu), " GB per GPU (ZeRO stage ", zero, ", tp ", tp_,
+                         ", pp ", pp_, ", dp ", dp_, ") exceeds hardware.hbm_bytes ", gb(mem.hbm_bytes), " GB."));
     } else if (!mem.fits) {
       Error("MEMORY_EXCEEDS_HBM",
             absl::StrCat("the ", mem.stage, " pipeline stage needs ", gb(mem.total_bytes), " GB per GPU: state ",
                          gb(mem.state_bytes_per_gpu), " + activations ", gb(mem.activations), " (",
-                         Num(std::round(mem.microbatches_in_flight * 100) / 100), " micro-batches of ", mb_, " x ", mem.layers_on_stage,
-                         " layers x ", gb(mem.activation_bytes_per_layer), " GB, recompute ", recompute_name_,
-                         ") + recompute ", gb(mem.recompute_working_bytes), " + logits ", gb(mem.logits),
-                         " + ZeRO-3 buffers ", gb(mem.buffers), " + reserve ", gb(mem.reserve),
+                         Num(std::round(mem.microbatches_in_flight * 100) / 100), " micro-batches of ", mb_, " x ",
+                         mem.layers_on_stage, " layers x ", gb(mem.activation_bytes_per_layer), " GB, recompute ",
+                         recompute_name_, ") + recompute ", gb(mem.recompute_working_bytes), " + logits ",
+                         gb(mem.logits), " + ZeRO-3 buffers ", gb(mem.buffers), " + reserve ", gb(mem.reserve),
                          " GB, over hardware.hbm_bytes ", gb(mem.hbm_bytes),
                          " GB. More recomputation, a larger tp, cp or pp, or a smaller micro_batch lowers it."));
-    } else if (!shape && mem.hbm_bytes > 0 &&
-               mem.state_bytes_per_gpu > (1 - kActivationHeadroom) * mem.hbm_bytes) {
+    } else if (!shape && mem.hbm_bytes > 0 && mem.state_bytes_per_gpu > (1 - kActivationHeadroom) * mem.hbm_bytes) {
       Warn("STATE_NEAR_HBM",
            absl::StrCat("training state ", gb(mem.state_bytes_per_gpu), " GB per GPU leaves less than ",
                         Num(kActivationHeadroom * 100), "% of ", gb(mem.hbm_bytes),
@@ -1171,24 +1190,20 @@ class Engine {
       ck.interval_seconds = c.interval_seconds;
       if (ck.interval_seconds < ck.write_seconds) {
         Error("CHECKPOINT_INTERVAL_TOO_SHORT",
-              absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds),
-                           " is shorter than the ", Num(std::round(ck.write_seconds)),
-                           " s a checkpoint takes to write."));
-      } else if (ck.daly_interval_seconds > 0 &&
-                 (ck.interval_seconds > 2 * ck.daly_interval_seconds ||
-                  ck.interval_seconds < 0.5 * ck.daly_interval_seconds)) {
+              absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds), " is shorter than the ",
+                           Num(std::round(ck.write_seconds)), " s a checkpoint takes to write."));
+      } else if (ck.daly_interval_seconds > 0 && (ck.interval_seconds > 2 * ck.daly_interval_seconds ||
+                                                  ck.interval_seconds < 0.5 * ck.daly_interval_seconds)) {
         Warn("CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL",
-             absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds),
-                          " is far from Daly's optimum of ",
-                          Num(std::round(ck.daly_interval_seconds)), " s for a job MTBF of ",
-                          Num(std::round(mtbf)), " s."));
+             absl::StrCat("checkpoint.interval_seconds ", Num(ck.interval_seconds), " is far from Daly's optimum of ",
+                          Num(std::round(ck.daly_interval_seconds)), " s for a job MTBF of ", Num(std::round(mtbf)),
+                          " s."));
       }
     } else {
       // An async save blocks little, so Daly's interval can be shorter than the write: keep
       // the storage's duty cycle under its bound (a synchronous save blocks for the whole
       // write, so Daly's interval already exceeds it by far).
-      ck.interval_seconds =
-          std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds / kMaxStorageDutyCycle : 0.0);
+      ck.interval_seconds = std::max(ck.daly_interval_seconds, c.async ? ck.write_seconds / kMaxStorageDutyCycle : 0.0);
       if (ck.interval_seconds > 0 && ck.interval_seconds < ck.write_seconds) {
         Error("CHECKPOINT_INTERVAL_TOO_SHORT",
               absl::StrCat("the chosen checkpoint interval of ", Num(std::round(ck.interval_seconds)),
@@ -1202,9 +1217,7 @@ class Engine {
                          " s, at least the job MTBF of ", Num(std::round(mtbf)),
                          " s: the job fails more often than it can save."));
     }
-    ck.count = ck.interval_seconds > 0
-                   ? SaturatingCount(std::ceil(active_seconds_ / ck.interval_seconds))
-                   : 0;
+    ck.count = ck.interval_seconds > 0 ? SaturatingCount(std::ceil(active_seconds_ / ck.interval_seconds)) : 0;
     ck.overhead_seconds = static_cast<double>(ck.count) * ck.blocking_seconds;
     ck.storage_duty_cycle = Div(ck.write_seconds, ck.interval_seconds);
     ck.total_written_bytes = static_cast<double>(ck.count) * ck.size_bytes * replicas_;
@@ -1221,9 +1234,8 @@ class Engine {
     const int failure = DomainRank(failure_domain_);
     if (storage >= 1 && failure >= 0 && storage <= failure && replicas_ < 2) {
       Error("CHECKPOINT_IN_FAILURE_DOMAIN",
-            absl::StrCat("checkpoint.storage_domain ", storage_domain_,
-                         " is inside failures.failure_domain ", failure_domain_, " with ",
-                         replicas_, " replica: one ", failure_domain_,
+            absl::StrCat("checkpoint.storage_domain ", storage_domain_, " is inside failures.failure_domain ",
+                         failure_domain_, " with ", replicas_, " replica: one ", failure_domain_,
                          " failure takes the checkpoint with it (use 2+ replicas or remote storage)."));
     }
 
@@ -1239,10 +1251,9 @@ class Engine {
         fr.expected_interruptions = running / (mtbf - redo);
       } else {
         fr.expected_interruptions = running / mtbf;
-        Error("JOB_MTBF_TOO_SHORT",
-              absl::StrCat("job MTBF ", Num(std::round(mtbf)), " s (", r_.fleet.nodes,
-                           " nodes) is under half the checkpoint interval of ",
-                           Num(std::round(ck.interval_seconds)), " s: the run cannot progress."));
+        Error("JOB_MTBF_TOO_SHORT", absl::StrCat("job MTBF ", Num(std::round(mtbf)), " s (", r_.fleet.nodes,
+                                                 " nodes) is under half the checkpoint interval of ",
+                                                 Num(std::round(ck.interval_seconds)), " s: the run cannot progress."));
       }
     }
     // An async save is durable only once written: on average the newest durable state is
@@ -1261,16 +1272,15 @@ class Engine {
       fr.nodes_in_repair_p99 = PoissonQuantile(fr.nodes_in_repair, kSpareQuantile);
       if (fr.nodes_in_repair_p99 > p_.fleet.spare_nodes) {
         Warn("SPARES_SHORT",
-             absl::StrCat("fleet.spare_nodes ", p_.fleet.spare_nodes, " do not cover the nodes out for repair: ",
-                          Num(std::round(fr.nodes_in_repair * 10) / 10), " on average, up to ",
-                          fr.nodes_in_repair_p99, " (P99) at a node MTBF of ", Num(std::round(node_mtbf_ / 3600)),
-                          " h and ", Num(repair_hours_),
+             absl::StrCat("fleet.spare_nodes ", p_.fleet.spare_nodes,
+                          " do not cover the nodes out for repair: ", Num(std::round(fr.nodes_in_repair * 10) / 10),
+                          " on average, up to ", fr.nodes_in_repair_p99, " (P99) at a node MTBF of ",
+                          Num(std::round(node_mtbf_ / 3600)), " h and ", Num(repair_hours_),
                           " h of repair (failures.spare_repair_hours); short of spares, a restart waits for a repair "
                           "or the job shrinks."));
       }
     }
-    fr.budget_seconds =
-        static_cast<double>(fr.budget_interruptions) * fr.loss_per_interruption_seconds;
+    fr.budget_seconds = static_cast<double>(fr.budget_interruptions) * fr.loss_per_interruption_seconds;
   }
 
   // Calendar share lost to maintenance on top of `busy` seconds of everything else.
@@ -1287,8 +1297,7 @@ class Engine {
     s.failure_budget_seconds = r_.failures.budget_seconds;
     const double busy = s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds;
     s.availability_seconds = Maintenance(busy);
-    if (contingency_ >= 0 && contingency_ < 1)
-      s.contingency_seconds = contingency_ * (busy + s.availability_seconds);
+    if (contingency_ >= 0 && contingency_ < 1) s.contingency_seconds = contingency_ * (busy + s.availability_seconds);
     s.total_seconds = busy + s.availability_seconds + s.contingency_seconds;
     s.start_time = p_.start_time.value_or(absl::UnixEpoch());
     s.finish_time = s.start_time + absl::Seconds(s.total_seconds);
@@ -1298,15 +1307,13 @@ class Engine {
       if (s.deadline_slack_seconds < 0) {
         Error("DEADLINE_MISSED",
               absl::StrCat("the schedule finishes ",
-                           absl::FormatTime("%Y-%m-%d %H:%M UTC", s.finish_time, absl::UTCTimeZone()),
-                           ", ", Num(std::round(-s.deadline_slack_seconds / 86400 * 10) / 10),
-                           " days after the deadline ",
+                           absl::FormatTime("%Y-%m-%d %H:%M UTC", s.finish_time, absl::UTCTimeZone()), ", ",
+                           Num(std::round(-s.deadline_slack_seconds / 86400 * 10) / 10), " days after the deadline ",
                            absl::FormatTime("%Y-%m-%d %H:%M UTC", *p_.deadline, absl::UTCTimeZone()),
                            " (flightplan plan --deadline finds the fleet that meets it)."));
       }
     }
-    const double expected_busy =
-        s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
+    const double expected_busy = s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
     s.expected_goodput = Div(s.active_compute_seconds, expected_busy + Maintenance(expected_busy));
     if (s.expected_goodput > 0 && s.expected_goodput < kLowGoodput) {
       Warn("LOW_GOODPUT",
@@ -1332,15 +1339,14 @@ class Engine {
     w.average_power_fraction = average_power_fraction_;
     w.average_facility_watts =
         (average_power_fraction_ * (w.gpu_watts + w.node_other_watts) + w.cluster_other_watts) * pue_;
-    CostAndEnergy(p_.fleet.gpus + static_cast<double>(p_.fleet.spare_nodes) * gpus_per_node_,
-                  w.average_facility_watts, idle_power_fraction_ * w.it_watts * pue_);
+    CostAndEnergy(p_.fleet.gpus + static_cast<double>(p_.fleet.spare_nodes) * gpus_per_node_, w.average_facility_watts,
+                  idle_power_fraction_ * w.it_watts * pue_);
     if (p_.hardware.gpu_watts <= 0) {
       Warn("POWER_UNKNOWN", "hardware.gpu_watts is 0: no power or energy estimate.");
     } else if (w.other_it_watts <= 0) {
-      Warn("POWER_GPU_ONLY",
-           absl::StrCat("power counts only the GPUs (", Num(w.gpu_watts / 1e6),
-                        " MW): hardware.node_other_watts and cluster_other_watts_per_node are 0, "
-                        "but CPUs, NICs, fans and switches draw ~45% of a DGX H100's 10.2 kW."));
+      Warn("POWER_GPU_ONLY", absl::StrCat("power counts only the GPUs (", Num(w.gpu_watts / 1e6),
+                                          " MW): hardware.node_other_watts and cluster_other_watts_per_node are 0, "
+                                          "but CPUs, NICs, fans and switches draw ~45% of a DGX H100's 10.2 kW."));
     }
   }
 
@@ -1371,8 +1377,8 @@ class Engine {
     line(c.contingency, s.contingency_seconds, training * s.contingency_seconds);
     PlanReport::CostLine& t = c.total;
     t = {};
-    for (const PlanReport::CostLine* l : {&c.active_compute, &c.checkpoint, &c.failure_budget, &c.availability,
-                                          &c.contingency}) {
+    for (const PlanReport::CostLine* l :
+         {&c.active_compute, &c.checkpoint, &c.failure_budget, &c.availability, &c.contingency}) {
       t.seconds += l->seconds;
       t.gpu_hours += l->gpu_hours;
       t.energy_mwh += l->energy_mwh;
@@ -1425,7 +1431,8 @@ class Engine {
   double idle_power_fraction_ = kDefaultIdlePowerFraction;
   double rate_spread_ = kDefaultRateSpread, job_per_day_ = 0, repair_hours_ = kDefaultRepairHours;
   double embedding_params_ = 0;
-  double expert_params_ = 0, expert_copies_ = 1;  // set by Memory()  // one V x h matrix (the input embedding or the output layer)
+  double expert_params_ = 0,
+         expert_copies_ = 1;  // set by Memory()  // one V x h matrix (the input embedding or the output layer)
   uint64_t attention_width_ = 0;
 };
 
@@ -1453,16 +1460,15 @@ namespace {
 
 // A trial fleet counts only if nothing but the deadline is wrong with it.
 bool OnlyDeadlineErrors(const PlanReport& r) {
-  return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
-    return f.severity == Severity::kError && f.code != "DEADLINE_MISSED";
-  });
+  return std::none_of(r.findings.begin(), r.findings.end(),
+                      [](const Finding& f) { return f.severity == Severity::kError && f.code != "DEADLINE_MISSED"; });
 }
 
 }  // namespace
 
 bool SetFleetHoldingBatch(PlanSpec& plan, uint64_t gpus, uint64_t batch_sequences) {
-  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) *
-                           plan.layout.cp.value_or(1);
+  const uint64_t replica =
+      uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
   if (replica == 0 || gpus == 0 || gpus % replica != 0 || gpus > UINT32_MAX) return false;
   const uint64_t dp = gpus / replica;
   if (batch_sequences == 0 || batch_sequences % dp != 0) return false;
@@ -1480,8 +1486,8 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
                                    bool allow_batch_change) {
   DeadlineFleet out;
   out.deadline = deadline;
-  const uint64_t replica = uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) *
-                           plan.layout.cp.value_or(1);
+  const uint64_t replica =
+      uint64_t{plan.layout.tp.value_or(1)} * plan.layout.pp.value_or(1) * plan.layout.cp.value_or(1);
   const uint32_t per_node = plan.hardware.gpus_per_node.value_or(kDefaultGpusPerNode);
   if (replica == 0 || per_node == 0) {
     out.explanation = "the layout or gpus_per_node is 0, so no fleet can be formed.";
@@ -1564,16 +1570,15 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
       out.schedule = r.schedule;
     }
     if (met) {
-      out.explanation =
-          previous_dp == 0
-              ? absl::StrCat(gpus, " GPUs (dp ", dp, ") is the smallest valid fleet and meets it.")
-              : absl::StrCat(gpus, " GPUs (dp ", dp, " x ", replica,
-                             "-GPU replicas) is the smallest fleet that meets it; the next smaller "
-                             "valid fleet, dp ", previous_dp, " (", previous_dp * replica,
-                             " GPUs), does not.");
+      out.explanation = previous_dp == 0
+                            ? absl::StrCat(gpus, " GPUs (dp ", dp, ") is the smallest valid fleet and meets it.")
+                            : absl::StrCat(gpus, " GPUs (dp ", dp, " x ", replica,
+                                           "-GPU replicas) is the smallest fleet that meets it; the next smaller "
+                                           "valid fleet, dp ",
+                                           previous_dp, " (", previous_dp * replica, " GPUs), does not.");
       if (allow_batch_change && out.batch_changed) {
-        absl::StrAppend(&out.explanation, " The global batch grows from ", batch, " to ",
-                        r.batch.sequences_per_step, " sequences per step: a different recipe (asked for).");
+        absl::StrAppend(&out.explanation, " The global batch grows from ", batch, " to ", r.batch.sequences_per_step,
+                        " sequences per step: a different recipe (asked for).");
       }
       return out;
     }
@@ -1598,20 +1603,20 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
                                    "-GPU nodes up to ", max_gpus, " GPUs exists.", skipped);
     return out;
   }
-  const std::string fastest = absl::StrCat(
-      "the fastest valid fleet is ", out.gpus, " GPUs (dp ", out.dp, "), finishing ",
-      absl::FormatTime("%Y-%m-%d", out.schedule.finish_time, absl::UTCTimeZone()));
+  const std::string fastest =
+      absl::StrCat("the fastest valid fleet is ", out.gpus, " GPUs (dp ", out.dp, "), finishing ",
+                   absl::FormatTime("%Y-%m-%d", out.schedule.finish_time, absl::UTCTimeZone()));
   switch (stop) {
     case Stop::kBatch:
       out.explanation = absl::StrCat(
-          "no fleet meets it with the plan's global batch of ", batch,
-          " sequences per step: it splits over at most ", batch, " replicas (one sequence each), and ",
-          fastest, ". A larger batch is a different recipe: --allow-batch-change searches with it.", skipped);
+          "no fleet meets it with the plan's global batch of ", batch, " sequences per step: it splits over at most ",
+          batch, " replicas (one sequence each), and ", fastest,
+          ". A larger batch is a different recipe: --allow-batch-change searches with it.", skipped);
       break;
     case Stop::kSlower:
-      out.explanation = absl::StrCat(
-          "no fleet meets it: ", fastest,
-          "; past it, failures from more nodes cost more than the added compute saves.", skipped);
+      out.explanation =
+          absl::StrCat("no fleet meets it: ", fastest,
+                       "; past it, failures from more nodes cost more than the added compute saves.", skipped);
       break;
     case Stop::kRange:
       out.explanation = absl::StrCat("no fleet up to ", max_gpus, " GPUs meets it: ", fastest, ".", skipped);

@@ -31,8 +31,7 @@ namespace flightplan::planner {
 // the reason that stopped the search. A plan in phases is not searched (the explanation
 // says so): its phases may each have their own fleet and batch.
 [[nodiscard]] DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline,
-                                                 uint32_t max_gpus = 1u << 20,
-                                                 bool allow_batch_change = false);
+                                                 uint32_t max_gpus = 1u << 20, bool allow_batch_change = false);
 
 }  // namespace flightplan::planner
 

@@ -24,9 +24,9 @@ struct StoredRun {
   int64_t id = 0;
   std::string name;
   uint32_t plan_revision = 0;
-  std::string plan;            // serialized flightplan.v1.Plan of the latest revision
-  int64_t snapshot_seq = 0;    // events with seq <= this are folded into `snapshot`
-  std::string snapshot;        // serialized flightplan.v1.RunStateSnapshot, or empty
+  std::string plan;          // serialized flightplan.v1.Plan of the latest revision
+  int64_t snapshot_seq = 0;  // events with seq <= this are folded into `snapshot`
+  std::string snapshot;      // serialized flightplan.v1.RunStateSnapshot, or empty
 };
 
 // One point of a run's forecast trajectory (its forecast history): what the daemon forecast
@@ -97,13 +97,11 @@ class RunStore {
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) = 0;
   // `effective`: see StoredPlan (InfinitePast: none).
-  [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision,
-                                                const std::string& plan, absl::Time now,
-                                                absl::Time effective) = 0;
+  [[nodiscard]] virtual absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
+                                                absl::Time now, absl::Time effective) = 0;
   // The event's seq; or, when (run_id, key) is already stored, seq 0 and the stored event
   // (nothing written).
-  [[nodiscard]] virtual absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key,
-                                                                absl::Time time,
+  [[nodiscard]] virtual absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
                                                                 const std::string& event) = 0;
   // Every event of one run, in seq order: (seq, key, serialized flightplan.v1.Event). Inside a
   // transaction it sees the transaction's own inserts.
@@ -113,29 +111,25 @@ class RunStore {
   // Moves the run's events `seqs` out of the event log into the retracted log, under a new
   // retraction (when, what was asked, why), inside the current transaction. Nothing is
   // deleted for good: the retracted log keeps every row. Returns the retraction's id.
-  [[nodiscard]] virtual absl::StatusOr<int64_t> RetractEvents(int64_t run_id,
-                                                              const std::vector<int64_t>& seqs,
+  [[nodiscard]] virtual absl::StatusOr<int64_t> RetractEvents(int64_t run_id, const std::vector<int64_t>& seqs,
                                                               absl::Time at, const std::string& selector,
                                                               const std::string& reason) = 0;
   // Every revision of the run's plan, oldest first.
-  [[nodiscard]] virtual absl::Status ForEachPlan(int64_t run_id,
-                                                 const std::function<void(const StoredPlan&)>& fn) = 0;
-  [[nodiscard]] virtual absl::Status SaveSnapshot(int64_t run_id, int64_t seq,
-                                                  const std::string& state) = 0;
+  [[nodiscard]] virtual absl::Status ForEachPlan(int64_t run_id, const std::function<void(const StoredPlan&)>& fn) = 0;
+  [[nodiscard]] virtual absl::Status SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) = 0;
 
   // Forecast history. A point is appended inside a transaction; one with the as_of of the
   // run's latest point replaces it (a newer forecast of the same moment); one before it is
   // refused (INVALID_ARGUMENT): a run's points are strictly increasing in as_of.
   [[nodiscard]] virtual absl::Status InsertForecastPoint(int64_t run_id, const ForecastPoint& point) = 0;
   // The run's points, oldest first.
-  [[nodiscard]] virtual absl::Status ForEachForecastPoint(
-      int64_t run_id, const std::function<void(const ForecastPoint&)>& fn) = 0;
+  [[nodiscard]] virtual absl::Status ForEachForecastPoint(int64_t run_id,
+                                                          const std::function<void(const ForecastPoint&)>& fn) = 0;
   [[nodiscard]] virtual absl::StatusOr<ForecastHistoryTail> LastForecastPoint(int64_t run_id) = 0;
   // When the run holds more than `keep_at_most` points, removes every second one of its
   // older half (the first point stays): a long run keeps its whole trajectory, its past at
   // a coarser grain. Returns the points left.
-  [[nodiscard]] virtual absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id,
-                                                                    int64_t keep_at_most) = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id, int64_t keep_at_most) = 0;
   // Removes the run's points as of after `t` (a retraction moved the run's time back).
   [[nodiscard]] virtual absl::Status DeleteForecastPointsAfter(int64_t run_id, absl::Time t) = 0;
 

@@ -193,8 +193,7 @@ class SqliteStore::Statement {
   sqlite3_stmt* stmt_;
 };
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync,
-                                                               int64_t max_bytes) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, Sync sync, int64_t max_bytes) {
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, sync, max_bytes));
   if (absl::Status st = store->Connect(/*check=*/true); !st.ok()) return st;
   return store;
@@ -241,15 +240,14 @@ absl::StatusOr<int> SqliteStore::TakeLock() const {
     if (fd < 0 && errno == ENOENT) return -1;
   }
   if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("cannot open lock file ", lock_path, ": ", std::strerror(errno)));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     close(fd);
     if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "database ", path_, " is in use by another flightpland (", lock_path, " is locked)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("database ", path_, " is in use by another flightpland (", lock_path, " is locked)"));
     }
     return absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(err)));
   }
@@ -266,8 +264,8 @@ absl::Status SqliteStore::Connect(bool check) {
   // reads, refuse writes until CheckWritable() can reopen read-write. A WAL database with
   // no -wal file has every commit in the main file, and SQLite can read it on a read-only
   // directory only as immutable (it cannot create the -shm index there).
-  const bool writable = access(Directory(path_).c_str(), W_OK) == 0 &&
-                        (access(path_.c_str(), W_OK) == 0 || errno == ENOENT);
+  const bool writable =
+      access(Directory(path_).c_str(), W_OK) == 0 && (access(path_.c_str(), W_OK) == 0 || errno == ENOENT);
   int rc;
   if (!writable && Exists(path_) && !Exists(path_ + "-wal")) {
     const std::string uri = absl::StrCat("file:", UriPath(path_), "?immutable=1");
@@ -324,24 +322,25 @@ absl::Status SqliteStore::CheckWritable() {
     const std::string dir = Directory(path_);
     struct stat d {};
     if (stat(dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode)) {
-      return absl::UnavailableError(absl::StrCat(
-          "database ", path_, " vanished (its directory ", dir,
-          " was removed); writes are refused until the directory exists again, then flightpland "
-          "restores the database into it from its open connection"));
+      return absl::UnavailableError(
+          absl::StrCat("database ", path_, " vanished (its directory ", dir,
+                       " was removed); writes are refused until the directory exists again, then flightpland "
+                       "restores the database into it from its open connection"));
     }
     return RestoreVanished();
   }
   if (now.st_dev != dev_ || now.st_ino != ino_) {
-    return absl::UnavailableError(absl::StrCat(
-        "database ", path_, " was replaced by another file while flightpland had it open; "
-        "writes are refused (they would go to the old file). Restart flightpland to use the new "
-        "one"));
+    return absl::UnavailableError(
+        absl::StrCat("database ", path_,
+                     " was replaced by another file while flightpland had it open; "
+                     "writes are refused (they would go to the old file). Restart flightpland to use the new "
+                     "one"));
   }
   if (!read_only_) return absl::OkStatus();
   if (access(path_.c_str(), W_OK) != 0 || access(Directory(path_).c_str(), W_OK) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "database ", path_, " is read-only (", std::strerror(errno),
-        "); writes are refused until it and its directory are writable, reads are served"));
+    return absl::UnavailableError(
+        absl::StrCat("database ", path_, " is read-only (", std::strerror(errno),
+                     "); writes are refused until it and its directory are writable, reads are served"));
   }
   return Reconnect();
 }
@@ -379,8 +378,7 @@ absl::Status SqliteStore::CopyTo(const std::string& file) {
     }
   }
   // The copy commits in rollback-journal mode with synchronous=FULL: it is on disk here.
-  absl::Status st = rc == SQLITE_OK ? absl::OkStatus()
-                                    : SqliteError(to, rc, absl::StrCat("copy into ", file));
+  absl::Status st = rc == SQLITE_OK ? absl::OkStatus() : SqliteError(to, rc, absl::StrCat("copy into ", file));
   sqlite3_close(to);
   if (!st.ok()) std::remove(file.c_str());
   return st;
@@ -392,13 +390,12 @@ absl::Status SqliteStore::RestoreVanished() {
   // the database next to its path through the backup API; move it in place unless a file
   // appeared there; make the rename durable; then reopen.
   auto refuse = [&](const std::string& why) {
-    return absl::UnavailableError(
-        absl::StrCat("database ", path_, " vanished and cannot be restored yet: ", why));
+    return absl::UnavailableError(absl::StrCat("database ", path_, " vanished and cannot be restored yet: ", why));
   };
   // Only the file was deleted: the lock file is still the one this store holds.
-  struct stat held {}, named {};
-  const bool same_lock = lock_fd_ >= 0 && fstat(lock_fd_, &held) == 0 &&
-                         stat((path_ + ".lock").c_str(), &named) == 0 &&
+  struct stat held {
+  }, named{};
+  const bool same_lock = lock_fd_ >= 0 && fstat(lock_fd_, &held) == 0 && stat((path_ + ".lock").c_str(), &named) == 0 &&
                          held.st_dev == named.st_dev && held.st_ino == named.st_ino;
   absl::StatusOr<int> lock = same_lock ? absl::StatusOr<int>(lock_fd_) : TakeLock();
   if (!lock.ok()) return refuse(std::string(lock.status().message()));
@@ -406,9 +403,9 @@ absl::Status SqliteStore::RestoreVanished() {
   const std::string tmp = path_ + ".restoring";
   absl::Status st = CopyTo(tmp);
   if (st.ok() && renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) != 0) {
-    st = absl::UnavailableError(
-        errno == EEXIST ? absl::StrCat("a file appeared at ", path_, "; restart flightpland to use it")
-                        : absl::StrCat("cannot rename ", tmp, ": ", std::strerror(errno)));
+    st = absl::UnavailableError(errno == EEXIST
+                                    ? absl::StrCat("a file appeared at ", path_, "; restart flightpland to use it")
+                                    : absl::StrCat("cannot rename ", tmp, ": ", std::strerror(errno)));
     std::remove(tmp.c_str());
   }
   if (!st.ok()) {
@@ -432,8 +429,7 @@ absl::Status SqliteStore::RestoreVanished() {
   std::remove((path_ + "-wal").c_str());
   std::remove((path_ + "-shm").c_str());
   if (absl::Status opened = Connect(/*check=*/false); !opened.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("restored ", path_, " but cannot reopen it: ", opened.message()));
+    return absl::UnavailableError(absl::StrCat("restored ", path_, " but cannot reopen it: ", opened.message()));
   }
   std::fprintf(stderr,
                "flightpland: database %s had vanished; restored it (%lld bytes) from the open "
@@ -446,16 +442,15 @@ void SqliteStore::Rescue() {
   // Closing now would drop the only copy of a database whose directory was removed.
   if (RestoreVanished().ok()) return;
   const char* tmpdir = std::getenv("TMPDIR");
-  const std::string file =
-      absl::StrCat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/flightplan-rescued-", getpid(), ".db");
+  const std::string file = absl::StrCat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/flightplan-rescued-", getpid(), ".db");
   if (absl::Status st = CopyTo(file); st.ok()) {
     std::fprintf(stderr,
                  "flightpland: database %s vanished and its directory did not come back; saved "
                  "its contents to %s. Move that file to %s before starting again.\n",
                  path_.c_str(), file.c_str(), path_.c_str());
   } else {
-    std::fprintf(stderr, "flightpland: database %s vanished and could not be saved: %s\n",
-                 path_.c_str(), std::string(st.message()).c_str());
+    std::fprintf(stderr, "flightpland: database %s vanished and could not be saved: %s\n", path_.c_str(),
+                 std::string(st.message()).c_str());
   }
 }
 
@@ -483,23 +478,22 @@ absl::Status SqliteStore::Migrate(bool check) {
     return absl::UnavailableError(absl::StrCat("cannot read database ", path_, ": ", app.status().message()));
   }
   if (!app.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path_, " is not a flightplan database (", app.status().message(),
-                     "); flightpland leaves it untouched. Point --db at a new file."));
+    return absl::FailedPreconditionError(absl::StrCat(path_, " is not a flightplan database (", app.status().message(),
+                                                      "); flightpland leaves it untouched. Point --db at a new file."));
   }
   absl::StatusOr<int64_t> tables = pragma_int("SELECT count(*) FROM sqlite_master");
   if (!tables.ok()) return tables.status();
   if (*app != kApplicationId && (*app != 0 || *tables > 0)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path_, " is not a flightplan database (application_id ", *app, ", ", *tables,
-        " schema objects); flightpland leaves it untouched. Point --db at a new file."));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, " is not a flightplan database (application_id ", *app, ", ", *tables,
+                     " schema objects); flightpland leaves it untouched. Point --db at a new file."));
   }
   absl::StatusOr<int64_t> version = pragma_int("PRAGMA user_version");
   if (!version.ok()) return version.status();
   if (*version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path_, " has schema version ", *version, ", newer than this flightpland's ", kSchemaVersion,
-        "; upgrade flightpland (the database is left as it is)."));
+    return absl::FailedPreconditionError(absl::StrCat(path_, " has schema version ", *version,
+                                                      ", newer than this flightpland's ", kSchemaVersion,
+                                                      "; upgrade flightpland (the database is left as it is)."));
   }
   if (check && *tables > 0) {
     // A damaged file is refused at start rather than discovered mid-run.
@@ -508,18 +502,18 @@ absl::Status SqliteStore::Migrate(bool check) {
     absl::StatusOr<bool> row = (*quick)->Step("quick_check");
     const std::string verdict = row.ok() && *row ? (*quick)->Text(0) : "unreadable";
     if (verdict != "ok") {
-      return absl::DataLossError(absl::StrCat(
-          path_, " is damaged (PRAGMA quick_check: ", verdict.substr(0, 200),
-          "). Restore the latest backup (flightplan backup makes them) and start again; "
-          "the damaged file is left as it is."));
+      return absl::DataLossError(
+          absl::StrCat(path_, " is damaged (PRAGMA quick_check: ", verdict.substr(0, 200),
+                       "). Restore the latest backup (flightplan backup makes them) and start again; "
+                       "the damaged file is left as it is."));
     }
   }
   if (absl::Status st = Exec("PRAGMA busy_timeout=5000"); !st.ok()) return st;
   if (read_only_) {
     if (*version == kSchemaVersion) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(
-        "database ", path_, " is read-only and ", *tables == 0 ? "not created yet" : "needs a schema upgrade",
-        "; make it and its directory writable"));
+    return absl::UnavailableError(absl::StrCat("database ", path_, " is read-only and ",
+                                               *tables == 0 ? "not created yet" : "needs a schema upgrade",
+                                               "; make it and its directory writable"));
   }
   if (absl::Status st = Exec("PRAGMA journal_mode=WAL"); !st.ok()) return st;
   if (*version == kSchemaVersion) return absl::OkStatus();
@@ -531,8 +525,8 @@ absl::Status SqliteStore::Migrate(bool check) {
       return st;
     }
   }
-  const std::string bump = absl::StrCat("PRAGMA application_id=", kApplicationId,
-                                        "; PRAGMA user_version=", kSchemaVersion, ";");
+  const std::string bump =
+      absl::StrCat("PRAGMA application_id=", kApplicationId, "; PRAGMA user_version=", kSchemaVersion, ";");
   if (absl::Status st = Exec(bump.c_str()); !st.ok()) {
     Exec("ROLLBACK").IgnoreError();
     return st;
@@ -541,10 +535,10 @@ absl::Status SqliteStore::Migrate(bool check) {
 }
 
 // The columns of a forecast point, in PointFromRow's order.
-#define FLIGHTPLAN_POINT_COLUMNS                                                         \
-  "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, " \
-  "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished, tokens, "   \
-  "productive_seconds, checkpoint_seconds, lost_seconds, startup_seconds, "             \
+#define FLIGHTPLAN_POINT_COLUMNS                                                       \
+  "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, "  \
+  "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished, tokens, " \
+  "productive_seconds, checkpoint_seconds, lost_seconds, startup_seconds, "            \
   "down_unplanned_seconds, down_planned_seconds, stalled_seconds"
 
 absl::Status SqliteStore::Prepare() {
@@ -566,8 +560,7 @@ absl::Status SqliteStore::Prepare() {
        "ON CONFLICT(run_id, key) DO NOTHING"},
       {&existing_event_, "SELECT event FROM events WHERE run_id = ?1 AND key = ?2"},
       {&run_events_, "SELECT seq, key, event FROM events WHERE run_id = ?1 ORDER BY seq"},
-      {&insert_retraction_,
-       "INSERT INTO retractions(run_id, at_us, selector, reason) VALUES(?1, ?2, ?3, ?4)"},
+      {&insert_retraction_, "INSERT INTO retractions(run_id, at_us, selector, reason) VALUES(?1, ?2, ?3, ?4)"},
       {&move_retracted_,
        "INSERT INTO retracted_events(seq, retraction_id, run_id, key, time_us, event) "
        "SELECT seq, ?3, run_id, key, time_us, event FROM events WHERE seq = ?1 AND run_id = ?2"},
@@ -579,8 +572,7 @@ absl::Status SqliteStore::Prepare() {
        "ON CONFLICT(run_id) DO UPDATE SET seq = excluded.seq, state = excluded.state"},
       {&set_watermark_, "UPDATE meta SET value = ?1 WHERE key = 'snapshot_watermark'"},
       {&get_watermark_, "SELECT value FROM meta WHERE key = 'snapshot_watermark'"},
-      {&page_count_,
-       "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"},
+      {&page_count_, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"},
       {&insert_point_,
        "INSERT INTO forecast_history(run_id, as_of_us, events, finish_p10_us, finish_p50_us, "
        "  finish_p90_us, consumed_seconds, projected_at_finish_seconds, exhaustion_probability, "
@@ -600,12 +592,10 @@ absl::Status SqliteStore::Prepare() {
        "  startup_seconds = excluded.startup_seconds, "
        "  down_unplanned_seconds = excluded.down_unplanned_seconds, "
        "  down_planned_seconds = excluded.down_planned_seconds, stalled_seconds = excluded.stalled_seconds"},
-      {&read_points_,
-       "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
-       "ORDER BY as_of_us"},
-      {&last_point_,
-       "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
-       "ORDER BY as_of_us DESC LIMIT 1"},
+      {&read_points_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
+                      "ORDER BY as_of_us"},
+      {&last_point_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
+                     "ORDER BY as_of_us DESC LIMIT 1"},
       {&count_points_, "SELECT count(*) FROM forecast_history WHERE run_id = ?1"},
       // Every second point (by time) among the oldest ?2, the first one kept.
       {&thin_points_,
@@ -622,9 +612,10 @@ absl::Status SqliteStore::Prepare() {
   }
   // Seqs only grow, also past retracted events (kept in retracted_events): SQLite would
   // hand out a deleted largest rowid again, and a reused seq would be skipped by recovery.
-  absl::StatusOr<std::unique_ptr<Statement>> top = Statement::Make(
-      db_, "SELECT max(COALESCE((SELECT max(seq) FROM events), 0), "
-           "COALESCE((SELECT max(seq) FROM retracted_events), 0))");
+  absl::StatusOr<std::unique_ptr<Statement>> top =
+      Statement::Make(db_,
+                      "SELECT max(COALESCE((SELECT max(seq) FROM events), 0), "
+                      "COALESCE((SELECT max(seq) FROM retracted_events), 0))");
   if (!top.ok()) return top.status();
   absl::StatusOr<bool> row = (*top)->Step("read the largest seq");
   if (!row.ok()) return row.status();
@@ -713,8 +704,7 @@ absl::Status SqliteStore::ForEachRun(const std::function<void(const StoredRun&)>
 }
 
 absl::Status SqliteStore::ForEachEventAfter(
-    int64_t after_seq,
-    const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) {
+    int64_t after_seq, const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) {
   absl::StatusOr<std::unique_ptr<Statement>> st =
       Statement::Make(db_, "SELECT seq, run_id, event FROM events WHERE seq > ?1 ORDER BY seq");
   if (!st.ok()) return st.status();
@@ -758,8 +748,8 @@ absl::StatusOr<int64_t> SqliteStore::InsertRun(const std::string& name, absl::Ti
   return sqlite3_last_insert_rowid(db_);
 }
 
-absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
-                                     absl::Time now, absl::Time effective) {
+absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan, absl::Time now,
+                                     absl::Time effective) {
   return insert_plan_->Reset()
       .Bind(1, run_id)
       .Bind(2, int64_t{revision})
@@ -769,8 +759,8 @@ absl::Status SqliteStore::InsertPlan(int64_t run_id, uint32_t revision, const st
       .Run("insert plan");
 }
 
-absl::StatusOr<EventInsert> SqliteStore::InsertEvent(int64_t run_id, const std::string& key,
-                                                     absl::Time time, const std::string& event) {
+absl::StatusOr<EventInsert> SqliteStore::InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
+                                                     const std::string& event) {
   absl::Status st = insert_event_->Reset()
                         .Bind(1, run_id)
                         .Bind(2, key)
@@ -808,9 +798,8 @@ absl::Status SqliteStore::ForEachRunEvent(
   return status;
 }
 
-absl::StatusOr<int64_t> SqliteStore::RetractEvents(int64_t run_id, const std::vector<int64_t>& seqs,
-                                                   absl::Time at, const std::string& selector,
-                                                   const std::string& reason) {
+absl::StatusOr<int64_t> SqliteStore::RetractEvents(int64_t run_id, const std::vector<int64_t>& seqs, absl::Time at,
+                                                   const std::string& selector, const std::string& reason) {
   absl::Status st = insert_retraction_->Reset()
                         .Bind(1, run_id)
                         .Bind(2, absl::ToUnixMicros(at))
@@ -895,9 +884,9 @@ absl::Status SqliteStore::InsertForecastPoint(int64_t run_id, const ForecastPoin
                         .Run("insert forecast point");
   if (!st.ok()) return st;
   if (sqlite3_changes(db_) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "forecast point as of ", absl::FormatTime(p.as_of),
-        " is before the run's latest one (the history is monotone in time)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("forecast point as of ", absl::FormatTime(p.as_of),
+                     " is before the run's latest one (the history is monotone in time)"));
   }
   return absl::OkStatus();
 }
@@ -923,8 +912,7 @@ ForecastPoint PointFromRow(S& s) {
 }
 }  // namespace
 
-absl::Status SqliteStore::ForEachForecastPoint(int64_t run_id,
-                                               const std::function<void(const ForecastPoint&)>& fn) {
+absl::Status SqliteStore::ForEachForecastPoint(int64_t run_id, const std::function<void(const ForecastPoint&)>& fn) {
   Statement& s = read_points_->Reset().Bind(1, run_id);
   while (true) {
     absl::StatusOr<bool> row = s.Step("read forecast history");

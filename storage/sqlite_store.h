@@ -40,8 +40,7 @@ class SqliteStore final : public RunStore {
   // another process; UNAVAILABLE when it cannot be opened.
   // `max_bytes` > 0 caps the database's size (PRAGMA max_page_count): past it, writes fail
   // as on a full disk.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
-                                                                         Sync sync,
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path, Sync sync,
                                                                          int64_t max_bytes = 0);
 
   // A consistent copy of the live database at `destination` (SQLite's online backup),
@@ -53,9 +52,8 @@ class SqliteStore final : public RunStore {
   SqliteStore& operator=(const SqliteStore&) = delete;
 
   absl::Status ForEachRun(const std::function<void(const StoredRun&)>& fn) override;
-  absl::Status ForEachEventAfter(
-      int64_t after_seq,
-      const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) override;
+  absl::Status ForEachEventAfter(int64_t after_seq,
+                                 const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) override;
   absl::Status Begin() override;
   absl::Status Commit() override;
   void Rollback() override;
@@ -64,8 +62,8 @@ class SqliteStore final : public RunStore {
   bool InTransaction() override;
   absl::Status ReleaseSavepoint() override;
   absl::StatusOr<int64_t> InsertRun(const std::string& name, absl::Time now) override;
-  absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan,
-                          absl::Time now, absl::Time effective) override;
+  absl::Status InsertPlan(int64_t run_id, uint32_t revision, const std::string& plan, absl::Time now,
+                          absl::Time effective) override;
   absl::StatusOr<EventInsert> InsertEvent(int64_t run_id, const std::string& key, absl::Time time,
                                           const std::string& event) override;
   absl::Status ForEachRunEvent(
@@ -76,8 +74,7 @@ class SqliteStore final : public RunStore {
   absl::Status DeleteForecastPointsAfter(int64_t run_id, absl::Time t) override;
   absl::Status SaveSnapshot(int64_t run_id, int64_t seq, const std::string& state) override;
   absl::Status InsertForecastPoint(int64_t run_id, const ForecastPoint& point) override;
-  absl::Status ForEachForecastPoint(int64_t run_id,
-                                    const std::function<void(const ForecastPoint&)>& fn) override;
+  absl::Status ForEachForecastPoint(int64_t run_id, const std::function<void(const ForecastPoint&)>& fn) override;
   absl::StatusOr<ForecastHistoryTail> LastForecastPoint(int64_t run_id) override;
   absl::StatusOr<int64_t> ThinForecastHistory(int64_t run_id, int64_t keep_at_most) override;
   absl::Status SetSnapshotWatermark(int64_t seq) override;
@@ -125,13 +122,12 @@ class SqliteStore final : public RunStore {
   // Monotonic: a throttle, not a time of day.
   std::chrono::steady_clock::time_point next_reconnect_ = std::chrono::steady_clock::time_point::min();
   std::string reconnect_error_;
-  std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_,
-      insert_run_, insert_plan_, insert_event_, save_snapshot_, page_count_, set_watermark_,
-      get_watermark_, insert_point_, read_points_, last_point_, count_points_, thin_points_,
-      existing_event_, run_events_, insert_retraction_, move_retracted_, delete_event_, read_plans_,
-      delete_points_after_;
+  std::unique_ptr<Statement> begin_, commit_, rollback_, savepoint_, rollback_to_, release_, insert_run_, insert_plan_,
+      insert_event_, save_snapshot_, page_count_, set_watermark_, get_watermark_, insert_point_, read_points_,
+      last_point_, count_points_, thin_points_, existing_event_, run_events_, insert_retraction_, move_retracted_,
+      delete_event_, read_plans_, delete_points_after_;
   std::vector<std::unique_ptr<Statement>*> prepared_;  // every slot Prepare() filled
-  int64_t next_seq_ = 1;  // the next event's seq: above every seq stored or retracted
+  int64_t next_seq_ = 1;                               // the next event's seq: above every seq stored or retracted
 };
 
 }  // namespace flightplan::storage

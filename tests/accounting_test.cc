@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/plan_file.h"
-#include "planner/plan_engine.h"
-#include "forecast/simulator.h"
-#include "gtest/gtest.h"
-#include "tests/flagship_plan.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "forecast/simulator.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
+#include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -86,21 +86,19 @@ void ExpectSeconds(const RunSnapshot& snap, const TimeSeconds& want) {
 
 TEST(Accounting, CrashAndRestoreFromTheLatestCheckpoint) {
   const RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(300, 100, 1000),      // launch to first step: startup 300
-      Steps(360, 110, 1100),      // productive 60
-      Steps(420, 120, 1200),      // productive 60
-      Checkpoint(430, 120, 10),   // checkpoint 10: the lineage at step 120 is durable
-      Steps(490, 130, 1300),      // productive 60
-      Steps(550, 140, 1400),      // productive 60
-      Interrupted(580, "gpu"),    // 30 s since the last report: lost
-      Started(880, 2, 120),       // down 300; steps 120..140 (120 s) rolled back to lost
-      Steps(1000, 130, 1300),     // 10 steps at the usual 6 s: 60 s of work, 60 s startup
-      Steps(1060, 140, 1400),     // productive 60
+      Started(0, 1, 0), Steps(300, 100, 1000),  // launch to first step: startup 300
+      Steps(360, 110, 1100),                    // productive 60
+      Steps(420, 120, 1200),                    // productive 60
+      Checkpoint(430, 120, 10),                 // checkpoint 10: the lineage at step 120 is durable
+      Steps(490, 130, 1300),                    // productive 60
+      Steps(550, 140, 1400),                    // productive 60
+      Interrupted(580, "gpu"),                  // 30 s since the last report: lost
+      Started(880, 2, 120),                     // down 300; steps 120..140 (120 s) rolled back to lost
+      Steps(1000, 130, 1300),                   // 10 steps at the usual 6 s: 60 s of work, 60 s startup
+      Steps(1060, 140, 1400),                   // productive 60
   });
   const RunSnapshot snap = Snapshot(s, At(1060));
-  ExpectSeconds(snap, {.productive = 240, .checkpoint = 10, .lost = 150, .startup = 360,
-                       .down_unplanned = 300});
+  ExpectSeconds(snap, {.productive = 240, .checkpoint = 10, .lost = 150, .startup = 360, .down_unplanned = 300});
   EXPECT_DOUBLE_EQ(snap.elapsed_seconds, 1060);
   EXPECT_EQ(snap.tokens, 1400);
   EXPECT_EQ(snap.step, 140);
@@ -123,40 +121,34 @@ TEST(Accounting, CrashAndRestoreFromTheLatestCheckpoint) {
 
 TEST(Accounting, HangCaughtByAWatchdog) {
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(60, 10, 100),   // startup 60
-      Steps(120, 20, 200),  // productive 60; usual gap 60 s
-      Steps(180, 30, 300),  // productive 60
+      Started(0, 1, 0), Steps(60, 10, 100),  // startup 60
+      Steps(120, 20, 200),                   // productive 60; usual gap 60 s
+      Steps(180, 30, 300),                   // productive 60
   });
   // Live, 1,000 s in: 820 s without a step is past 5 x 60 s, so all but the usual 60 s
   // is stalled right now.
-  ExpectSeconds(Snapshot(s, At(1000)),
-                {.productive = 180, .startup = 60, .stalled = 760});
+  ExpectSeconds(Snapshot(s, At(1000)), {.productive = 180, .startup = 60, .stalled = 760});
   ASSERT_TRUE(ApplyEvent(s, Interrupted(3780, "hang")).ok());
   // The watchdog's kill: 60 s of the hang is the usual work, lost; 3,540 s stalled.
-  ExpectSeconds(Snapshot(s, At(3780)), {.productive = 120, .lost = 60, .startup = 60,
-                                        .stalled = 3540});
+  ExpectSeconds(Snapshot(s, At(3780)), {.productive = 120, .lost = 60, .startup = 60, .stalled = 3540});
   // Still down 120 s later, on the wall clock: that burns the budget now.
   const RunSnapshot later = Snapshot(s, At(3900));
-  ExpectSeconds(later, {.productive = 120, .lost = 60, .startup = 60, .down_unplanned = 120,
-                        .stalled = 3540});
+  ExpectSeconds(later, {.productive = 120, .lost = 60, .startup = 60, .down_unplanned = 120, .stalled = 3540});
   EXPECT_DOUBLE_EQ(later.failure_budget_consumed_seconds, 60 + 3540 + 120);
 }
 
 TEST(Accounting, UnreportedCrashImpliesAnInterruptionAtTheLastEvent) {
   const RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 10, 100),      // startup 100
-      Steps(200, 20, 200),      // productive 100
-      Checkpoint(210, 20, 10),  // checkpoint 10
-      Steps(310, 30, 300),      // productive 100
+      Started(0, 1, 0), Steps(100, 10, 100),  // startup 100
+      Steps(200, 20, 200),                    // productive 100
+      Checkpoint(210, 20, 10),                // checkpoint 10
+      Steps(310, 30, 300),                    // productive 100
       // the job dies silently here
-      Started(1000, 2, 20),     // down_unplanned 690 since 310; steps 20..30 lost (100 s)
-      Steps(1150, 30, 300),     // 10 steps at 10 s: 100 s of work, 50 s startup
+      Started(1000, 2, 20),  // down_unplanned 690 since 310; steps 20..30 lost (100 s)
+      Steps(1150, 30, 300),  // 10 steps at 10 s: 100 s of work, 50 s startup
   });
   const RunSnapshot snap = Snapshot(s, At(1150));
-  ExpectSeconds(snap, {.productive = 200, .checkpoint = 10, .lost = 100, .startup = 150,
-                       .down_unplanned = 690});
+  ExpectSeconds(snap, {.productive = 200, .checkpoint = 10, .lost = 100, .startup = 150, .down_unplanned = 690});
   ASSERT_EQ(snap.interruptions.size(), 1u);
   EXPECT_EQ(snap.interruptions[0].cause, "unknown");
   EXPECT_FALSE(snap.interruptions[0].planned);
@@ -166,45 +158,38 @@ TEST(Accounting, UnreportedCrashImpliesAnInterruptionAtTheLastEvent) {
 
 TEST(Accounting, RestoreToAnOlderCheckpoint) {
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 10, 100),     // startup 100
-      Steps(200, 20, 200),     // productive 100
-      Checkpoint(205, 20, 5),  // checkpoint 5, lineage at 20: 100 s, 200 tokens
-      Steps(305, 30, 300),     // productive 100
-      Steps(405, 40, 400),     // productive 100
-      Checkpoint(410, 40, 5),  // checkpoint 5
-      Steps(510, 50, 500),     // productive 100
-      Interrupted(520, "nccl"),  // lost 10
-      Started(820, 2, 20),     // down 300; the step-40 checkpoint is unusable: back to 20,
-                               // so steps 20..50 (300 s of work) are lost
+      Started(0, 1, 0), Steps(100, 10, 100),  // startup 100
+      Steps(200, 20, 200),                    // productive 100
+      Checkpoint(205, 20, 5),                 // checkpoint 5, lineage at 20: 100 s, 200 tokens
+      Steps(305, 30, 300),                    // productive 100
+      Steps(405, 40, 400),                    // productive 100
+      Checkpoint(410, 40, 5),                 // checkpoint 5
+      Steps(510, 50, 500),                    // productive 100
+      Interrupted(520, "nccl"),               // lost 10
+      Started(820, 2, 20),                    // down 300; the step-40 checkpoint is unusable: back to 20,
+                                              // so steps 20..50 (300 s of work) are lost
   });
   RunSnapshot snap = Snapshot(s, At(820));
-  ExpectSeconds(snap, {.productive = 100, .checkpoint = 10, .lost = 310, .startup = 100,
-                       .down_unplanned = 300});
+  ExpectSeconds(snap, {.productive = 100, .checkpoint = 10, .lost = 310, .startup = 100, .down_unplanned = 300});
   EXPECT_EQ(snap.tokens, 200);
   EXPECT_EQ(snap.step, 20);
   ASSERT_TRUE(ApplyEvent(s, Steps(950, 30, 300)).ok());   // 100 s of work, 30 s startup
   ASSERT_TRUE(ApplyEvent(s, Steps(1050, 40, 400)).ok());  // productive 100
   snap = Snapshot(s, At(1050));
-  ExpectSeconds(snap, {.productive = 300, .checkpoint = 10, .lost = 310, .startup = 130,
-                       .down_unplanned = 300});
+  ExpectSeconds(snap, {.productive = 300, .checkpoint = 10, .lost = 310, .startup = 130, .down_unplanned = 300});
   EXPECT_EQ(snap.tokens, 400);
   EXPECT_TRUE(snap.flags.empty());
 }
 
 TEST(Accounting, RestoreToANeverCheckpointedStepIsAcceptedAndFlagged) {
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 10, 100),
-      Steps(200, 20, 200),  // productive 100
-      Steps(300, 30, 300),  // productive 200
-      Interrupted(300, "gpu"),
-      Started(400, 2, 15),  // no checkpoint at 15: halfway between 10 (0 s) and 30 (200 s)
+      Started(0, 1, 0), Steps(100, 10, 100), Steps(200, 20, 200),  // productive 100
+      Steps(300, 30, 300),                                         // productive 200
+      Interrupted(300, "gpu"), Started(400, 2, 15),  // no checkpoint at 15: halfway between 10 (0 s) and 30 (200 s)
   });
   const RunSnapshot snap = Snapshot(s, At(400));
   ASSERT_EQ(snap.flags.size(), 1u);
-  EXPECT_NE(snap.flags[0].find("restored step 15, which was never checkpointed nor reported"),
-            std::string::npos)
+  EXPECT_NE(snap.flags[0].find("restored step 15, which was never checkpointed nor reported"), std::string::npos)
       << snap.flags[0];
   EXPECT_EQ(snap.step, 15);
   EXPECT_EQ(snap.tokens, 150);  // interpolated between the reports of steps 10 and 20
@@ -216,10 +201,7 @@ TEST(Accounting, RestoreToANeverCheckpointedStepIsAcceptedAndFlagged) {
 // exactly the time after its report to lost.
 TEST(Accounting, ARestoreToAReportedStepLosesTheTimeAfterItsReport) {
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(0, 0, 0),
-      Steps(10, 1, 100),
-      Steps(11, 2, 200),
+      Started(0, 1, 0), Steps(0, 0, 0), Steps(10, 1, 100), Steps(11, 2, 200),
       Started(20, 2, 1),  // relaunched from step 1, whose save was never reported
   });
   RunSnapshot snap = Snapshot(s, At(20));
@@ -335,10 +317,7 @@ TEST(Accounting, CausesPastTheLimitCountAsOther) {
 TEST(Accounting, AfterAnInterpolatedRestoreTheFirstReportSetsTheTokens) {
   // Tokens per step grew (a batch ramp): the interpolation at step 150 over-estimates.
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 100, 1000),
-      Steps(200, 200, 3000),
-      Interrupted(210, "gpu"),
+      Started(0, 1, 0), Steps(100, 100, 1000), Steps(200, 200, 3000), Interrupted(210, "gpu"),
       Started(300, 2, 150),  // never checkpointed: estimated at 2,000 tokens... or so
   });
   ASSERT_TRUE(s.tokens_uncertain);
@@ -352,14 +331,10 @@ TEST(Accounting, AfterAnInterpolatedRestoreTheFirstReportSetsTheTokens) {
 
 TEST(Accounting, RestoreBeyondTheReportsDoesNotRememberStaleTokens) {
   RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 200, 2000),
-      Interrupted(110, "gpu"),
-      Started(200, 2, 300),      // beyond step 200: tokens unknown
-      Checkpoint(210, 300, 5),   // saved during startup, tokens still unknown: not a mark
-      Interrupted(220, "gpu"),
-      Started(300, 3, 300),
-      Steps(400, 310, 3100),     // the first report sets the tokens
+      Started(0, 1, 0), Steps(100, 200, 2000), Interrupted(110, "gpu"),
+      Started(200, 2, 300),     // beyond step 200: tokens unknown
+      Checkpoint(210, 300, 5),  // saved during startup, tokens still unknown: not a mark
+      Interrupted(220, "gpu"), Started(300, 3, 300), Steps(400, 310, 3100),  // the first report sets the tokens
   });
   const RunSnapshot snap = Snapshot(s, At(400));
   EXPECT_EQ(snap.tokens, 3100);
@@ -367,8 +342,8 @@ TEST(Accounting, RestoreBeyondTheReportsDoesNotRememberStaleTokens) {
 }
 
 TEST(Accounting, ChecksAgainstAnExactCheckpointStillHold) {
-  RunState s = Fold({Started(0, 1, 0), Steps(100, 100, 1000), Checkpoint(105, 100, 5),
-                     Steps(200, 200, 2000), Interrupted(210, "gpu"), Started(300, 2, 100)});
+  RunState s = Fold({Started(0, 1, 0), Steps(100, 100, 1000), Checkpoint(105, 100, 5), Steps(200, 200, 2000),
+                     Interrupted(210, "gpu"), Started(300, 2, 100)});
   EXPECT_FALSE(s.tokens_uncertain);
   EXPECT_EQ(ApplyEvent(s, Steps(400, 110, 900)).code(), absl::StatusCode::kFailedPrecondition);
 }
@@ -389,8 +364,7 @@ TEST(Accounting, AHugeFirstGapDoesNotBecomeTheUsualOne) {
 
 TEST(Accounting, SecondsPerStepLeaveOutTheSaves) {
   // Reports every 100 s of work for 10 steps, with a 20 s save between two of them.
-  const RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Checkpoint(120, 10, 20),
-                           Steps(220, 20, 200)});
+  const RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Checkpoint(120, 10, 20), Steps(220, 20, 200)});
   EXPECT_DOUBLE_EQ(s.typical_seconds_per_step, 10);
 }
 
@@ -409,8 +383,8 @@ TEST(Accounting, SameInstantEventsAreOrderedByAttemptAndKind) {
 }
 
 TEST(Accounting, AnEventsAttemptFollowsFromItsTime) {
-  const RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Interrupted(150, "gpu"),
-                           Started(200, 2, 0), Steps(300, 10, 100)});
+  const RunState s =
+      Fold({Started(0, 1, 0), Steps(100, 10, 100), Interrupted(150, "gpu"), Started(200, 2, 0), Steps(300, 10, 100)});
   // Resent later, an attempt-1 event without an attempt still belongs to attempt 1, so its
   // natural key is the one it was stored under.
   EXPECT_EQ(AttemptOf(s, Steps(100, 10, 100)), 1u);
@@ -421,17 +395,14 @@ TEST(Accounting, AnEventsAttemptFollowsFromItsTime) {
 
 TEST(Accounting, PlannedMaintenanceIsNotChargedToTheBudget) {
   const RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(100, 10, 100),   // startup 100
-      Steps(200, 20, 200),   // productive 100
-      Checkpoint(205, 20, 5),
-      Interrupted(205, "maintenance", true),
+      Started(0, 1, 0), Steps(100, 10, 100),  // startup 100
+      Steps(200, 20, 200),                    // productive 100
+      Checkpoint(205, 20, 5), Interrupted(205, "maintenance", true),
       Started(3805, 2, 20),  // down_planned 3,600; nothing lost
       Steps(3955, 30, 300),  // 100 s of work, 50 s startup, not charged: the stop was planned
   });
   const RunSnapshot snap = Snapshot(s, At(3955));
-  ExpectSeconds(snap, {.productive = 200, .checkpoint = 5, .startup = 150,
-                       .down_planned = 3600});
+  ExpectSeconds(snap, {.productive = 200, .checkpoint = 5, .startup = 150, .down_planned = 3600});
   EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 0);
   ASSERT_EQ(snap.interruptions.size(), 1u);
   EXPECT_TRUE(snap.interruptions[0].planned);
@@ -473,9 +444,8 @@ class BadEvents : public ::testing::TestWithParam<BadEvent> {};
 
 TEST_P(BadEvents, AreRefusedAndChangeNothing) {
   // A run at step 30 in attempt 2, with a checkpoint at 20.
-  RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Interrupted(150, "gpu"),
-                     Started(200, 2, 0), Steps(300, 20, 200), Checkpoint(310, 20, 10),
-                     Steps(400, 30, 300)});
+  RunState s = Fold({Started(0, 1, 0), Steps(100, 10, 100), Interrupted(150, "gpu"), Started(200, 2, 0),
+                     Steps(300, 20, 200), Checkpoint(310, 20, 10), Steps(400, 30, 300)});
   const RunState before = s;
   const absl::Status st = ApplyEvent(s, GetParam().event);
   EXPECT_EQ(st.code(), GetParam().code) << st;
@@ -500,26 +470,21 @@ const BadEvent kBadEvents[] = {
      "goes backwards from 300 at step 30 without a restore"},
     {"StepBackwards", Steps(500, 25, 350), absl::StatusCode::kFailedPrecondition,
      "steps.step 25 goes backwards from step 30 without a restore"},
-    {"NegativeTokens", Steps(500, 31, -1), absl::StatusCode::kInvalidArgument,
-     "steps.tokens -1 is negative"},
+    {"NegativeTokens", Steps(500, 31, -1), absl::StatusCode::kInvalidArgument, "steps.tokens -1 is negative"},
     {"SameStepOtherTokens", Steps(500, 30, 310), absl::StatusCode::kInvalidArgument,
      "which was reported with 300 tokens"},
     {"SupersededAttempt", Steps(500, 31, 310, 1), absl::StatusCode::kFailedPrecondition,
      "from attempt 1, which attempt 2 superseded"},
-    {"UnstartedAttempt", Steps(500, 31, 310, 3), absl::StatusCode::kFailedPrecondition,
-     "which has not started"},
+    {"UnstartedAttempt", Steps(500, 31, 310, 3), absl::StatusCode::kFailedPrecondition, "which has not started"},
     {"OldJobStart", Started(500, 2, 0), absl::StatusCode::kAlreadyExists,
      "was already launched: the run's current attempt is 2; a relaunch is attempt 3"},
-    {"AttemptZero", Started(500, 0, 0), absl::StatusCode::kInvalidArgument,
-     "job_started.attempt must be >= 1"},
-    {"NegativeRestore", Started(500, 3, -5), absl::StatusCode::kInvalidArgument,
-     "restored_step -5 is negative"},
-    {"NegativeBlocking", Checkpoint(500, 30, -1), absl::StatusCode::kInvalidArgument,
-     "blocking_seconds"},
+    {"AttemptZero", Started(500, 0, 0), absl::StatusCode::kInvalidArgument, "job_started.attempt must be >= 1"},
+    {"NegativeRestore", Started(500, 3, -5), absl::StatusCode::kInvalidArgument, "restored_step -5 is negative"},
+    {"NegativeBlocking", Checkpoint(500, 30, -1), absl::StatusCode::kInvalidArgument, "blocking_seconds"},
     {"BadCause", Interrupted(500, "GPU Xid 79!"), absl::StatusCode::kInvalidArgument,
      "interruption.cause 'GPU Xid 79!'"},
-    {"LongId", WithId(Steps(500, 31, 310), std::string(200, 'x')),
-     absl::StatusCode::kInvalidArgument, "id is 200 bytes"},
+    {"LongId", WithId(Steps(500, 31, 310), std::string(200, 'x')), absl::StatusCode::kInvalidArgument,
+     "id is 200 bytes"},
     {"ReservedId", WithId(Steps(500, 31, 310), "~st/a2/s31"), absl::StatusCode::kInvalidArgument,
      "reserved for natural keys"},
 };
@@ -563,7 +528,6 @@ TEST(Accounting, StateIsBoundedPerRunNotPerEvent) {
   EXPECT_LE(s.recent.size(), 260u);  // an hour of reports every 10 s, thinned
 }
 
-
 // --- Evidence samples over whole simulated runs of the flagship plan ---
 
 using ::flightplan::testing::FlagshipPlan;
@@ -578,9 +542,9 @@ bool SameSample(const EvidenceSample& a, const EvidenceSample& b) {
          Rel(a.other_seconds, b.other_seconds) <= 1e-6 && Rel(a.planned_stops, b.planned_stops) <= 1e-6;
 }
 std::string Describe(const EvidenceSample& e) {
-  return absl::StrCat(absl::FormatTime(e.time), " running ", e.running_seconds, " productive ",
-                      e.productive_seconds, " tokens ", e.productive_tokens, " incidents ", e.incidents,
-                      " loss ", e.incident_loss_seconds, " other ", e.other_seconds, " stops ", e.planned_stops);
+  return absl::StrCat(absl::FormatTime(e.time), " running ", e.running_seconds, " productive ", e.productive_seconds,
+                      " tokens ", e.productive_tokens, " incidents ", e.incidents, " loss ", e.incident_loss_seconds,
+                      " other ", e.other_seconds, " stops ", e.planned_stops);
 }
 void ExpectSameSample(const EvidenceSample& got, const EvidenceSample& want, const std::string& where) {
   EXPECT_TRUE(SameSample(got, want)) << where << "\n got  " << Describe(got) << "\n want " << Describe(want);
@@ -686,9 +650,8 @@ void ExpectEvidenceInvariants(const RunState& s, const std::vector<Event>& event
     EXPECT_LE(e.planned_stops, count(true, [&](absl::Time t) { return t <= e.time; }));
     EXPECT_LE(e.incidents, count(false, [&](absl::Time t) { return t <= e.time; }));
   }
-  const auto planned = static_cast<double>(std::count_if(events.begin(), events.end(), [](const Event& x) {
-    return x.kind == EventKind::kInterruption && x.planned;
-  }));
+  const auto planned = static_cast<double>(std::count_if(
+      events.begin(), events.end(), [](const Event& x) { return x.kind == EventKind::kInterruption && x.planned; }));
   EXPECT_EQ(ev.back().planned_stops, planned);
   EXPECT_EQ(ev.back().planned_stops, s.planned_interruptions);
 
@@ -793,11 +756,9 @@ TEST(Evidence, SurvivesTheSnapshotAndThinsOnAlike) {
 TEST(Evidence, EventsAtOneInstantMakeOneSample) {
   const double spacing = absl::ToDoubleSeconds(kEvidenceSpacing);
   const RunState s = Fold({
-      Started(0, 1, 0),
-      Steps(60, 10, 100),
-      Steps(spacing + 60, 20, 200),      // the newest sample is now a full spacing on
-      Checkpoint(spacing + 60, 20, 0),   // the same instant
-      Interrupted(spacing + 60, "maintenance", true),  // and again
+      Started(0, 1, 0), Steps(60, 10, 100), Steps(spacing + 60, 20, 200),  // the newest sample is now a full spacing on
+      Checkpoint(spacing + 60, 20, 0),                                     // the same instant
+      Interrupted(spacing + 60, "maintenance", true),                      // and again
   });
   ASSERT_GE(s.evidence.size(), 2u);
   for (size_t i = 1; i < s.evidence.size(); ++i) {
@@ -820,8 +781,7 @@ TEST(Accounting, ALaunchThatHangsInStartupStallsPastItsBound) {
   EXPECT_DOUBLE_EQ(StartupStallSeconds(s), 1500);  // 5 x 300 s
   // Four hours later, still no step: 1,500 s of startup, the rest stalled.
   RunSnapshot snap = Snapshot(s, At(1400 + 4 * 3600));
-  ExpectSeconds(snap, {.productive = 100, .startup = 300 + 1500, .down_planned = 1000,
-                       .stalled = 4 * 3600 - 1500});
+  ExpectSeconds(snap, {.productive = 100, .startup = 300 + 1500, .down_planned = 1000, .stalled = 4 * 3600 - 1500});
   EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 4 * 3600 - 1500);
   // The step that ends it folds the same split, less the 10 s its one step took (the
   // usual seconds per step: a report covers the steps before it).

@@ -7,6 +7,8 @@
 //     for a scenario that does not change; before a change nobody can see it coming);
 //   - the median P50 error is at most 0.6x the lifetime-rate estimate's overall, and no
 //     worse than it in any scenario.
+#include "forecast/calibration.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -14,12 +16,11 @@
 #include <vector>
 
 #include "cli/plan_file.h"
-#include "forecast/calibration.h"
-#include "planner/plan_engine.h"
-#include "gtest/gtest.h"
 #include "convert/event_convert.h"
 #include "convert/event_json.h"
 #include "convert/plan_convert.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
 #include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
@@ -104,8 +105,7 @@ TEST(Calibration, ChangepointBeatsLifetimeAfterAChaoticStart) {
   options.forecast.model = EvidenceModel::kChangepoint;
   absl::StatusOr<std::vector<ScenarioCalibration>> after = Calibrate(plan, report, chaotic, options);
   ASSERT_TRUE(before.ok() && after.ok());
-  EXPECT_LT((*after)[0].after_change.median_p50_error_seconds,
-            (*before)[0].after_change.median_p50_error_seconds);
+  EXPECT_LT((*after)[0].after_change.median_p50_error_seconds, (*before)[0].after_change.median_p50_error_seconds);
   EXPECT_GT((*after)[0].after_change.coverage, (*before)[0].after_change.coverage);
 }
 
@@ -150,10 +150,11 @@ TEST(Calibration, ARealRunBloom176b) {
                   d(p.naive_lifetime), p.inside ? "yes" : "no ", p.futures ? "two" : "one");
     }
     const BacktestSummary sum = Summarize({*bt});
-    std::printf("  coverage %.0f%%, P50 error %.1f h against %.1f h (lifetime), interval score %.1f%%, CRPS %.2f%% "
-                "against %.2f%%\n",
-                100 * sum.coverage, sum.median_p50_error_seconds / 3600, sum.median_naive_lifetime_error_seconds / 3600,
-                100 * sum.mean_interval_score, 100 * sum.mean_crps, 100 * sum.mean_naive_crps);
+    std::printf(
+        "  coverage %.0f%%, P50 error %.1f h against %.1f h (lifetime), interval score %.1f%%, CRPS %.2f%% "
+        "against %.2f%%\n",
+        100 * sum.coverage, sum.median_p50_error_seconds / 3600, sum.median_naive_lifetime_error_seconds / 3600,
+        100 * sum.mean_interval_score, 100 * sum.mean_crps, 100 * sum.mean_naive_crps);
     if (model != EvidenceModel::kFutures) continue;
     EXPECT_GE(sum.coverage, 6.0 / 9);
     EXPECT_LT(sum.median_p50_error_seconds, sum.median_naive_lifetime_error_seconds);

@@ -13,8 +13,8 @@ namespace {
 struct Case {
   const char* name;
   const char* line;
-  const char* cause;  // "" = names no cause
-  const char* detail; // a part of the detail, or ""
+  const char* cause;   // "" = names no cause
+  const char* detail;  // a part of the detail, or ""
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -46,8 +46,9 @@ const Case kCases[] = {
      "a network error, NCCL version 2.28.8",
      "nccl", "NCCL 2.28.8"},
     // The detail line that follows (NCCLUtils getNcclErrorDetailStr).
-    {"NcclCode", "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
-     "nccl", "ncclRemoteError"},
+    {"NcclCode",
+     "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.", "nccl",
+     "ncclRemoteError"},
     // XPixelGroup/BasicSR#737 (ProcessGroupNCCL.cpp WorkNCCL::checkTimeout).
     {"WatchdogTimeout",
      "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
@@ -84,7 +85,8 @@ const Case kCases[] = {
      "23.65 GiB of which 11.06 MiB is free.",
      "oom", "22.00 MiB"},
     // nextflow-io/nextflow#5932 (Slurm 23.02+ task_cgroup_memory.c; srun launch.c).
-    {"HostOom", "slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks have been OOM Killed.",
+    {"HostOom",
+     "slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks have been OOM Killed.",
      "host_oom", "oom_kill"},
     {"HostOomSrun", "srun: error: sdumont6156: task 0: Out Of Memory", "host_oom", "Out Of Memory"},
     // ArjunaCluster/ArjunaUsers#52 (Slurm <= 22.05).
@@ -93,7 +95,8 @@ const Case kCases[] = {
      "been killed by the cgroup out-of-memory handler.",
      "host_oom", "oom-kill"},
     // The driver's Xid lines (NVIDIA/gpu-operator#1146, leptonai/gpud, akash-network/support#244).
-    {"Xid79", "[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    {"Xid79",
+     "[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
      "gpu", "xid=79 pci=0000:91:00"},
     {"Xid48",
      "NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has "
@@ -106,7 +109,8 @@ const Case kCases[] = {
     // Slurm req.c (ZettaAI/zetta_utils#671, SystemsGenetics/GEMmaker#242, hafs-community/HAFS#101).
     {"TimeLimit", "slurmstepd: error: *** JOB 494583 ON node12 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
      "time_limit", "node=node12"},
-    {"Preemption", "slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO PREEMPTION ***",
+    {"Preemption",
+     "slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO PREEMPTION ***",
      "preemption", "cn119"},
     {"Scancel", "slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***", "operator",
      "orion-01-01"},
@@ -120,10 +124,11 @@ const Case kCases[] = {
      "down workers",
      "sigterm", "15"},
     // Knock-on lines name no cause: torchrun killing the other ranks, the watchdog's sequel.
-    {"ClosingSignalIsKnockOn", "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal SIGTERM",
-     "", ""},
+    {"ClosingSignalIsKnockOn",
+     "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal SIGTERM", "", ""},
     {"ExitCodeOneIsNotACause",
-     "[2023-10-13 17:40:02,544] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: "
+     "[2023-10-13 17:40:02,544] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+     "local_rank: "
      "0 (pid: 62498) of binary: /usr/bin/python",
      "", ""},
     // Ordinary lines (Megatron's iteration line and arguments dump) name none.
@@ -139,13 +144,17 @@ INSTANTIATE_TEST_SUITE_P(Sources, CrashLines, ::testing::ValuesIn(kCases),
 
 TEST(CrashLinesRank, TheSchedulerOverTheHardwareOverMemoryOverCudaOverNcclOverAHangOverASignal) {
   auto rank = [](const char* line) { return ClassifyCrashLine(line).value().rank; };
-  const int scheduler = rank("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-04-20T09:09:37 DUE TO PREEMPTION ***");
-  const int hardware = rank("NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
+  const int scheduler =
+      rank("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-04-20T09:09:37 DUE TO PREEMPTION ***");
+  const int hardware =
+      rank("NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
   const int memory = rank("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has");
   const int cuda = rank("RuntimeError: CUDA error: an illegal memory access was encountered");
-  const int nccl = rank("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.");
-  const int hang = rank("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
-                        "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.");
+  const int nccl =
+      rank("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.");
+  const int hang = rank(
+      "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+      "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.");
   const int signal = rank("srun: error: c002: task 0: Killed");
   EXPECT_GT(scheduler, hardware);
   EXPECT_GT(hardware, memory);
@@ -153,8 +162,9 @@ TEST(CrashLinesRank, TheSchedulerOverTheHardwareOverMemoryOverCudaOverNcclOverAH
   EXPECT_GT(cuda, nccl);
   EXPECT_GT(nccl, hang);
   EXPECT_GT(hang, signal);
-  EXPECT_TRUE(ClassifyCrashLine("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***")
-                  ->planned);
+  EXPECT_TRUE(
+      ClassifyCrashLine("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***")
+          ->planned);
 }
 
 }  // namespace

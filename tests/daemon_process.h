@@ -44,10 +44,10 @@ class DaemonProcess {
   const std::string& address() const { return address_; }
   int metrics_port() const { return metrics_port_; }
 
-  static std::vector<std::string> Args(const std::string& db, bool metrics,
-                                       std::vector<std::string> extra) {
-    std::vector<std::string> args = {FLIGHTPLAN_DAEMON_BIN, "--db", db, "--listen", "127.0.0.1:0", "--metrics",
-                                     metrics ? "127.0.0.1:0" : "", "--clock", "events"};
+  static std::vector<std::string> Args(const std::string& db, bool metrics, std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        FLIGHTPLAN_DAEMON_BIN,        "--db",    db,      "--listen", "127.0.0.1:0", "--metrics",
+        metrics ? "127.0.0.1:0" : "", "--clock", "events"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -109,8 +109,7 @@ inline std::set<std::string> StoredKeys(const std::string& db, int64_t* rows) {
 }
 
 // One batch through ReportBatch.
-inline grpc::Status SendBatch(const std::string& address, const v1::EventBatch& batch,
-                              v1::BatchAck* ack = nullptr) {
+inline grpc::Status SendBatch(const std::string& address, const v1::EventBatch& batch, v1::BatchAck* ack = nullptr) {
   auto stub = v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -1,5 +1,7 @@
 // flightpland end to end in-process: a real SQLite file, a real gRPC server on
 // 127.0.0.1 port 0, real clients.
+#include "daemon/daemon.h"
+
 #include <sqlite3.h>
 
 #include <chrono>
@@ -13,22 +15,21 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/auth.h"
-#include "daemon/daemon.h"
-#include "flightplan/v1/tracker.grpc.pb.h"
-#include "gtest/gtest.h"
-#include "grpcpp/generic/generic_stub.h"
-#include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
-#include "proto/grpc/reflection/v1alpha/reflection_min.pb.h"
 #include "cli/client_commands.h"
 #include "cli/plan_file.h"
 #include "cli/status_print.h"
-#include "forecast/simulator.h"
-#include "planner/plan_engine.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "daemon/auth.h"
+#include "flightplan/v1/tracker.grpc.pb.h"
+#include "forecast/simulator.h"
 #include "google/protobuf/util/json_util.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
+#include "proto/grpc/reflection/v1alpha/reflection_min.pb.h"
 #include "tests/event_log.h"
 #include "tests/history_check.h"
 #include "tests/subprocess.h"
@@ -64,8 +65,8 @@ class DaemonTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()), grpc::InsecureChannelCredentials());
     stub_ = v1::Tracker::NewStub(channel_);
   }
 
@@ -83,12 +84,11 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<v1::Tracker::Stub> FixedWindowStub() const {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    return v1::Tracker::NewStub(grpc::CreateCustomChannel(
-        absl::StrCat("127.0.0.1:", daemon_->grpc_port()), grpc::InsecureChannelCredentials(), args));
+    return v1::Tracker::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
+                                                          grpc::InsecureChannelCredentials(), args));
   }
 
-  grpc::Status Create(const v1::Plan& plan, v1::CreateRunResponse* response = nullptr,
-                      const std::string& run = "") {
+  grpc::Status Create(const v1::Plan& plan, v1::CreateRunResponse* response = nullptr, const std::string& run = "") {
     grpc::ClientContext ctx;
     v1::CreateRunRequest request;
     request.set_run(run);
@@ -170,8 +170,7 @@ struct RawResult {
   grpc::Status status;
   std::string response;
 };
-RawResult RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                   const std::string& bytes) {
+RawResult RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::string& method, const std::string& bytes) {
   grpc::GenericStub generic(channel);
   grpc::ClientContext ctx;
   grpc::Slice slice(bytes.data(), bytes.size());
@@ -200,7 +199,6 @@ RawResult RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::str
   }
   return result;
 }
-
 
 TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
   v1::CreateRunResponse r;
@@ -247,7 +245,8 @@ TEST_F(DaemonTest, CreateRunIsIdempotentAndKeepsPlanRevisions) {
   EXPECT_EQ(current.report().batch().tokens_per_step(), 2 * first.report().batch().tokens_per_step());
   const grpc::Status missing = get_plan(kRun, 3, none);
   EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_NE(missing.error_message().find("no plan revision 3 (it has 2)"), std::string::npos) << missing.error_message();
+  EXPECT_NE(missing.error_message().find("no plan revision 3 (it has 2)"), std::string::npos)
+      << missing.error_message();
   EXPECT_EQ(get_plan("nope", 0, none).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
@@ -273,21 +272,18 @@ TEST_F(DaemonTest, PlanThatFailsItsOwnChecksIsRefusedWithTheFindings) {
   v1::ListRunsResponse runs;
   ASSERT_TRUE(stub_->ListRuns(&ctx, v1::ListRunsRequest(), &runs).ok());
   EXPECT_EQ(runs.runs_size(), 0);
-  EXPECT_EQ(Create(FlagshipPlan(), nullptr, "bad name!").error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Create(FlagshipPlan(), nullptr, "bad name!").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   // The crash of tests/accounting_test.cc, over gRPC, in two batches, the second out of order.
-  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 300, 100, 1000),
-                      StepsAt(kRun, 360, 110, 1100), StepsAt(kRun, 420, 120, 1200),
-                      CheckpointAt(kRun, 430, 120, 10)})
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 300, 100, 1000), StepsAt(kRun, 360, 110, 1100),
+                      StepsAt(kRun, 420, 120, 1200), CheckpointAt(kRun, 430, 120, 10)})
                   .ok());
   v1::BatchAck ack;
-  ASSERT_TRUE(Report({StepsAt(kRun, 1060, 140, 1400), StepsAt(kRun, 490, 130, 1300),
-                      InterruptedAt(kRun, 580, "gpu"), StepsAt(kRun, 550, 140, 1400),
-                      StartedAt(kRun, 880, 2, 120), StepsAt(kRun, 1000, 130, 1300)},
+  ASSERT_TRUE(Report({StepsAt(kRun, 1060, 140, 1400), StepsAt(kRun, 490, 130, 1300), InterruptedAt(kRun, 580, "gpu"),
+                      StepsAt(kRun, 550, 140, 1400), StartedAt(kRun, 880, 2, 120), StepsAt(kRun, 1000, 130, 1300)},
                      &ack)
                   .ok());
   EXPECT_EQ(ack.accepted(), 6u);
@@ -371,9 +367,9 @@ TEST_F(DaemonTest, DuplicatesAreAcknowledgedAndIgnored) {
 TEST_F(DaemonTest, EventsWithoutIdsAreIdempotentAcrossARelaunch) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   // No ids: natural keys. Attempt 1 runs, crashes, attempt 2 restarts from scratch.
-  const std::vector<v1::Event> log = {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
+  const std::vector<v1::Event> log = {StartedAt(kRun, 0, 1, 0),        StepsAt(kRun, 100, 10, 100),
                                       InterruptedAt(kRun, 150, "gpu"), StartedAt(kRun, 200, 2, 0),
-                                      StepsAt(kRun, 300, 10, 100), StepsAt(kRun, 400, 20, 200)};
+                                      StepsAt(kRun, 300, 10, 100),     StepsAt(kRun, 400, 20, 200)};
   for (const v1::Event& e : log) ASSERT_TRUE(Report({e}).ok());
   const v1::RunStatus before = Status();
   // A client retrying everything: every event is recognised, nothing is refused.
@@ -408,30 +404,34 @@ v1::Event FromAttempt(v1::Event e, uint32_t attempt) {
 
 TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
-  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
-                      InterruptedAt(kRun, 150, "gpu"), StartedAt(kRun, 200, 2, 0),
-                      StepsAt(kRun, 300, 20, 200), CheckpointAt(kRun, 310, 20, 10),
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100), InterruptedAt(kRun, 150, "gpu"),
+                      StartedAt(kRun, 200, 2, 0), StepsAt(kRun, 300, 20, 200), CheckpointAt(kRun, 310, 20, 10),
                       StepsAt(kRun, 400, 30, 300)})
                   .ok());
   const v1::RunStatus before = Status();
   const BadBatch cases[] = {
-      {"unknown run", {StepsAt("nope", 500, 31, 310)}, grpc::StatusCode::NOT_FOUND,
-       "run 'nope' does not exist"},
+      {"unknown run", {StepsAt("nope", 500, 31, 310)}, grpc::StatusCode::NOT_FOUND, "run 'nope' does not exist"},
       {"no time", {NoTime()}, grpc::StatusCode::INVALID_ARGUMENT, "event.time is required"},
       {"no kind", {NoKind()}, grpc::StatusCode::INVALID_ARGUMENT, "event has no kind"},
-      {"negative tokens", {StepsAt(kRun, 500, 31, -5)}, grpc::StatusCode::INVALID_ARGUMENT,
+      {"negative tokens",
+       {StepsAt(kRun, 500, 31, -5)},
+       grpc::StatusCode::INVALID_ARGUMENT,
        "steps.tokens -5 is negative"},
-      {"tokens backwards", {StepsAt(kRun, 500, 31, 250)}, grpc::StatusCode::FAILED_PRECONDITION,
-       "without a restore"},
-      {"superseded attempt", {FromAttempt(StepsAt(kRun, 500, 31, 310), 1)},
-       grpc::StatusCode::FAILED_PRECONDITION, "which attempt 2 superseded"},
+      {"tokens backwards", {StepsAt(kRun, 500, 31, 250)}, grpc::StatusCode::FAILED_PRECONDITION, "without a restore"},
+      {"superseded attempt",
+       {FromAttempt(StepsAt(kRun, 500, 31, 310), 1)},
+       grpc::StatusCode::FAILED_PRECONDITION,
+       "which attempt 2 superseded"},
       // One bad event spoils its batch: the good one before it is not stored either.
-      {"good then bad", {StepsAt(kRun, 500, 31, 310), StepsAt(kRun, 510, 32, 100)},
-       grpc::StatusCode::FAILED_PRECONDITION, "events[1]"},
-      {"bad run name", {StepsAt("a/b", 500, 31, 310)}, grpc::StatusCode::INVALID_ARGUMENT,
-       "run name"},
-      {"attempt contradicts job_started", {FromAttempt(StartedAt(kRun, 500, 3, 0), 4)},
-       grpc::StatusCode::INVALID_ARGUMENT, "contradicts job_started.attempt"},
+      {"good then bad",
+       {StepsAt(kRun, 500, 31, 310), StepsAt(kRun, 510, 32, 100)},
+       grpc::StatusCode::FAILED_PRECONDITION,
+       "events[1]"},
+      {"bad run name", {StepsAt("a/b", 500, 31, 310)}, grpc::StatusCode::INVALID_ARGUMENT, "run name"},
+      {"attempt contradicts job_started",
+       {FromAttempt(StartedAt(kRun, 500, 3, 0), 4)},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "contradicts job_started.attempt"},
   };
   for (const BadBatch& c : cases) {
     grpc::Status st = Report(c.events);
@@ -462,9 +462,8 @@ TEST_F(DaemonTest, BadInputGetsItsCodeAndChangesNothing) {
 
 TEST_F(DaemonTest, RestoreToAStepNeverCheckpointedIsAcceptedAndFlagged) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
-  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
-                      StepsAt(kRun, 200, 20, 200), InterruptedAt(kRun, 210, "gpu"),
-                      StartedAt(kRun, 300, 2, 15)})
+  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100), StepsAt(kRun, 200, 20, 200),
+                      InterruptedAt(kRun, 210, "gpu"), StartedAt(kRun, 300, 2, 15)})
                   .ok());
   const v1::RunStatus s = Status();
   ASSERT_EQ(s.flags_size(), 1);
@@ -475,9 +474,9 @@ TEST_F(DaemonTest, RestoreToAStepNeverCheckpointedIsAcceptedAndFlagged) {
 TEST_F(DaemonTest, ProgressBeyondTheTargetAndTheFleetIsAcceptedAndFlagged) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   // 2e13 tokens in 1,000 s: twice the 10e12 target, at 2e10 tokens/s (the plan: 3.3e6).
-  ASSERT_TRUE(Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100),
-                      StepsAt(kRun, 1100, 20, 20'000'000'000'000)})
-                  .ok());
+  ASSERT_TRUE(
+      Report({StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 100, 10, 100), StepsAt(kRun, 1100, 20, 20'000'000'000'000)})
+          .ok());
   const v1::RunStatus s = Status();
   EXPECT_EQ(s.progress().tokens(), 20'000'000'000'000);
   ASSERT_EQ(s.flags_size(), 2) << s.DebugString();
@@ -487,8 +486,8 @@ TEST_F(DaemonTest, ProgressBeyondTheTargetAndTheFleetIsAcceptedAndFlagged) {
 
 TEST_F(DaemonTest, GarbageOnTheWireIsRefusedAndTheDaemonServesOn) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
-  const RawResult r = RawUnary(channel_, "/flightplan.v1.Tracker/ReportBatch",
-                               "\xff\xff\xff\xff\x0f this is not a protobuf");
+  const RawResult r =
+      RawUnary(channel_, "/flightplan.v1.Tracker/ReportBatch", "\xff\xff\xff\xff\x0f this is not a protobuf");
   EXPECT_FALSE(r.status.ok());
   EXPECT_EQ(Status().events(), 0u);
   EXPECT_TRUE(Report({StartedAt(kRun, 0, 1, 0)}).ok());
@@ -695,14 +694,12 @@ TEST_F(DaemonTest, HealthServiceServes) {
 
 TEST_F(DaemonTest, ReflectionListsTheServices) {
   namespace refl = ::flightplan::testing::reflection;
-  const grpc::internal::RpcMethod method(
-      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      grpc::internal::RpcMethod::BIDI_STREAMING, channel_);
+  const grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                         grpc::internal::RpcMethod::BIDI_STREAMING, channel_);
   grpc::ClientContext ctx;
-  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>>
-      stream(grpc::internal::ClientReaderWriterFactory<
-             refl::ServerReflectionRequest, refl::ServerReflectionResponse>::Create(channel_.get(),
-                                                                                    method, &ctx));
+  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>> stream(
+      grpc::internal::ClientReaderWriterFactory<refl::ServerReflectionRequest, refl::ServerReflectionResponse>::Create(
+          channel_.get(), method, &ctx));
   refl::ServerReflectionRequest request;
   request.set_list_services("");
   ASSERT_TRUE(stream->Write(request));
@@ -782,8 +779,7 @@ TEST_F(DaemonTest, AStaleForecastIsLabelledNeverPresentedAsFresh) {
   EXPECT_EQ(fc.forecast_events(), 100u);
   EXPECT_EQ(fc.forecast_as_of().seconds(), before.forecast().forecast_as_of().seconds());
   // The run's time moved on (event clock): the age is the gap between the two states.
-  EXPECT_NEAR(fc.forecast_age_seconds(),
-              static_cast<double>(s.as_of().seconds() - fc.forecast_as_of().seconds()), 1);
+  EXPECT_NEAR(fc.forecast_age_seconds(), static_cast<double>(s.as_of().seconds() - fc.forecast_as_of().seconds()), 1);
   EXPECT_GT(fc.forecast_age_seconds(), 0);
   const std::string text = cli::FormatRunStatus(s);
   EXPECT_NE(text.find("forecast as of"), std::string::npos) << text;
@@ -879,10 +875,10 @@ TEST_F(DaemonTest, HistoryKeepsAPointPerTenMinutesAndLargeMovesAndSurvivesAResta
   const v1::RunStatus final_status = StatusNow();
   ASSERT_EQ(final_status.state(), "finished");
   ASSERT_TRUE(History(kRun, &history).ok());
-  const double run_seconds = static_cast<double>(final_status.last_event_time().seconds() -
-                                                 final_status.first_event_time().seconds());
-  std::printf("history: %d points of %zu forecasts, %zu events, %.1f h of the run\n",
-              history.points_size(), forecasts, log.size(), run_seconds / 3600);
+  const double run_seconds =
+      static_cast<double>(final_status.last_event_time().seconds() - final_status.first_event_time().seconds());
+  std::printf("history: %d points of %zu forecasts, %zu events, %.1f h of the run\n", history.points_size(), forecasts,
+              log.size(), run_seconds / 3600);
   EXPECT_EQ(history.run(), kRun);
   EXPECT_TRUE(testing::MonotoneAndThinned(history));
   // Thinned: about one point per 10 minutes of the run, far fewer than the forecasts made.
@@ -983,7 +979,9 @@ TEST_P(BackfillTest, AMonthSentAtFullSpeedKeepsTheRunsWholeHistory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Clocks, BackfillTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& param_info) { return param_info.param ? "EventsClock" : "WallClock"; });
+                         [](const ::testing::TestParamInfo<bool>& param_info) {
+                           return param_info.param ? "EventsClock" : "WallClock";
+                         });
 
 TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingReads) {
   // A 200 kB cap: writes fail as on a full disk.
@@ -1000,8 +998,8 @@ TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingR
     auto d = daemon::Daemon::Start(options);
     ASSERT_TRUE(d.ok()) << d.status();
     daemon_ = std::move(*d);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()), grpc::InsecureChannelCredentials());
     stub_ = v1::Tracker::NewStub(channel_);
   }
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
@@ -1024,7 +1022,8 @@ TEST_F(DaemonTest, AFullDatabaseAcknowledgesNothingItDidNotStoreAndKeepsServingR
   // The fault clears (a bigger cap): the same events go in, the acknowledged ones as duplicates.
   Restart();
   v1::BatchAck ack;
-  ASSERT_TRUE(Report(std::vector<v1::Event>(log.begin(), log.begin() + static_cast<long>(acknowledged + 100)), &ack).ok());
+  ASSERT_TRUE(
+      Report(std::vector<v1::Event>(log.begin(), log.begin() + static_cast<long>(acknowledged + 100)), &ack).ok());
   EXPECT_EQ(ack.duplicates(), acknowledged);
   EXPECT_EQ(ack.accepted(), 100u);
   EXPECT_EQ(Status().events(), acknowledged + 100);
@@ -1040,8 +1039,8 @@ TEST(DaemonStorage, ADamagedDatabaseIsRefusedWithTheWayOut) {
   {
     auto d = daemon::Daemon::Start(options);
     ASSERT_TRUE(d.ok());
-    auto stub = v1::Tracker::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+    auto stub = v1::Tracker::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     v1::CreateRunRequest request;
     *request.mutable_plan() = FlagshipPlan();
@@ -1072,8 +1071,7 @@ TEST(DaemonStorage, ADamagedDatabaseIsRefusedWithTheWayOut) {
   auto d = daemon::Daemon::Start(options);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(std::string(d.status().message()).find("Restore the latest backup"), std::string::npos)
-      << d.status();
+  EXPECT_NE(std::string(d.status().message()).find("Restore the latest backup"), std::string::npos) << d.status();
 }
 
 TEST(DaemonAuth, TokensGuardWritesAndOptionallyReads) {
@@ -1086,8 +1084,8 @@ TEST(DaemonAuth, TokensGuardWritesAndOptionallyReads) {
   options.read_token = "r-41aa0b";
   absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
   ASSERT_TRUE(d.ok()) << d.status();
-  auto stub = v1::Tracker::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
+  auto stub = v1::Tracker::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
   auto create = [&](const std::string& token) {
     grpc::ClientContext ctx;
     if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
@@ -1108,7 +1106,7 @@ TEST(DaemonAuth, TokensGuardWritesAndOptionallyReads) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   st = create("w-7c2e9e");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(st.error_message().find("w-7c2e9"), std::string::npos);  // never echoed
+  EXPECT_EQ(st.error_message().find("w-7c2e9"), std::string::npos);                 // never echoed
   EXPECT_EQ(create("r-41aa0b").error_code(), grpc::StatusCode::PERMISSION_DENIED);  // reads only
   EXPECT_TRUE(create("w-7c2e9f").ok());
   EXPECT_EQ(status("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -1175,8 +1173,7 @@ TEST(DaemonStorage, RefusesAFileThatIsNotOursAndANewerSchema) {
   sqlite3_close(db);
   d = daemon::Daemon::Start(options);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(std::string(d.status().message()).find("schema version 99, newer"), std::string::npos)
-      << d.status();
+  EXPECT_NE(std::string(d.status().message()).find("schema version 99, newer"), std::string::npos) << d.status();
 }
 
 TEST(DaemonStorage, ASecondDaemonOnTheSameFileFailsAtOnce) {
@@ -1189,8 +1186,7 @@ TEST(DaemonStorage, ASecondDaemonOnTheSameFileFailsAtOnce) {
   ASSERT_TRUE(first.ok()) << first.status();
   absl::StatusOr<std::unique_ptr<daemon::Daemon>> second = daemon::Daemon::Start(options);
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(std::string(second.status().message()).find("in use by another flightpland"),
-            std::string::npos);
+  EXPECT_NE(std::string(second.status().message()).find("in use by another flightpland"), std::string::npos);
 }
 
 }  // namespace

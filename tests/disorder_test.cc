@@ -3,14 +3,14 @@
 // typo'd date and its retraction, a host clock that runs fast, a small batch limit, and a
 // randomized delivery of one run from two sources that must account exactly as the
 // time-ordered log.
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <fstream>
 #include <random>
-#include <set>
 #include <regex>
-#include <signal.h>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,7 +36,6 @@ using testing::StepsAt;
 using testing::TempDir;
 
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
-
 
 std::unique_ptr<v1::Tracker::Stub> Stub(const std::string& address) {
   return v1::Tracker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
@@ -132,7 +131,7 @@ TEST(Disorder, PerJobLogFilesAndRestartedTailersContinueOneRun) {
   EXPECT_EQ(s.attempt(), 2u);
   EXPECT_EQ(s.progress().step(), 100);
   EXPECT_EQ(s.progress().tokens(), 6400 * 4096);  // the logs' own seq_length, not the plan's
-  ASSERT_EQ(s.interruptions_size(), 2);  // the first job's silent death, the second's exit
+  ASSERT_EQ(s.interruptions_size(), 2);           // the first job's silent death, the second's exit
   // The 24 minutes between the jobs (00:16:03 to 00:40:00) are downtime of an incident,
   // not a stall.
   EXPECT_DOUBLE_EQ(s.time_seconds().down_unplanned(), 1437);
@@ -153,9 +152,8 @@ TEST(Disorder, AnIdNamesOneEventAndAnAttemptOneLaunch) {
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
   CreateRun(d.address());
   auto stub = Stub(d.address());
-  ASSERT_TRUE(Send(*stub, {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 600, 10, 10000),
-                           InterruptedAt(kRun, 700, "xid79")})
-                  .ok());
+  ASSERT_TRUE(
+      Send(*stub, {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 600, 10, 10000), InterruptedAt(kRun, 700, "xid79")}).ok());
   const v1::RunStatus down = StatusOf(*stub, kRun);
   ASSERT_EQ(down.state(), "down");
   // A hand-reported relaunch that reuses attempt 1: refused, naming the current attempt.
@@ -170,9 +168,9 @@ TEST(Disorder, AnIdNamesOneEventAndAnAttemptOneLaunch) {
   ExpectSameAccounting(StatusOf(*stub, kRun), down, "after refused relaunches");
   // Three lines sharing one id with different bodies: the first is stored, the two others
   // are refused (never "duplicates"), so the interruption is not silently gone.
-  const std::string lines = testing::ToJsonLines(
-      {WithId(StartedAt(kRun, 1200, 2, 0), "x"), WithId(StepsAt(kRun, 1800, 5, 5000), "x"),
-       WithId(InterruptedAt(kRun, 1900, "ecc"), "x")});
+  const std::string lines =
+      testing::ToJsonLines({WithId(StartedAt(kRun, 1200, 2, 0), "x"), WithId(StepsAt(kRun, 1800, 5, 5000), "x"),
+                            WithId(InterruptedAt(kRun, 1900, "ecc"), "x")});
   r = Cli(d.address(), {"replay", dir.Write("x.jsonl", lines)});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("1 accepted, 0 duplicates, 2 rejected"), std::string::npos) << r.out;
@@ -180,7 +178,8 @@ TEST(Disorder, AnIdNamesOneEventAndAnAttemptOneLaunch) {
   EXPECT_NE(r.out.find("id x is already recorded for another event: job_started attempt 2"), std::string::npos)
       << r.out;
   // The same body again is a duplicate, not a conflict.
-  r = Cli(d.address(), {"replay", dir.Write("y.jsonl", testing::ToJsonLines({WithId(StartedAt(kRun, 1200, 2, 0), "x")}))});
+  r = Cli(d.address(),
+          {"replay", dir.Write("y.jsonl", testing::ToJsonLines({WithId(StartedAt(kRun, 1200, 2, 0), "x")}))});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("0 accepted, 1 duplicate, 0 rejected"), std::string::npos) << r.out;
 }
@@ -194,10 +193,10 @@ TEST(Disorder, ALateFailureIsChargedToItsOwnAttempt) {
   CreateRun(d.address(), "filed-now");
   auto stub = Stub(d.address());
   auto job = [](const std::string& run) {
-    return std::vector<v1::Event>{StartedAt(run, 0, 1, 0),       StepsAt(run, 600, 10, 10000),
-                                  testing::CheckpointAt(run, 610, 10, 10),
-                                  StepsAt(run, 1200, 20, 20000), StartedAt(run, 3000, 2, 10),
-                                  StepsAt(run, 3600, 20, 20000), StepsAt(run, 4200, 30, 30000)};
+    return std::vector<v1::Event>{
+        StartedAt(run, 0, 1, 0),       StepsAt(run, 600, 10, 10000), testing::CheckpointAt(run, 610, 10, 10),
+        StepsAt(run, 1200, 20, 20000), StartedAt(run, 3000, 2, 10),  StepsAt(run, 3600, 20, 20000),
+        StepsAt(run, 4200, 30, 30000)};
   };
   // The reference: the failure filed in time.
   std::vector<v1::Event> ordered = job("ordered");
@@ -258,8 +257,8 @@ TEST(Disorder, ATypoedDateIsRefusedOrRetractedAndTheRunFoldsBack) {
   EXPECT_NE(r.err.find("FAILED_PRECONDITION"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--max-event-gap"), std::string::npos) << r.err;
   // A typo within the bound (the 24th for the 4th) gets in: 20 days stalled...
-  r = Cli(d.address(), {"report", kRun, "--time", "2027-01-24T00:30:00Z", "--step", "30", "--tokens", "30000",
-                        "--id", "typo"});
+  r = Cli(d.address(),
+          {"report", kRun, "--time", "2027-01-24T00:30:00Z", "--step", "30", "--tokens", "30000", "--id", "typo"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(StatusOf(*stub, kRun).time_seconds().stalled(), 19 * 86400);
   // ...and later real events are still taken (late, folded in time order).
@@ -319,8 +318,8 @@ TEST(Disorder, ATypoedDateIsRefusedOrRetractedAndTheRunFoldsBack) {
 
 TEST(Disorder, AHostClockThatRunsFastIsRefusedUnderTheWallClock) {
   TempDir dir;
-  testing::Child child({FLIGHTPLAN_DAEMON_BIN, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0",
-                        "--metrics", "", "--clock", "wall"},
+  testing::Child child({FLIGHTPLAN_DAEMON_BIN, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "",
+                        "--clock", "wall"},
                        dir.path() + "/d.log");
   std::smatch m;
   const std::string text = child.WaitForLog("serving gRPC on", 20);
@@ -359,10 +358,13 @@ TEST(Disorder, ASmallBatchLimitIsSplitByTheClientsNotRejected) {
   // The oversized batches were counted as retried; no event was rejected (the
   // FlightplandRejectingEvents alert reads rejected_events).
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(metrics, m, std::regex("flightplan_ingest_retried_events_total\\{code=\"invalid_argument\"\\} ([0-9.e+]+)")));
+  ASSERT_TRUE(std::regex_search(
+      metrics, m, std::regex("flightplan_ingest_retried_events_total\\{code=\"invalid_argument\"\\} ([0-9.e+]+)")));
   EXPECT_GT(std::stod(m[1].str()), 0);
   for (const char* code : {"invalid_argument", "failed_precondition", "already_exists", "not_found"}) {
-    ASSERT_TRUE(std::regex_search(metrics, m, std::regex(std::string("flightplan_ingest_rejected_events_total\\{code=\"") + code + "\"\\} ([0-9.e+]+)")));
+    ASSERT_TRUE(std::regex_search(
+        metrics, m,
+        std::regex(std::string("flightplan_ingest_rejected_events_total\\{code=\"") + code + "\"\\} ([0-9.e+]+)")));
     EXPECT_EQ(std::stod(m[1].str()), 0) << code;
   }
 }
@@ -385,7 +387,8 @@ TEST(Disorder, APlanThatDoublesTheFleetDoublesTheForecastRateAndIsListed) {
   text << in.rdbuf();
   std::string yaml = text.str();
   for (auto [from, to] : {std::pair<std::string, std::string>{"gpus: 4096", "gpus: 8192"},
-                          {"dp: 128", "dp: 256"}, {"grad_accum: 16", "grad_accum: 8"}}) {
+                          {"dp: 128", "dp: 256"},
+                          {"grad_accum: 16", "grad_accum: 8"}}) {
     const size_t at = yaml.find(from);
     ASSERT_NE(at, std::string::npos) << from;
     yaml.replace(at, from.size(), to);
@@ -415,7 +418,7 @@ TEST(Disorder, APlanThatDoublesTheFleetDoublesTheForecastRateAndIsListed) {
 // happen; an operator files the failures, each up to an hour late, interleaved at random.
 // The run must account exactly as the time-ordered log.
 struct TwoSources {
-  std::vector<v1::Event> ordered;               // the whole log in time order
+  std::vector<v1::Event> ordered;                      // the whole log in time order
   std::vector<std::pair<double, v1::Event>> delivery;  // (when it reaches the daemon, event)
 };
 
@@ -429,8 +432,9 @@ TwoSources MakeTwoSources(const std::string& run, uint32_t seed) {
   int n = 0;
   auto emit = [&](v1::Event e, double delay) {
     e.set_id(absl::StrCat("s", seed, "-", ++n));
-    const double when = absl::ToDoubleSeconds(absl::FromUnixSeconds(e.time().seconds()) +
-                                              absl::Nanoseconds(e.time().nanos()) - absl::FromUnixSeconds(testing::T0()));
+    const double when =
+        absl::ToDoubleSeconds(absl::FromUnixSeconds(e.time().seconds()) + absl::Nanoseconds(e.time().nanos()) -
+                              absl::FromUnixSeconds(testing::T0()));
     out.ordered.push_back(e);
     out.delivery.push_back({when + delay, e});
   };
@@ -451,7 +455,8 @@ TwoSources MakeTwoSources(const std::string& run, uint32_t seed) {
       // the attempt or not.
       const bool planned = roll >= 0.03;
       const double failed_at = t + 3 * u(rng);
-      v1::Event stop = InterruptedAt(run, failed_at, planned ? "maintenance" : (u(rng) < 0.5 ? "xid79" : "nccl"), planned);
+      v1::Event stop =
+          InterruptedAt(run, failed_at, planned ? "maintenance" : (u(rng) < 0.5 ? "xid79" : "nccl"), planned);
       if (u(rng) < 0.5) stop.set_attempt(attempt);
       emit(stop, 3600 * u(rng));
       t = failed_at + 60 + 3000 * u(rng);

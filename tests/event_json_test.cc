@@ -162,9 +162,29 @@ TEST(EventJson, MutatedLinesAgreeWithProtobuf) {
     seeds.push_back(line);
     if (seeds.size() > 40) break;
   }
-  static const std::vector<std::string> kTokens = {
-      "\"", "\\", "{", "}", ":", ",", "-", "0", "9", ".", "e", "Z", "T", "null", "true", " ",
-      "\"steps\":{}", "\"attempt\":", "1e3", "\"runFinished\":{}", "+01:00", "\\u0041", "\xc3\xa9"};
+  static const std::vector<std::string> kTokens = {"\"",
+                                                   "\\",
+                                                   "{",
+                                                   "}",
+                                                   ":",
+                                                   ",",
+                                                   "-",
+                                                   "0",
+                                                   "9",
+                                                   ".",
+                                                   "e",
+                                                   "Z",
+                                                   "T",
+                                                   "null",
+                                                   "true",
+                                                   " ",
+                                                   "\"steps\":{}",
+                                                   "\"attempt\":",
+                                                   "1e3",
+                                                   "\"runFinished\":{}",
+                                                   "+01:00",
+                                                   "\\u0041",
+                                                   "\xc3\xa9"};
   std::mt19937 rng(11);
   size_t fast_ok = 0;
   for (int i = 0; i < 60000; ++i) {
@@ -173,10 +193,18 @@ TEST(EventJson, MutatedLinesAgreeWithProtobuf) {
     for (int k = 0; k < edits && !line.empty(); ++k) {
       const size_t at = rng() % line.size();
       switch (rng() % 4) {
-        case 0: line[at] = static_cast<char>(32 + rng() % 95); break;
-        case 1: line.insert(at, kTokens[rng() % kTokens.size()]); break;
-        case 2: line.erase(at, 1 + rng() % 6); break;
-        default: line.insert(at, line.substr(at, 1 + rng() % 12)); break;
+        case 0:
+          line[at] = static_cast<char>(32 + rng() % 95);
+          break;
+        case 1:
+          line.insert(at, kTokens[rng() % kTokens.size()]);
+          break;
+        case 2:
+          line.erase(at, 1 + rng() % 6);
+          break;
+        default:
+          line.insert(at, line.substr(at, 1 + rng() % 12));
+          break;
       }
     }
     ExpectAgrees(line);

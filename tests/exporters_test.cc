@@ -1,9 +1,8 @@
 // The run metrics through their text exposition (no HTTP).
-#include "exporters/run_collector.h"
-
 #include <string>
 #include <tuple>
 
+#include "exporters/run_collector.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 
@@ -136,13 +135,12 @@ TEST(RunCollector, CausesPastTheLabelLimitAreSummedAsOther) {
     i->set_count(count);
   }
   const std::string text = Scrape({s}, 3);  // gpu, maintenance, nccl keep their labels
-  for (const char* line : {
-           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"false\"} 2",
-           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"true\"} 1",
-           "flightplan_interruptions_total{run=\"r1\",cause=\"maintenance\",planned=\"true\"} 1",
-           "flightplan_interruptions_total{run=\"r1\",cause=\"nccl\",planned=\"false\"} 3",
-           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"false\"} 4",
-           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"true\"} 5"}) {
+  for (const char* line : {"flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"false\"} 2",
+                           "flightplan_interruptions_total{run=\"r1\",cause=\"gpu\",planned=\"true\"} 1",
+                           "flightplan_interruptions_total{run=\"r1\",cause=\"maintenance\",planned=\"true\"} 1",
+                           "flightplan_interruptions_total{run=\"r1\",cause=\"nccl\",planned=\"false\"} 3",
+                           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"false\"} 4",
+                           "flightplan_interruptions_total{run=\"r1\",cause=\"other\",planned=\"true\"} 5"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
   EXPECT_EQ(text.find("cause=\"hang\""), std::string::npos);

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "cli/plan_file.h"
-#include "forecast/forecaster.h"
-#include "planner/plan_engine.h"
-#include "gtest/gtest.h"
 #include "convert/plan_convert.h"
+#include "forecast/forecaster.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
 
 namespace flightplan::testing {
 

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "cli/plan_file.h"
-#include "planner/formulas.h"
-#include "planner/plan_engine.h"
-#include "forecast/backtest.h"
-#include "forecast/simulator.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "forecast/backtest.h"
+#include "forecast/simulator.h"
 #include "gtest/gtest.h"
+#include "planner/formulas.h"
+#include "planner/plan_engine.h"
 #include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
@@ -158,9 +158,9 @@ TEST(Forecaster, CostOfARunByCategoryAndAtItsFinish) {
 TEST(Forecaster, ThePlanLineFollowsThePhases) {
   const ForecastPrior p = Phased();
   EXPECT_EQ(PlannedTokensAt(p, At(-10)), 0);
-  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(27500)), 2.5e7);            // half the first span
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(27500)), 2.5e7);  // half the first span
   EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(55000)), 5e7);
-  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(55000 + 55000)), 7.5e7);    // half the second
+  EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(55000 + 55000)), 7.5e7);  // half the second
   EXPECT_DOUBLE_EQ(PlannedTokensAt(p, At(1e6)), 1e8);
   // Without phases, a straight line over the schedule.
   EXPECT_DOUBLE_EQ(PlannedTokensAt(Prior(), At(55000)), 5e7);
@@ -235,8 +235,8 @@ TEST(Forecaster, FailureRateFollowsTheEvidenceOverThePrior) {
   EXPECT_NEAR(f.posterior_mtbf_seconds, (2 * 36000 + snap.running_seconds) / 12, 1e-6);
   EXPECT_LT(f.posterior_mtbf_seconds, 0.5 * Prior().job_mtbf_seconds);
   // Daly for the posterior MTBF and the plan's checkpoint cost (no checkpoint seen).
-  EXPECT_NEAR(f.recommended_checkpoint_interval_seconds,
-              planner::DalyIntervalSeconds(10, f.posterior_mtbf_seconds), 1e-6);
+  EXPECT_NEAR(f.recommended_checkpoint_interval_seconds, planner::DalyIntervalSeconds(10, f.posterior_mtbf_seconds),
+              1e-6);
 }
 
 TEST(Forecaster, BurnRateIsBudgetShareOverScheduleShare) {
@@ -332,7 +332,6 @@ TEST(Forecaster, NaiveEstimates) {
   EXPECT_NEAR(absl::ToDoubleSeconds(f.naive_recent_finish - At(7200)), remaining / 1000.0, 1);
 }
 
-
 // --- The evidence models on simulated runs of the flagship plan (simulator.h scenarios) ---
 
 using ::flightplan::testing::FlagshipPlan;
@@ -417,8 +416,7 @@ TEST(Regimes, HeavyMaintenanceIsLearnedExceptByTheLifetimeModel) {
   const Scenario* sc = FindScenario("heavy-maintenance");
   ASSERT_NE(sc, nullptr);
   // 8 h down every 7 days of wall time is at least 8 h per 7 days of compute.
-  const double calendar_floor =
-      sc->options.maintenance_hours * 3600 / (sc->options.maintenance_every_days * 86400);
+  const double calendar_floor = sc->options.maintenance_hours * 3600 / (sc->options.maintenance_every_days * 86400);
   ASSERT_GT(calendar_floor, plan_ratio);
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(seed);
@@ -529,8 +527,10 @@ TEST(Futures, ACrisisAtItsWorstShowsBothFuturesAndTheBandSpansThem) {
     EXPECT_GT(recent.weight, 0.2);
     EXPECT_FALSE(plan.reason.empty());
     // The band from the plan's future to the recent one's.
-    EXPECT_LE(sim.finish_p10_seconds, plan.finish_p50_seconds + 0.25 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
-    EXPECT_GE(sim.finish_p90_seconds, plan.finish_p50_seconds + 0.75 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
+    EXPECT_LE(sim.finish_p10_seconds,
+              plan.finish_p50_seconds + 0.25 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
+    EXPECT_GE(sim.finish_p90_seconds,
+              plan.finish_p50_seconds + 0.75 * (recent.finish_p50_seconds - plan.finish_p50_seconds));
     // The forecast carries them, dated.
     const Forecast f = Combine(ForecastNow(s, FlagshipPlan().prior, s.last_time), sim);
     ASSERT_EQ(f.futures.size(), 2u);

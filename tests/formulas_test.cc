@@ -13,8 +13,7 @@ namespace {
   if (std::fabs(actual - expected) <= tol * std::fabs(expected)) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << actual << " is not within " << tol * 100 << "% of "
-                                       << expected;
+  return ::testing::AssertionFailure() << actual << " is not within " << tol * 100 << "% of " << expected;
 }
 
 struct ComputeCase {
@@ -30,8 +29,7 @@ TEST(Formulas, SixNDMatchesPublishedTrainingCompute) {
       {"Chinchilla", 70e9, 1.4e12, 5.76e23, 0.025},
   };
   for (const ComputeCase& c : cases) {
-    EXPECT_TRUE(Near(DenseFlopsPerToken(c.params) * c.tokens, c.published_flops, c.tolerance))
-        << c.run;
+    EXPECT_TRUE(Near(DenseFlopsPerToken(c.params) * c.tokens, c.published_flops, c.tolerance)) << c.run;
   }
   // GPT-3 in PF-days: 3,640 (Brown et al. 2020, table D.1).
   EXPECT_TRUE(Near(DenseFlopsPerToken(174.6e9) * 300e9 / (1e15 * 86400), 3640, 0.01));
@@ -64,8 +62,7 @@ TEST(Formulas, StepsRoundUpAndKeepTheLastStepsTokens) {
   // The flagship: 10e12 tokens at 2,048 x 8,192 tokens per step.
   const StepCount flagship = CountSteps(10'000'000'000'000ull, 2048ull * 8192);
   EXPECT_EQ(flagship.steps, 596047u);
-  EXPECT_EQ((flagship.steps - 1) * 2048ull * 8192 + flagship.last_step_tokens,
-            10'000'000'000'000ull);
+  EXPECT_EQ((flagship.steps - 1) * 2048ull * 8192 + flagship.last_step_tokens, 10'000'000'000'000ull);
   EXPECT_EQ(CountSteps(10, 0).steps, 0u);
   // No overflow near 2^64.
   EXPECT_EQ(CountSteps(18446744073709551615ull, 2).steps, 9223372036854775808ull);

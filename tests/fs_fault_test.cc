@@ -7,11 +7,10 @@
 // a private mount namespace first, so nothing mounted here is seen outside it or outlives
 // it. Without root, the read-only case uses file modes and the disk-full case is skipped.
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <signal.h>
 
 #include <cerrno>
 #include <cstring>
@@ -46,15 +45,14 @@ bool g_private_mounts = false;
 std::string g_why_no_mounts;
 
 void CreateRun(const std::string& address) {
-  const testing::ProcessResult r =
-      testing::RunProcess({kCli, "--server", address, "create", kFlagship});
+  const testing::ProcessResult r = testing::RunProcess({kCli, "--server", address, "create", kFlagship});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
 // Sends batches [from, to) and remembers what was acknowledged; stops at the first refusal
 // and returns it (OK when all went through).
-grpc::Status SendRange(const std::string& address, const std::vector<v1::EventBatch>& batches,
-                       size_t from, size_t to, std::set<std::string>& acknowledged, size_t* next) {
+grpc::Status SendRange(const std::string& address, const std::vector<v1::EventBatch>& batches, size_t from, size_t to,
+                       std::set<std::string>& acknowledged, size_t* next) {
   for (*next = from; *next < to; ++*next) {
     grpc::Status st = SendBatch(address, batches[*next]);
     if (!st.ok()) return st;

@@ -26,10 +26,10 @@ const char* const kGolden = FLIGHTPLAN_GOLDEN_DIR "/metrics.txt";
 
 // Metrics whose values depend on timing, not on the run.
 bool Varies(const std::string& name) {
-  for (const char* prefix : {"flightplan_scrape_duration_seconds", "flightplan_storage_commit_seconds",
-                             "flightplan_ingest_batches_total", "flightplan_storage_database_bytes",
-                             "flightplan_forecast_age_seconds", "flightplan_http_connections",
-                             "flightplan_http_timeouts_total", "flightplan_ingest_queue_depth"}) {
+  for (const char* prefix :
+       {"flightplan_scrape_duration_seconds", "flightplan_storage_commit_seconds", "flightplan_ingest_batches_total",
+        "flightplan_storage_database_bytes", "flightplan_forecast_age_seconds", "flightplan_http_connections",
+        "flightplan_http_timeouts_total", "flightplan_ingest_queue_depth"}) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return false;
@@ -69,8 +69,8 @@ TEST(GoldenScrape, TheExampleRunsMetricsAreAsRecorded) {
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true);
   ASSERT_GT(d.metrics_port(), 0);
   ASSERT_EQ(Cli(d.address(), {"create", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml"}).exit_code, 0);
-  ASSERT_EQ(Cli(d.address(), {"replay", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.events.jsonl"}).exit_code,
-            0);
+  ASSERT_EQ(
+      Cli(d.address(), {"replay", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.events.jsonl"}).exit_code, 0);
   ASSERT_FALSE(d.Status().forecast().forecast_stale());  // the forecast of the last event
   const std::vector<std::string> got = Normalized(HttpGet(d.metrics_port(), "/metrics"));
   ASSERT_GT(got.size(), 100u);

@@ -29,8 +29,7 @@ inline ::testing::AssertionResult MonotoneAndThinned(const v1::ForecastHistory& 
     const v1::ForecastPoint& b = h.points(i);
     const double gap = Seconds(b.as_of()) - Seconds(a.as_of());
     if (gap <= 0) {
-      return ::testing::AssertionFailure() << "point " << i << " is not after point " << i - 1
-                                           << " (" << gap << " s)";
+      return ::testing::AssertionFailure() << "point " << i << " is not after point " << i - 1 << " (" << gap << " s)";
     }
     if (gap >= 600 || b.finished()) continue;
     const double remaining = std::max(0.0, Seconds(a.finish_p50()) - Seconds(a.as_of()));

@@ -96,8 +96,7 @@ class ForecastHistoryStore : public ::testing::Test {
   void SetUp() override { Open(); }
   void Open() {
     store_.reset();
-    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> s =
-        storage::SqliteStore::Open(path_, storage::Sync::kNormal);
+    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> s = storage::SqliteStore::Open(path_, storage::Sync::kNormal);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
   }
@@ -203,9 +202,11 @@ TEST_F(ForecastHistoryStore, PointsKeepTokensAndTimeByCategory) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   // What flightpland 4 wrote: no such columns yet.
-  ASSERT_EQ(sqlite3_exec(db, "INSERT INTO forecast_history(run_id, as_of_us, events, consumed_seconds, "
-                             "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished) "
-                             "VALUES(1, 9999999999999999, 2, 0, 0, 0, 0, 0)", nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO forecast_history(run_id, as_of_us, events, consumed_seconds, "
+                         "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished) "
+                         "VALUES(1, 9999999999999999, 2, 0, 0, 0, 0, 0)",
+                         nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   Open();
@@ -223,9 +224,11 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   // What a flightpland before the history left: schema 1, no forecast_history.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE forecast_history; DROP TABLE retracted_events; DROP TABLE retractions; "
-                                 "ALTER TABLE plans DROP COLUMN effective_us; "
-                                 "PRAGMA user_version=1;", nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE forecast_history; DROP TABLE retracted_events; DROP TABLE retractions; "
+                         "ALTER TABLE plans DROP COLUMN effective_us; "
+                         "PRAGMA user_version=1;",
+                         nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   Open();
@@ -258,8 +261,8 @@ TEST_F(ForecastHistoryStore, APointCostsUnderAHundredBytes) {
   }
   ASSERT_TRUE(store_->Commit().ok());
   const double per_point = static_cast<double>(store_->DatabaseBytes() - before) / kPoints;
-  std::printf("forecast history: %.1f bytes per point, %.2f MB for %d points\n", per_point,
-              per_point * kPoints / 1e6, kPoints);
+  std::printf("forecast history: %.1f bytes per point, %.2f MB for %d points\n", per_point, per_point * kPoints / 1e6,
+              kPoints);
   EXPECT_GT(per_point, 40);
   EXPECT_LT(per_point, 100);
 }

@@ -1,8 +1,7 @@
 // IngestWriter (daemon/ingest_writer.h) on its own: a real SQLite file in a temporary
-// directory (the store refuses ":memory:": it locks and checks its file), a fake Clock, the board it publishes to and a scheduler that is never started. No gRPC, no
-// sleeps: each completion is awaited on a Notification.
+// directory (the store refuses ":memory:": it locks and checks its file), a fake Clock, the board it publishes to and a
+// scheduler that is never started. No gRPC, no sleeps: each completion is awaited on a Notification.
 #include "daemon/ingest_writer.h"
-#include "daemon/wire.h"
 
 #include <memory>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "cli/plan_file.h"
+#include "daemon/wire.h"
 #include "gtest/gtest.h"
 #include "storage/sqlite_store.h"
 #include "tests/event_log.h"
@@ -31,10 +31,11 @@ struct Writer {
     h.options.max_queue_requests = max_queue;
     h.clock = FakeClock(absl::FromUnixSeconds(testing::T0()));
     board = std::make_unique<RunBoard>(h.options, &h.clock, h.scheduler.get());
-    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store = storage::SqliteStore::Open(dir.path() + "/w.db", storage::Sync::kNormal);
+    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
+        storage::SqliteStore::Open(dir.path() + "/w.db", storage::Sync::kNormal);
     EXPECT_TRUE(store.ok()) << store.status();
-    writer = std::make_unique<IngestWriter>(std::move(*store), h.options, &h.clock, nullptr, board.get(),
-                                            h.scheduler.get());
+    writer =
+        std::make_unique<IngestWriter>(std::move(*store), h.options, &h.clock, nullptr, board.get(), h.scheduler.get());
     EXPECT_TRUE(writer->Recover().ok());
   }
 
@@ -43,10 +44,13 @@ struct Writer {
     EXPECT_TRUE(plan.ok());
     CreateResult out;
     absl::Notification done;
-    EXPECT_TRUE(writer->SubmitCreateRun(kRun, PlanInputFromProto(*plan), [&](CreateResult r) {
-      out = std::move(r);
-      done.Notify();
-    }).ok());
+    EXPECT_TRUE(writer
+                    ->SubmitCreateRun(kRun, PlanInputFromProto(*plan),
+                                      [&](CreateResult r) {
+                                        out = std::move(r);
+                                        done.Notify();
+                                      })
+                    .ok());
     done.WaitForNotification();
     return out;
   }
@@ -75,7 +79,7 @@ TEST(IngestWriter, CommitsThenPublishesAndAsksForAForecast) {
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.accepted, log.size());
   EXPECT_EQ(w.board->Find(kRun)->state.events, log.size());  // published before the completion
-  EXPECT_EQ(w.Report(log).duplicates, log.size());            // the same ids again
+  EXPECT_EQ(w.Report(log).duplicates, log.size());           // the same ids again
   // The run changed: the forecaster is asked for it.
   w.h.runs[kRun] = w.board->Find(kRun);
   EXPECT_EQ(w.h.scheduler->SimulateNext().simulated, kRun);
@@ -90,7 +94,8 @@ TEST(IngestWriter, AFullQueueRefusesAtOnceAndAStoppedOneRefusesAll) {
   absl::Notification first;
   ASSERT_TRUE(w.writer->SubmitCreateRun(kRun, PlanInputFromProto(*plan), [&](CreateResult) { first.Notify(); }).ok());
   bool called = false;
-  const absl::Status full = w.writer->SubmitCreateRun("other", PlanInputFromProto(*plan), [&](CreateResult) { called = true; });
+  const absl::Status full =
+      w.writer->SubmitCreateRun("other", PlanInputFromProto(*plan), [&](CreateResult) { called = true; });
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_EQ(w.writer->QueueDepth(), 1u);
   w.writer->Start();
@@ -123,8 +128,9 @@ TEST(IngestWriter, ALiveReportsRunIsForecastFirst) {
   w.h.clock.Advance(absl::Seconds(10));
   absl::Notification streamed;
   ASSERT_TRUE(w.writer
-                  ->SubmitEvents(IngestEventsFromProto(testing::SyntheticRun("a-replayed", 20, 1)), [&](BatchResult) { streamed.Notify(); },
-                                 std::make_shared<OrderedStream>(), 1)
+                  ->SubmitEvents(
+                      IngestEventsFromProto(testing::SyntheticRun("a-replayed", 20, 1)),
+                      [&](BatchResult) { streamed.Notify(); }, std::make_shared<OrderedStream>(), 1)
                   .ok());
   streamed.WaitForNotification();
   ASSERT_TRUE(w.Report(testing::SyntheticRun("b-live", 20, 1)).status.ok());

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "forecast/accounting.h"
-#include "gtest/gtest.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "forecast/accounting.h"
+#include "gtest/gtest.h"
 
 namespace flightplan::cli {
 namespace {
@@ -173,7 +173,7 @@ TEST(LogEvents, MegatronRampUpCountsTheSamplesEachBatchConsumed) {
   // The batch grows 16 -> 32 -> 48 -> 64 at 512, 1024 and 1536 samples (iterations 33, 49,
   // 60): 10 x 16 = 160 at 10; 32 x 16 + 8 x 32 = 768 at 40; 1024 + 2 x 48 = 1120 at 50;
   // 1024 + 11 x 48 + 64 = 1616 at 60. Each sample is 2,048 tokens.
-  const std::vector<std::pair<int64_t, int64_t>> consumed = {{10, 160}, {20, 320}, {30, 480},
+  const std::vector<std::pair<int64_t, int64_t>> consumed = {{10, 160}, {20, 320},  {30, 480},
                                                              {40, 768}, {50, 1120}, {60, 1616}};
   for (const auto& [step, samples] : consumed) EXPECT_EQ(StepTokens(k, step, 1), samples * 2048) << step;
   // No timestamp on the save lines: the save timer's slowest rank (15,000 ms) is the save,
@@ -205,7 +205,8 @@ TEST(LogEvents, MegatronOlderFormatTailedLive) {
   absl::Time clock = At(0);
   auto read = [&clock](const std::string& line) {
     if (absl::StrContains(line, "] datetime: 2027-01-04 00:16:40")) clock = At(1000);
-    if (absl::StrContains(line, " iteration ") && absl::StrContains(line, "consumed samples")) clock += absl::Seconds(50);
+    if (absl::StrContains(line, " iteration ") && absl::StrContains(line, "consumed samples"))
+      clock += absl::Seconds(50);
     if (absl::StrContains(line, "successfully saved checkpoint")) clock += absl::Seconds(12);
     return clock;
   };
@@ -292,9 +293,11 @@ TEST(LogEvents, MegatronSaveBetweenLoggedIterationsReportsItsStepFirst) {
     if (absl::StrContains(l, "iteration       20/")) break;
   }
   // Iteration 20 at 00:05:40; SIGTERM at iteration 25.
-  lines.push_back("[2027-01-04 00:06:31.000000] saving checkpoint at iteration      25 to /ckpt/gpt in torch_dist format");
-  lines.push_back("  [2027-01-04 00:06:51.000000] successfully saved checkpoint from iteration      25 to /ckpt/gpt "
-                  "[ t 1/8, gtp_remat 1/1, p 1/1 ]");
+  lines.push_back(
+      "[2027-01-04 00:06:31.000000] saving checkpoint at iteration      25 to /ckpt/gpt in torch_dist format");
+  lines.push_back(
+      "  [2027-01-04 00:06:51.000000] successfully saved checkpoint from iteration      25 to /ckpt/gpt "
+      "[ t 1/8, gtp_remat 1/1, p 1/1 ]");
   lines.push_back("[exiting program after receiving SIGTERM.] datetime: 2027-01-04 00:06:52.000000 ");
   LogOptions o;
   o.backfill = true;
@@ -377,15 +380,19 @@ std::vector<std::string> MegatronDyingOfNccl() {
   int headers = 0;
   for (const std::string& line : ReadLines("megatron-core_v0.19.0.log")) {
     if (absl::StartsWith(line, "using world size") && ++headers == 2) {
-      lines.push_back("[rank3]: torch.distributed.DistBackendError: NCCL error in: "
-                      "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or there was a "
-                      "network error, NCCL version 2.21.5");
-      lines.push_back("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
-                      "exiting prematurely.");
-      lines.push_back("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal "
-                      "SIGTERM");
-      lines.push_back("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 (pid: "
-                      "812917) of binary: /usr/bin/python");
+      lines.push_back(
+          "[rank3]: torch.distributed.DistBackendError: NCCL error in: "
+          "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or there was a "
+          "network error, NCCL version 2.21.5");
+      lines.push_back(
+          "[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+          "exiting prematurely.");
+      lines.push_back(
+          "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal "
+          "SIGTERM");
+      lines.push_back(
+          "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 (pid: "
+          "812917) of binary: /usr/bin/python");
     }
     lines.push_back(line);
   }
@@ -397,8 +404,8 @@ std::vector<std::string> MegatronDyingOfNccl() {
 // at that instant, else one past the run's latest), stitch into the events of the whole log.
 TEST(LogEvents, PerJobFilesCutFromEachMegatronFixtureStitchLikeTheWholeLog) {
   int cut = 0;
-  for (const char* name : {"megatron-core_v0.19.0.log", "megatron-core_v0.15.0-rampup.log", "megatron-core_v0.5.0.log",
-                           "nccl"}) {
+  for (const char* name :
+       {"megatron-core_v0.19.0.log", "megatron-core_v0.15.0-rampup.log", "megatron-core_v0.5.0.log", "nccl"}) {
     SCOPED_TRACE(name);
     const std::vector<std::string> lines = std::string(name) == "nccl" ? MegatronDyingOfNccl() : ReadLines(name);
     // A launch's first line: its world-size line, or its arguments dump when none precedes.
@@ -550,11 +557,17 @@ TEST(LogEvents, WithoutTimestampsASaveIsDatedByTheGapAroundIt) {
   LogEvents c(o);
   std::vector<v1::Event> out;
   const absl::Time read = absl::FromUnixSeconds(1900000000);
-  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:10] iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
+  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:10] iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration "
+                     "(ms): 1000.0 |",
+                     read, out)
+                  .ok());
   ASSERT_TRUE(c.Feed("saving checkpoint at iteration 10 to /ckpt", read, out).ok());
   ASSERT_TRUE(c.Feed("  successfully saved checkpoint at iteration 10 to /ckpt", read, out).ok());
   // 10 iterations of 1 s each, 35 s after the previous one: 25 s were the save.
-  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:45] iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
+  ASSERT_TRUE(c.Feed(" [2027-01-04 00:00:45] iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration "
+                     "(ms): 1000.0 |",
+                     read, out)
+                  .ok());
   ASSERT_EQ(out.size(), 4u);  // job_started, steps 10, checkpoint 10, steps 20
   ASSERT_TRUE(out[2].has_checkpoint_saved());
   EXPECT_DOUBLE_EQ(out[2].checkpoint_saved().blocking_seconds(), 25);
@@ -572,7 +585,8 @@ TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
   LogEvents c(o);
   std::vector<v1::Event> out;
   const absl::Time read = absl::FromUnixSeconds(1900000000);
-  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
+  ASSERT_TRUE(
+      c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", read, out).ok());
   EXPECT_TRUE(out.empty());  // waiting for a timestamp
   c.CaughtUp(out);
   EXPECT_TRUE(out.empty());
@@ -581,7 +595,8 @@ TEST(LogEvents, ABackfillThatCatchesUpGivesUpItsUndatedLinesAndGoesLive) {
             std::string::npos)
       << c.unused_lines()[0].why;
   ASSERT_TRUE(c.Feed(" iteration 20/ 100 | consumed samples: 20 | elapsed time per iteration (ms): 1000.0 |",
-                     read + absl::Seconds(10), out).ok());
+                     read + absl::Seconds(10), out)
+                  .ok());
   ASSERT_EQ(out.size(), 2u);  // the launch and the iteration, when they were read
   EXPECT_EQ(convert::TimeFromProto(out[1].time()), read + absl::Seconds(10));
 }
@@ -656,8 +671,9 @@ TEST(LogEvents, ACrashLineThatIterationsOutliveIsNotAnInterruption) {
   for (const std::string& line : ReadLines("megatron-core_v0.19.0.log")) {
     lines.push_back(line);
     if (absl::StrContains(line, "iteration       20/")) {
-      lines.push_back("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
-                      "exiting prematurely.");
+      lines.push_back(
+          "[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+          "exiting prematurely.");
     }
   }
   const Backfilled b = Backfill(lines);
@@ -675,7 +691,8 @@ TEST(LogEvents, ACrashIsSentOnceTheLogHasBeenQuiet) {
   LogEvents c(o);
   std::vector<v1::Event> out;
   const absl::Time t0 = absl::FromUnixSeconds(1800000000);
-  ASSERT_TRUE(c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", t0, out).ok());
+  ASSERT_TRUE(
+      c.Feed(" iteration 10/ 100 | consumed samples: 10 | elapsed time per iteration (ms): 1000.0 |", t0, out).ok());
   ASSERT_TRUE(c.Feed("RuntimeError: CUDA error: uncorrectable ECC error encountered", t0 + absl::Seconds(5), out).ok());
   const size_t before = out.size();
   c.Idle(t0 + absl::Seconds(20), out);  // 15 s of quiet: more lines may come

@@ -1,9 +1,9 @@
 // `flightplan plan` as a user runs it: the real binary, its exit codes and its output.
 #include <string>
 
-#include "gtest/gtest.h"
-#include "google/protobuf/util/json_util.h"
 #include "flightplan/v1/plan.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
 #include "tests/subprocess.h"
 
 namespace flightplan::cli {
@@ -32,12 +32,12 @@ std::string FlagshipWith(const std::string& from, const std::string& to) {
 TEST(PlanCommand, FlagshipPrintsTheFullReportAndExitsZero) {
   const auto r = RunProcess({kBin, "plan", kFlagship});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* section : {"Findings", "Compute", "Fleet and layout", "Checkpoints",
-                              "Failures", "Schedule", "Power", "Data"}) {
+  for (const char* section :
+       {"Findings", "Compute", "Fleet and layout", "Checkpoints", "Failures", "Schedule", "Power", "Data"}) {
     EXPECT_NE(r.out.find(section), std::string::npos) << section;
   }
-  for (const char* line : {"active compute", "checkpoint overhead", "failure budget",
-                           "availability", "contingency", "EFLOP/s", "MW", "TB", "days"}) {
+  for (const char* line : {"active compute", "checkpoint overhead", "failure budget", "availability", "contingency",
+                           "EFLOP/s", "MW", "TB", "days"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line;
   }
   EXPECT_NE(r.out.find("none: the plan is consistent"), std::string::npos);
@@ -81,8 +81,7 @@ TEST(PlanCommand, WarningsAloneExitZero) {
   ASSERT_EQ(report.findings_size(), 1);
   EXPECT_EQ(report.findings(0).code(), "DATASET_TOO_SMALL");
   EXPECT_EQ(report.findings(0).severity(), v1::Finding::WARNING);
-  EXPECT_NE(report.findings(0).message().find("2 epochs"), std::string::npos)
-      << report.findings(0).message();
+  EXPECT_NE(report.findings(0).message().find("2 epochs"), std::string::npos) << report.findings(0).message();
 }
 
 TEST(PlanCommand, ParseErrorExitsTwoNamingLineAndKey) {
@@ -94,8 +93,7 @@ TEST(PlanCommand, ParseErrorExitsTwoNamingLineAndKey) {
   EXPECT_TRUE(r.out.empty());
   // The typo sits on the flagship's line of `hidden:`.
   const size_t line = 1 + std::count(text.begin(), text.begin() + text.find("hiden"), '\n');
-  EXPECT_NE(r.err.find(path + ":" + std::to_string(line) + ": model.hiden: unknown key 'hiden'"),
-            std::string::npos)
+  EXPECT_NE(r.err.find(path + ":" + std::to_string(line) + ": model.hiden: unknown key 'hiden'"), std::string::npos)
       << r.err;
 }
 
@@ -104,8 +102,7 @@ TEST(PlanCommand, WrongTypeExitsTwo) {
   const std::string path = dir.Write("type.yaml", FlagshipWith("gpus: 4096", "gpus: many"));
   const auto r = RunProcess({kBin, "plan", path});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("fleet.gpus: expected a whole number, got 'many'"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("fleet.gpus: expected a whole number, got 'many'"), std::string::npos) << r.err;
 }
 
 TEST(PlanCommand, UnreadableFileExitsTwo) {

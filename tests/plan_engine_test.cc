@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli/plan_file.h"
-#include "planner/formulas.h"
-#include "gtest/gtest.h"
 #include "convert/plan_convert.h"
+#include "gtest/gtest.h"
+#include "planner/formulas.h"
 
 namespace flightplan::planner {
 namespace {
@@ -138,8 +138,7 @@ TEST(PlanEngine, HandWorkedPlan) {
   EXPECT_NEAR(r.schedule.contingency_seconds, contingency, 1e-6);
   const double total = busy + maintenance + contingency;
   EXPECT_NEAR(r.schedule.total_seconds, total, 1e-6);
-  EXPECT_EQ(absl::ToUnixSeconds(r.schedule.finish_time),
-            absl::ToUnixSeconds(Start() + absl::Seconds(total)));
+  EXPECT_EQ(absl::ToUnixSeconds(r.schedule.finish_time), absl::ToUnixSeconds(Start() + absl::Seconds(total)));
   // Expected goodput: 864,000 / ((864,000 + 2,400 + expected loss) / 0.9).
   const double expected_busy = 866400 + 2450 * 866400.0 / 322200.0;
   EXPECT_NEAR(r.schedule.expected_goodput, 864000 / (expected_busy / 0.9), 1e-9);
@@ -202,8 +201,7 @@ TEST(PlanEngine, DalyIntervalIsChosenWhenTheIntervalIsZero) {
   const PlanReport r = ComputePlan(p);
   EXPECT_DOUBLE_EQ(r.checkpoint.interval_seconds, DalyIntervalSeconds(10, 324000));
   EXPECT_DOUBLE_EQ(r.checkpoint.daly_interval_seconds, r.checkpoint.interval_seconds);
-  EXPECT_EQ(r.checkpoint.count,
-            static_cast<uint64_t>(std::ceil(864000 / r.checkpoint.interval_seconds)));
+  EXPECT_EQ(r.checkpoint.count, static_cast<uint64_t>(std::ceil(864000 / r.checkpoint.interval_seconds)));
 }
 
 TEST(PlanEngine, AsyncCheckpointBlocksOnlyForTheSnapshot) {
@@ -307,12 +305,18 @@ TEST_P(Findings, EachBreakRaisesExactlyItsFinding) {
 }
 
 const FindingCase kFindingCases[] = {
-    {"LayoutProduct", [](PlanSpec& p) { p.layout.dp = 32; }, {"LAYOUT_GPU_MISMATCH"},
+    {"LayoutProduct", [](PlanSpec& p) { p.layout.dp = 32; }, {"LAYOUT_GPU_MISMATCH"}, Severity::kError},
+    {"PartialNode",
+     [](PlanSpec& p) {
+       p.fleet.gpus = 60;
+       p.layout.dp = 60;
+     },
+     {"PARTIAL_NODE"},
      Severity::kError},
-    {"PartialNode", [](PlanSpec& p) { p.fleet.gpus = 60; p.layout.dp = 60; }, {"PARTIAL_NODE"},
+    {"BatchDoesNotClose",
+     [](PlanSpec& p) { p.layout.global_batch_tokens = 500000; },
+     {"BATCH_MISMATCH"},
      Severity::kError},
-    {"BatchDoesNotClose", [](PlanSpec& p) { p.layout.global_batch_tokens = 500000; },
-     {"BATCH_MISMATCH"}, Severity::kError},
     {"HeadsVsTp",
      [](PlanSpec& p) {
        p.layout.tp = 8;
@@ -320,7 +324,8 @@ const FindingCase kFindingCases[] = {
        p.model.heads = 12;
        p.model.kv_heads = 8;
      },
-     {"HEADS_NOT_DIVISIBLE_BY_TP"}, Severity::kError},
+     {"HEADS_NOT_DIVISIBLE_BY_TP"},
+     Severity::kError},
     {"KvHeadsVsTp",
      [](PlanSpec& p) {
        p.layout.tp = 8;
@@ -328,7 +333,8 @@ const FindingCase kFindingCases[] = {
        p.model.heads = 16;
        p.model.kv_heads = 6;
      },
-     {"KV_HEADS_NOT_DIVISIBLE_BY_TP"}, Severity::kError},
+     {"KV_HEADS_NOT_DIVISIBLE_BY_TP"},
+     Severity::kError},
     {"MultiQueryOnTp4",  // StarCoder: one KV head, tp 4
      [](PlanSpec& p) {
        p.layout.tp = 4;
@@ -336,64 +342,75 @@ const FindingCase kFindingCases[] = {
        p.model.heads = 16;
        p.model.kv_heads = 1;
      },
-     {"KV_HEADS_REPLICATED"}, Severity::kWarning},
+     {"KV_HEADS_REPLICATED"},
+     Severity::kWarning},
     {"TpAcrossNodes",
      [](PlanSpec& p) {
        p.layout.tp = 16;
        p.layout.dp = 4;
      },
-     {"TP_SPANS_NODES"}, Severity::kWarning},
+     {"TP_SPANS_NODES"},
+     Severity::kWarning},
     {"LowGoodput",
      [](PlanSpec& p) {
-       p.failures.node_mtbf_hours = 4;  // a job MTBF of 30 minutes on 8 nodes
-       p.failures.spare_repair_hours = 0.1;   // (swapped at once: spares are not the point here)
+       p.failures.node_mtbf_hours = 4;       // a job MTBF of 30 minutes on 8 nodes
+       p.failures.spare_repair_hours = 0.1;  // (swapped at once: spares are not the point here)
        p.checkpoint.interval_seconds = 0;
      },
-     {"LOW_GOODPUT"}, Severity::kWarning},
+     {"LOW_GOODPUT"},
+     Severity::kWarning},
     {"LayersVsPp",
      [](PlanSpec& p) {
        p.layout.pp = 8;
        p.layout.dp = 8;
-       p.efficiency.mfu = 0.15;  // 7/11 of each step idle: 41% while busy (an implausible busy figure is another finding)
+       p.efficiency.mfu =
+           0.15;  // 7/11 of each step idle: 41% while busy (an implausible busy figure is another finding)
        p.model.layers = 12;
      },
-     {"LAYERS_NOT_DIVISIBLE_BY_PP"}, Severity::kWarning},
-    {"VocabVsDtype", [](PlanSpec& p) { p.model.vocab_size = 128256; }, {"TOKEN_DTYPE_OVERFLOW"},
-     Severity::kError},
-    {"StateVsHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 5e9; }, {"STATE_EXCEEDS_HBM"},
-     Severity::kError},
-    {"StateNearHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 7e9; }, {"STATE_NEAR_HBM"},
+     {"LAYERS_NOT_DIVISIBLE_BY_PP"},
      Severity::kWarning},
+    {"VocabVsDtype", [](PlanSpec& p) { p.model.vocab_size = 128256; }, {"TOKEN_DTYPE_OVERFLOW"}, Severity::kError},
+    {"StateVsHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 5e9; }, {"STATE_EXCEEDS_HBM"}, Severity::kError},
+    {"StateNearHbm", [](PlanSpec& p) { p.hardware.hbm_bytes = 7e9; }, {"STATE_NEAR_HBM"}, Severity::kWarning},
     {"CheckpointOnTheFailingNode",
      [](PlanSpec& p) {
        p.checkpoint.storage_domain = "node";
        p.failures.failure_domain = "node";
      },
-     {"CHECKPOINT_IN_FAILURE_DOMAIN"}, Severity::kError},
+     {"CHECKPOINT_IN_FAILURE_DOMAIN"},
+     Severity::kError},
     {"CheckpointInTheFailingRack",
      [](PlanSpec& p) {
        p.checkpoint.storage_domain = "rack";
        p.failures.failure_domain = "rack";
      },
-     {"CHECKPOINT_IN_FAILURE_DOMAIN"}, Severity::kError},
-    {"IntervalShorterThanWrite", [](PlanSpec& p) { p.checkpoint.interval_seconds = 5; },
-     {"CHECKPOINT_INTERVAL_TOO_SHORT", "LOW_GOODPUT"}, Severity::kError},
-    {"IntervalFarFromDaly", [](PlanSpec& p) { p.checkpoint.interval_seconds = 20000; },
-     {"CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"}, Severity::kWarning},
+     {"CHECKPOINT_IN_FAILURE_DOMAIN"},
+     Severity::kError},
+    {"IntervalShorterThanWrite",
+     [](PlanSpec& p) { p.checkpoint.interval_seconds = 5; },
+     {"CHECKPOINT_INTERVAL_TOO_SHORT", "LOW_GOODPUT"},
+     Severity::kError},
+    {"IntervalFarFromDaly",
+     [](PlanSpec& p) { p.checkpoint.interval_seconds = 20000; },
+     {"CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL"},
+     Severity::kWarning},
     {"PowerOnlyGpus",
      [](PlanSpec& p) {
        p.hardware.node_other_watts = 0;
        p.hardware.cluster_other_watts_per_node = 0;
      },
-     {"POWER_GPU_ONLY"}, Severity::kWarning},
-    {"NoPower", [](PlanSpec& p) { p.hardware.gpu_watts = 0; }, {"POWER_UNKNOWN"},
+     {"POWER_GPU_ONLY"},
      Severity::kWarning},
-    {"DatasetTooSmall", [](PlanSpec& p) { p.data.dataset_tokens = 2'764'800'000'000; },
-     {"DATASET_TOO_SMALL"}, Severity::kWarning},
-    {"DeadlineMissed", [](PlanSpec& p) { p.deadline = Start() + absl::Hours(24 * 5); },
-     {"DEADLINE_MISSED"}, Severity::kError},
-    {"EpOutsideDp", [](PlanSpec& p) { p.layout.ep = 3; }, {"EP_NOT_DIVIDING_DP"},
+    {"NoPower", [](PlanSpec& p) { p.hardware.gpu_watts = 0; }, {"POWER_UNKNOWN"}, Severity::kWarning},
+    {"DatasetTooSmall",
+     [](PlanSpec& p) { p.data.dataset_tokens = 2'764'800'000'000; },
+     {"DATASET_TOO_SMALL"},
+     Severity::kWarning},
+    {"DeadlineMissed",
+     [](PlanSpec& p) { p.deadline = Start() + absl::Hours(24 * 5); },
+     {"DEADLINE_MISSED"},
      Severity::kError},
+    {"EpOutsideDp", [](PlanSpec& p) { p.layout.ep = 3; }, {"EP_NOT_DIVIDING_DP"}, Severity::kError},
     {"MfuZero", [](PlanSpec& p) { p.efficiency.mfu = 0; }, {"INVALID_VALUE"}, Severity::kError},
     {"MfuOptimistic", [](PlanSpec& p) { p.efficiency.mfu = 0.8; }, {"MFU_OPTIMISTIC"}, Severity::kWarning},
     {"SparsePeak",
@@ -401,23 +418,28 @@ const FindingCase kFindingCases[] = {
        p.hardware.gpu = "H100-SXM";
        p.hardware.peak_flops = 1979e12;
      },
-     {"PEAK_FLOPS_SPARSE"}, Severity::kWarning},
+     {"PEAK_FLOPS_SPARSE"},
+     Severity::kWarning},
     {"Fp8DensePeakIsNotSparse",
      [](PlanSpec& p) {
        p.hardware.gpu = "H100-SXM";
        p.hardware.peak_flops = 1978.9e12;  // H100 SXM dense FP8 (NVIDIA's H100 architecture whitepaper)
        p.hardware.peak_precision = "fp8";
      },
-     {}, Severity::kWarning},
+     {},
+     Severity::kWarning},
     {"Fp8OnA100",
      [](PlanSpec& p) {
        p.hardware.gpu = "A100";
        p.hardware.peak_flops = 624e12;
        p.hardware.peak_precision = "fp8";
      },
-     {"INVALID_VALUE"}, Severity::kError},
+     {"INVALID_VALUE"},
+     Severity::kError},
     {"UnknownPrecision", [](PlanSpec& p) { p.hardware.peak_precision = "int4"; }, {"INVALID_VALUE"}, Severity::kError},
-    {"UnknownMatmulPrecision", [](PlanSpec& p) { p.efficiency.matmul_precision = "fp4"; }, {"INVALID_VALUE"},
+    {"UnknownMatmulPrecision",
+     [](PlanSpec& p) { p.efficiency.matmul_precision = "fp4"; },
+     {"INVALID_VALUE"},
      Severity::kError},
     // The interleaved schedule as Megatron-LM enforces it (arguments.py, schedules.py).
     {"InterleavedTooFewMicroBatches",
@@ -428,7 +450,8 @@ const FindingCase kFindingCases[] = {
        p.layout.virtual_stages = 2;  // 4 micro-batches per step on 8 stages
        p.efficiency.mfu = 0.2;
      },
-     {"INTERLEAVED_TOO_FEW_MICROBATCHES"}, Severity::kError},
+     {"INTERLEAVED_TOO_FEW_MICROBATCHES"},
+     Severity::kError},
     {"InterleavedUneven",
      [](PlanSpec& p) {
        p.model.layers = 24;  // 3 per stage: 2 virtual stages do not divide them
@@ -438,7 +461,8 @@ const FindingCase kFindingCases[] = {
        p.layout.virtual_stages = 2;
        p.efficiency.mfu = 0.2;
      },
-     {"INTERLEAVED_LAYERS_UNEVEN"}, Severity::kError},
+     {"INTERLEAVED_LAYERS_UNEVEN"},
+     Severity::kError},
     {"OneFOneBWithFewMicroBatchesRuns",
      [](PlanSpec& p) {
        p.model.layers = 16;
@@ -446,92 +470,100 @@ const FindingCase kFindingCases[] = {
        p.layout.dp = 8;  // 4 micro-batches on 8 stages: a large bubble, but 1F1B runs it
        p.efficiency.mfu = 0.2;
      },
-     {}, Severity::kWarning},
+     {},
+     Severity::kWarning},
     {"TpInsideAnNvl72Rack",
      [](PlanSpec& p) {
        p.layout.tp = 16;
        p.layout.dp = 4;
        p.hardware.scaleup_gpus = 72;  // GB200 NVL72: one NVLink domain of 72 GPUs
      },
-     {}, Severity::kWarning},
+     {},
+     Severity::kWarning},
     {"NoStart", [](PlanSpec& p) { p.start_time.reset(); }, {"MISSING_FIELD"}, Severity::kError},
-    {"NoFailureModel", [](PlanSpec& p) { p.failures.node_mtbf_hours.reset(); },
-     {"MISSING_FIELD"}, Severity::kError},
-    {"TwoFailureModels", [](PlanSpec& p) { p.failures.failures_per_1000_node_days = 5; },
-     {"CONFLICTING_FIELDS"}, Severity::kError},
-    {"UnknownDtype", [](PlanSpec& p) { p.data.token_dtype = "int8"; }, {"INVALID_VALUE"},
+    {"NoFailureModel", [](PlanSpec& p) { p.failures.node_mtbf_hours.reset(); }, {"MISSING_FIELD"}, Severity::kError},
+    {"TwoFailureModels",
+     [](PlanSpec& p) { p.failures.failures_per_1000_node_days = 5; },
+     {"CONFLICTING_FIELDS"},
      Severity::kError},
-    {"UnknownStorage", [](PlanSpec& p) { p.checkpoint.storage_domain = "cloud"; },
-     {"INVALID_VALUE"}, Severity::kError},
+    {"UnknownDtype", [](PlanSpec& p) { p.data.token_dtype = "int8"; }, {"INVALID_VALUE"}, Severity::kError},
+    {"UnknownStorage", [](PlanSpec& p) { p.checkpoint.storage_domain = "cloud"; }, {"INVALID_VALUE"}, Severity::kError},
     {"HiddenVsHeads",
      [](PlanSpec& p) {
        p.model.hidden = 1000;
        p.model.heads = 3;
      },
-     {"HIDDEN_NOT_DIVISIBLE_BY_HEADS"}, Severity::kError},
+     {"HIDDEN_NOT_DIVISIBLE_BY_HEADS"},
+     Severity::kError},
     {"SeqLenVsCp",
      [](PlanSpec& p) {
        p.layout.cp = 2;
        p.layout.dp = 32;
        p.model.seq_len = 4098;  // 2,049 tokens per rank: not too few, just not 4 equal chunks
      },
-     {"SEQ_LEN_NOT_DIVISIBLE_BY_CP"}, Severity::kError},
-    {"BytesPerTokenVsDtype", [](PlanSpec& p) { p.data.bytes_per_token = 1; },
-     {"BYTES_PER_TOKEN_TOO_SMALL"}, Severity::kError},
+     {"SEQ_LEN_NOT_DIVISIBLE_BY_CP"},
+     Severity::kError},
+    {"BytesPerTokenVsDtype",
+     [](PlanSpec& p) { p.data.bytes_per_token = 1; },
+     {"BYTES_PER_TOKEN_TOO_SMALL"},
+     Severity::kError},
     {"CheckpointSlowerThanFailures",
      [](PlanSpec& p) {
        p.checkpoint.interval_seconds = 0;
        p.checkpoint.write_bytes_per_second = 1e4;  // 1.4e6 s per save vs a 324,000 s MTBF
      },
-     {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF", "LOW_GOODPUT"}, Severity::kError},
-    {"NonFiniteSchedule", [](PlanSpec& p) { p.efficiency.mfu = 1e-300; }, {"NON_FINITE_RESULT"},
+     {"CHECKPOINT_INTERVAL_TOO_SHORT", "CHECKPOINT_COST_EXCEEDS_MTBF", "LOW_GOODPUT"},
      Severity::kError},
-    {"MtbfUnderHalfInterval", [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
+    {"NonFiniteSchedule", [](PlanSpec& p) { p.efficiency.mfu = 1e-300; }, {"NON_FINITE_RESULT"}, Severity::kError},
+    {"MtbfUnderHalfInterval",
+     [](PlanSpec& p) { p.failures.node_mtbf_hours = 1; },
      {"JOB_MTBF_TOO_SHORT", "CHECKPOINT_INTERVAL_FAR_FROM_OPTIMAL", "LOW_GOODPUT", "SPARES_SHORT"},
      Severity::kError},
-    {"ExpertsAboveParams", [](PlanSpec& p) { p.model.expert_params = 2e9; }, {"INVALID_VALUE"},
-     Severity::kError},
+    {"ExpertsAboveParams", [](PlanSpec& p) { p.model.expert_params = 2e9; }, {"INVALID_VALUE"}, Severity::kError},
     {"ActiveBelowShared",
      [](PlanSpec& p) {
        p.model.active_params = 0.2e9;
        p.model.expert_params = 0.5e9;  // 0.5e9 outside the experts, all of it active
      },
-     {"ACTIVE_BELOW_SHARED"}, Severity::kError},
+     {"ACTIVE_BELOW_SHARED"},
+     Severity::kError},
     {"ShapeVsParams",
      [](PlanSpec& p) {
        p.model.layers = 24;
        p.model.hidden = 20480;  // 12 x 24 x 20480^2 = 1.2e11 for a 1e9 model: a typo
        p.model.heads = 16;
      },
-     {"SHAPE_PARAMS_MISMATCH"}, Severity::kError},
+     {"SHAPE_PARAMS_MISMATCH"},
+     Severity::kError},
     {"CpChunkTooSmall",
      [](PlanSpec& p) {
        p.layout.cp = 4;
        p.layout.dp = 16;  // 1,000 tokens / 4 = 250 per rank
      },
-     {"CP_CHUNK_TOO_SMALL"}, Severity::kWarning},
+     {"CP_CHUNK_TOO_SMALL"},
+     Severity::kWarning},
     {"MfuAndHfu", [](PlanSpec& p) { p.efficiency.hfu = 0.4; }, {"CONFLICTING_FIELDS"}, Severity::kError},
     {"HfuAboveOne",
      [](PlanSpec& p) {
        p.efficiency.mfu = 0;
        p.efficiency.hfu = 1.4;
      },
-     {"INVALID_VALUE"}, Severity::kError},
-    {"UnknownRecompute", [](PlanSpec& p) { p.efficiency.recompute = "partial"; }, {"INVALID_VALUE"},
+     {"INVALID_VALUE"},
      Severity::kError},
-    {"ZeroVirtualStages", [](PlanSpec& p) { p.layout.virtual_stages = 0; }, {"INVALID_VALUE"},
-     Severity::kError},
+    {"UnknownRecompute", [](PlanSpec& p) { p.efficiency.recompute = "partial"; }, {"INVALID_VALUE"}, Severity::kError},
+    {"ZeroVirtualStages", [](PlanSpec& p) { p.layout.virtual_stages = 0; }, {"INVALID_VALUE"}, Severity::kError},
     {"ZeroExpertTp", [](PlanSpec& p) { p.layout.expert_tp = 0; }, {"INVALID_VALUE"}, Severity::kError},
-    {"NegativeRateCv", [](PlanSpec& p) { p.failures.rate_spread = -0.5; }, {"INVALID_VALUE"},
+    {"NegativeRateCv", [](PlanSpec& p) { p.failures.rate_spread = -0.5; }, {"INVALID_VALUE"}, Severity::kError},
+    {"NegativeJobRate",
+     [](PlanSpec& p) { p.failures.job_interruptions_per_day = -1; },
+     {"INVALID_VALUE"},
      Severity::kError},
-    {"NegativeJobRate", [](PlanSpec& p) { p.failures.job_interruptions_per_day = -1; },
-     {"INVALID_VALUE"}, Severity::kError},
-    {"NegativeRepair", [](PlanSpec& p) { p.failures.spare_repair_hours = -2; }, {"INVALID_VALUE"},
+    {"NegativeRepair", [](PlanSpec& p) { p.failures.spare_repair_hours = -2; }, {"INVALID_VALUE"}, Severity::kError},
+    {"PowerFractionAboveOne",
+     [](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
+     {"INVALID_VALUE"},
      Severity::kError},
-    {"PowerFractionAboveOne", [](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
-     {"INVALID_VALUE"}, Severity::kError},
-    {"NegativeReserve", [](PlanSpec& p) { p.hardware.reserved_bytes = -1e9; }, {"INVALID_VALUE"},
-     Severity::kError},
+    {"NegativeReserve", [](PlanSpec& p) { p.hardware.reserved_bytes = -1e9; }, {"INVALID_VALUE"}, Severity::kError},
     {"BubbleLarge",
      [](PlanSpec& p) {
        p.model.layers = 16;
@@ -540,14 +572,16 @@ const FindingCase kFindingCases[] = {
        p.efficiency.mfu = 0;
        p.efficiency.busy_mfu = 0.5;  // charged on the figure while busy
      },
-     {"PIPELINE_BUBBLE_LARGE"}, Severity::kWarning},
+     {"PIPELINE_BUBBLE_LARGE"},
+     Severity::kWarning},
     {"BusyEfficiencyImpossible",
      [](PlanSpec& p) {
        p.model.layers = 16;
        p.layout.pp = 8;
        p.layout.dp = 8;  // 7/11 idle: 50% end to end is 137.5% while busy
      },
-     {"BUSY_EFFICIENCY_IMPOSSIBLE"}, Severity::kError},
+     {"BUSY_EFFICIENCY_IMPOSSIBLE"},
+     Severity::kError},
     {"BusyEfficiencyOptimistic",
      [](PlanSpec& p) {
        p.model.layers = 16;
@@ -555,14 +589,16 @@ const FindingCase kFindingCases[] = {
        p.layout.dp = 8;
        p.efficiency.mfu = 0.3;  // 82.5% while busy
      },
-     {"BUSY_EFFICIENCY_OPTIMISTIC"}, Severity::kWarning},
+     {"BUSY_EFFICIENCY_OPTIMISTIC"},
+     Severity::kWarning},
     {"BusyMfuAndMfu", [](PlanSpec& p) { p.efficiency.busy_mfu = 0.4; }, {"CONFLICTING_FIELDS"}, Severity::kError},
     {"BusyMfuAboveOne",
      [](PlanSpec& p) {
        p.efficiency.mfu = 0;
        p.efficiency.busy_mfu = 1.2;
      },
-     {"INVALID_VALUE"}, Severity::kError},
+     {"INVALID_VALUE"},
+     Severity::kError},
     {"ActivationsExceedHbm",
      [](PlanSpec& p) {
        p.model.layers = 16;
@@ -571,7 +607,8 @@ const FindingCase kFindingCases[] = {
        p.model.seq_len = 16000;
        p.efficiency.recompute = "none";  // 2 x (34 + 5 x 16 x 16000 / 2048) x 16000 x 2048 bytes a layer
      },
-     {"MEMORY_EXCEEDS_HBM"}, Severity::kError},
+     {"MEMORY_EXCEEDS_HBM"},
+     Severity::kError},
 };
 
 TEST(PlanEngine, NewInputsNameTheirFieldAndValue) {
@@ -866,16 +903,14 @@ TEST(Examples, EveryExampleHasNoErrorFinding) {
     absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(entry.path().string());
     ASSERT_TRUE(plan.ok()) << plan.status();
     const PlanReport r = ComputePlan(convert::PlanFromProto(*plan));
-    EXPECT_FALSE(r.HasError()) << entry.path() << ": "
-                               << (r.findings.empty() ? "" : r.findings.front().message);
+    EXPECT_FALSE(r.HasError()) << entry.path() << ": " << (r.findings.empty() ? "" : r.findings.front().message);
     EXPECT_GT(r.schedule.total_seconds, r.schedule.active_compute_seconds);
   }
   EXPECT_GE(seen, 2);
 }
 
 TEST(Examples, FlagshipFigures) {
-  absl::StatusOr<v1::Plan> plan =
-      cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
+  absl::StatusOr<v1::Plan> plan = cli::LoadPlanFile(std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const PlanReport r = ComputePlan(convert::PlanFromProto(*plan));
   EXPECT_TRUE(r.findings.empty());
@@ -892,8 +927,8 @@ TEST(Examples, FlagshipFigures) {
   EXPECT_DOUBLE_EQ(r.checkpoint.write_seconds, 9.8);
   // The schedule's lines add up to the total.
   const auto& s = r.schedule;
-  EXPECT_NEAR(s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds +
-                  s.availability_seconds + s.contingency_seconds,
+  EXPECT_NEAR(s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds + s.availability_seconds +
+                  s.contingency_seconds,
               s.total_seconds, 1e-6);
   EXPECT_GT(s.deadline_slack_seconds, 0);
   // Cost by hand: 4,096 GPUs and 24 spare nodes' 192 reserved for the whole schedule at

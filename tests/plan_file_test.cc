@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "gtest/gtest.h"
-#include "google/protobuf/util/message_differencer.h"
-#include "planner/plan_engine.h"
 #include "convert/plan_convert.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
 
 namespace flightplan::cli {
 namespace {
@@ -34,8 +34,8 @@ TEST(PlanFile, NumbersInENotationWorkEverywhere) {
   absl::StatusOr<v1::Plan> plan = ParsePlan(kYaml, "plan.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_DOUBLE_EQ(plan->model().params(), 70e9);
-  EXPECT_EQ(plan->data().tokens(), 10'000'000'000'000u);             // uint64 from 10e12
-  EXPECT_EQ(plan->data().dataset_tokens(), 15'600'000'000'000u);     // quoted works too
+  EXPECT_EQ(plan->data().tokens(), 10'000'000'000'000u);          // uint64 from 10e12
+  EXPECT_EQ(plan->data().dataset_tokens(), 15'600'000'000'000u);  // quoted works too
   EXPECT_DOUBLE_EQ(plan->hardware().peak_flops(), 989e12);
   EXPECT_EQ(plan->fleet().gpus(), 4096u);
   EXPECT_TRUE(plan->layout().has_tp());
@@ -56,8 +56,8 @@ TEST(PlanFile, JsonAndCamelCaseGiveTheSamePlan) {
   absl::StatusOr<v1::Plan> json = ParsePlan(kJson, "plan.json");
   ASSERT_TRUE(yaml.ok()) << yaml.status();
   ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*yaml, *json))
-      << yaml->DebugString() << "\nvs\n" << json->DebugString();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*yaml, *json)) << yaml->DebugString() << "\nvs\n"
+                                                                                << json->DebugString();
 }
 
 struct BadCase {
@@ -84,19 +84,16 @@ const BadCase kBadCases[] = {
      "plan.yaml:4: model.layer: unknown key 'layer' in model"},
     {"NotANumber", "model:\n  params: 1\n  hidden: abc\n",
      "plan.yaml:3: model.hidden: expected a whole number, got 'abc'"},
-    {"FractionForAnInteger", "fleet:\n  gpus: 40.5\n",
-     "plan.yaml:2: fleet.gpus: expected a whole number, got '40.5'"},
+    {"FractionForAnInteger", "fleet:\n  gpus: 40.5\n", "plan.yaml:2: fleet.gpus: expected a whole number, got '40.5'"},
     {"NegativeForUnsigned", "fleet:\n  gpus: -8\n", "plan.yaml:2: fleet.gpus: expected a non-negative"},
     {"TooBigForUint32", "fleet:\n  gpus: 1e10\n", "plan.yaml:2: fleet.gpus: value 1e10 is out of range"},
-    {"DoubleNotNumeric", "efficiency:\n  mfu: forty\n",
-     "plan.yaml:2: efficiency.mfu: expected a number, got 'forty'"},
+    {"DoubleNotNumeric", "efficiency:\n  mfu: forty\n", "plan.yaml:2: efficiency.mfu: expected a number, got 'forty'"},
     {"InfinityRefused", "efficiency:\n  mfu: .inf\n", "efficiency.mfu: expected a number"},
     {"MappingForAScalar", "model:\n  params:\n    a: 1\n",
      "plan.yaml:3: model.params: expected a single value, got a mapping"},
     {"ScalarForASection", "model: 70e9\n", "plan.yaml:1: model: expected a mapping of keys"},
     {"ListRefused", "model:\n  params: [1, 2]\n", "plan.yaml:2: model.params: expected a single value, got a list"},
-    {"BadBool", "checkpoint:\n  async: maybe\n",
-     "plan.yaml:2: checkpoint.async: expected true or false, got 'maybe'"},
+    {"BadBool", "checkpoint:\n  async: maybe\n", "plan.yaml:2: checkpoint.async: expected true or false, got 'maybe'"},
     {"BadTime", "start_time: next monday\n", "plan.yaml:1: start_time: expected an RFC 3339"},
     {"DuplicateKey", "fleet:\n  gpus: 8\n  gpus: 16\n", "plan.yaml:3: fleet.gpus: duplicate key"},
     {"SyntaxError", "model:\n  params: [1, 2\n", "plan.yaml:2:11: syntax error: this '[' is never closed"},
@@ -167,7 +164,8 @@ phases:
   - name: typo
     tokens: 0
     model: {params: 8e9, seq_len: 4096}
-)", "plan.yaml");
+)",
+                                            "plan.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
   const planner::PlanSpec spec = convert::PlanFromProto(*plan);
   ASSERT_EQ(spec.phases.size(), 3u);
@@ -222,8 +220,7 @@ TEST(PlanFile, MissingFileIsNotFound) {
   absl::StatusOr<v1::Plan> plan = LoadPlanFile("/nonexistent/plan.yaml");
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(std::string(plan.status().message()).find("/nonexistent/plan.yaml"),
-            std::string::npos);
+  EXPECT_NE(std::string(plan.status().message()).find("/nonexistent/plan.yaml"), std::string::npos);
 }
 
 TEST(PlanFile, DirectoryIsRefused) {

@@ -8,9 +8,9 @@
 // the field defines them) and the engine converts.
 #include <cmath>
 
+#include "gtest/gtest.h"
 #include "planner/formulas.h"
 #include "planner/plan_engine.h"
-#include "gtest/gtest.h"
 
 namespace flightplan::planner {
 namespace {
@@ -29,7 +29,8 @@ PlanSpec Base() {
 }
 
 constexpr double kA100 = 312e12;  // dense BF16 (docs/reference-figures.md, hardware)
-constexpr double kH100 = 989e12;  // dense BF16 (docs/reference-figures.md, hardware); the H800 taken at the H100 SXM peak
+constexpr double kH100 =
+    989e12;  // dense BF16 (docs/reference-figures.md, hardware); the H800 taken at the H100 SXM peak
 
 // Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
 // Using Megatron-LM", sec. 5.1: GPT-3 175B on 300e9 tokens on 1,024 A100 at 140 TFLOP/s per
@@ -257,9 +258,9 @@ TEST(PublishedRuns, Megatron1TAt163TflopsTrainsInAbout84Days) {
   // Eq. 3 per token: 96·l·h²·(1 + s/6h + V/16lh) / s, with the output layer counted once.
   const double eq3 = 96.0 * 128 * 25600.0 * 25600 * (1 + 2048 / (6.0 * 25600) + 51200 / (16.0 * 128 * 25600));
   EXPECT_NEAR(r.compute.hardware_flops_per_token, eq3, 0.001 * eq3);
-  EXPECT_NEAR(r.compute.cluster_flops_per_second * r.compute.hardware_flops_per_token / r.compute.flops_per_token /
-                  3072,
-              163e12, 1e6);
+  EXPECT_NEAR(
+      r.compute.cluster_flops_per_second * r.compute.hardware_flops_per_token / r.compute.flops_per_token / 3072,
+      163e12, 1e6);
   EXPECT_NEAR(r.schedule.active_compute_seconds / 86400, 84, 0.015 * 84);
 }
 
@@ -527,9 +528,7 @@ TEST(PlanMemory, Llama3LongContextFitsOnCp16AndNotOnCp1) {
   // The layer being recomputed holds 34·s·b·h / t.
   EXPECT_DOUBLE_EQ(m.recompute_working_bytes, 34.0 * (131072 / 16) * 16384 / 8);
   EXPECT_DOUBLE_EQ(m.reserve, 0.1 * 80 * (1 << 30));
-  EXPECT_NEAR(m.total_bytes,
-              m.weights + m.grads + m.optimizer + m.activations +
-                  m.recompute_working_bytes + m.reserve,
+  EXPECT_NEAR(m.total_bytes, m.weights + m.grads + m.optimizer + m.activations + m.recompute_working_bytes + m.reserve,
               1);
   EXPECT_TRUE(m.fits) << m.total_bytes / 1e9 << " GB";
   EXPECT_EQ(r16.Find("MEMORY_EXCEEDS_HBM"), nullptr);
@@ -594,8 +593,8 @@ TEST(PlanMemory, Fsdp70bFitsOnlyWithFullRecomputation) {
   EXPECT_NEAR(m.buffers, 2 * 2 * (70e9 - 2 * 128256.0 * 8192) / 80, 1);
   // The hardware FLOPs grow by the recomputed forward: 2 x (N - V·h) + attention / 3.
   const double attention = 6.0 * 80 * 8192 * 8192;
-  EXPECT_NEAR(r.compute.hardware_flops_per_token,
-              6 * 70e9 + attention + 2 * (70e9 - 128256.0 * 8192) + attention / 3, 1);
+  EXPECT_NEAR(r.compute.hardware_flops_per_token, 6 * 70e9 + attention + 2 * (70e9 - 128256.0 * 8192) + attention / 3,
+              1);
 }
 
 TEST(PlanMemory, InterleavingGrowsTheFirstStagesActivations) {
@@ -638,8 +637,7 @@ TEST(PlanMemory, ExpertTensorParallelismShardsExpertsItsOwnWay) {
   r = ComputePlan(p);
   const Finding* f = r.Find("EP_NOT_DIVIDING_DP");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->message.find("layout.ep 8 x expert_tp 3 = 24 does not divide tp x dp x cp = 64"),
-            std::string::npos)
+  EXPECT_NE(f->message.find("layout.ep 8 x expert_tp 3 = 24 does not divide tp x dp x cp = 64"), std::string::npos)
       << f->message;
 }
 
@@ -708,8 +706,7 @@ TEST(PlanEfficiency, MfuIsEndToEndAndOnlyTheBusyFigurePaysTheBubble) {
   const PlanReport both = ComputePlan(mid);
   const Finding* conflict = both.Find("CONFLICTING_FIELDS");
   ASSERT_NE(conflict, nullptr);
-  EXPECT_NE(conflict->message.find("efficiency.mfu and efficiency.busy_mfu"), std::string::npos)
-      << conflict->message;
+  EXPECT_NE(conflict->message.find("efficiency.mfu and efficiency.busy_mfu"), std::string::npos) << conflict->message;
 }
 
 TEST(PlanEfficiency, AttentionAboveSixNIsAFinding) {
@@ -768,7 +765,6 @@ TEST(PlanFailures, NoSparesAtAShortNodeMtbfIsAFinding) {
   EXPECT_NE(f->message.find("fleet.spare_nodes 0"), std::string::npos) << f->message;
   EXPECT_NE(r.Find("LOW_GOODPUT"), nullptr);
 }
-
 
 // --- phases ------------------------------------------------------------------------------
 

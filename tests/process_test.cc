@@ -1,17 +1,16 @@
 // flightpland and flightplan as real processes: a kill -9 in the middle of a replay, a
 // SIGTERM drain, and the command line's errors.
 #include <signal.h>
+#include <sqlite3.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <random>
 #include <regex>
 #include <set>
-
-#include <sqlite3.h>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -33,16 +32,15 @@ namespace {
 using testing::Child;
 using testing::Cli;
 using testing::DaemonProcess;
-using testing::kRun;
-using testing::StoredKeys;
-using testing::RunProcess;
 using testing::HttpGet;
+using testing::kRun;
+using testing::RunProcess;
+using testing::StoredKeys;
 using testing::TempDir;
 
 const std::string kDaemon = FLIGHTPLAN_DAEMON_BIN;
 const std::string kCli = FLIGHTPLAN_BIN;
 const std::string kFlagship = std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.yaml";
-
 
 // Both binaries say the version of CMakeLists.txt's project(), their one source.
 TEST(Process, BothBinariesSayTheProjectVersion) {
@@ -78,8 +76,7 @@ TEST(Process, KillNineMidReplayThenRestartAndReplayEqualsACleanReplay) {
   {
     DaemonProcess d(db, dir.path() + "/crash1.log");
     ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
-    Child replay({kCli, "--server", d.address(), "replay", events, "--batch", "200"},
-                 dir.path() + "/replay1.log");
+    Child replay({kCli, "--server", d.address(), "replay", events, "--batch", "200"}, dir.path() + "/replay1.log");
     // Wait until about a third is committed, then kill the daemon without warning.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -162,10 +159,10 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   EXPECT_GT(s.failure_budget().burn_rate(), 1.2);  // twice the failures burn faster than plan
   EXPECT_GT(s.reliability().observed_mtbf_seconds(), 0);
   EXPECT_LT(s.reliability().observed_mtbf_seconds(), s.reliability().plan_mtbf_seconds());
-  for (const char* field : {"\"finish_p50\"", "\"plan_finish\"", "\"deadline\"", "\"slip_seconds\"",
-                            "\"burn_rate_1h\"", "\"burn_rate_3d\"", "\"projected_at_finish_seconds\"",
-                            "\"exhaustion_probability\"", "\"goodput\"", "\"observed_mtbf_seconds\"",
-                            "\"recommended_checkpoint_interval_seconds\"", "\"plan_tokens_per_second\""}) {
+  for (const char* field :
+       {"\"finish_p50\"", "\"plan_finish\"", "\"deadline\"", "\"slip_seconds\"", "\"burn_rate_1h\"", "\"burn_rate_3d\"",
+        "\"projected_at_finish_seconds\"", "\"exhaustion_probability\"", "\"goodput\"", "\"observed_mtbf_seconds\"",
+        "\"recommended_checkpoint_interval_seconds\"", "\"plan_tokens_per_second\""}) {
     EXPECT_NE(r.out.find(field), std::string::npos) << field;
   }
   r = Cli(d.address(), {"status", kRun});
@@ -180,8 +177,7 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
   // outside a summary (the names docs/contract.md §7 asks for).
   const size_t body = metrics.find("\r\n\r\n");
   ASSERT_NE(body, std::string::npos);
-  const testing::ProcessResult lint =
-      RunProcess({FLIGHTPLAN_PROMTOOL, "check", "metrics"}, metrics.substr(body + 4));
+  const testing::ProcessResult lint = RunProcess({FLIGHTPLAN_PROMTOOL, "check", "metrics"}, metrics.substr(body + 4));
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
   EXPECT_NE(metrics.find("# TYPE flightplan_time_seconds gauge"), std::string::npos);
   EXPECT_NE(metrics.find("# TYPE flightplan_failure_budget_consumed_seconds gauge"), std::string::npos);
@@ -280,8 +276,8 @@ TEST(Process, HistoryOfASimulatedReplayIsMonotoneThinnedAndSurvivesARestart) {
 
     r = Cli(d.address(), {"history", kRun});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const char* column : {"AS OF", "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED", "PROJECTED",
-                               "P(EXH)", "BURN", "finished"}) {
+    for (const char* column :
+         {"AS OF", "EVENTS", "P10", "P50 FINISH", "P90", "CONSUMED", "PROJECTED", "P(EXH)", "BURN", "finished"}) {
       EXPECT_NE(r.out.find(column), std::string::npos) << column << "\n" << r.out;
     }
     r = Cli(d.address(), {"history", "nope"});
@@ -307,13 +303,14 @@ TEST(Process, TailFollowsALogAcrossRotationAndTruncation) {
   auto append = [&](const std::string& path, int from, int to, bool truncate = false) {
     std::ofstream out(path, truncate ? std::ios::trunc : std::ios::app);
     for (int s = from; s <= to; ++s) {
-      out << absl::StrFormat("[rank0]:2027-01-04 00:%02d:00,000 - root - INFO - step: %d  loss: 7.0  tps: 6,554\n", s, s);
+      out << absl::StrFormat("[rank0]:2027-01-04 00:%02d:00,000 - root - INFO - step: %d  loss: 7.0  tps: 6,554\n", s,
+                             s);
     }
   };
   std::ofstream(log) << "[rank0]:2027-01-04 00:00:00,000 - root - INFO - Starting job\n";
-  Child tail({kCli, "--server", d.address(), "tail", "--run", kRun, "--format", "torchtitan",
-              "--tokens-per-step", "100", log},
-             dir.path() + "/tail.log");
+  Child tail(
+      {kCli, "--server", d.address(), "tail", "--run", kRun, "--format", "torchtitan", "--tokens-per-step", "100", log},
+      dir.path() + "/tail.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto events_reach = [&](uint64_t n) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -334,8 +331,7 @@ TEST(Process, TailFollowsALogAcrossRotationAndTruncation) {
   EXPECT_TRUE(events_reach(7));
   tail.Signal(SIGTERM);
   EXPECT_EQ(tail.Wait(), 0);
-  EXPECT_NE(tail.WaitForLog("tail:", 5).find("7 events accepted"), std::string::npos)
-      << tail.WaitForLog("tail:", 1);
+  EXPECT_NE(tail.WaitForLog("tail:", 5).find("7 events accepted"), std::string::npos) << tail.WaitForLog("tail:", 1);
   const v1::RunStatus s = d.Status();
   EXPECT_EQ(s.progress().tokens(), 600);
   EXPECT_EQ(s.progress().step(), 6);
@@ -359,11 +355,13 @@ TEST(Process, TailBackfillsTheShippedLogs) {
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log");
   ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
   const std::string megatron = std::string(FLIGHTPLAN_LOGS_DIR) + "/megatron-core_v0.19.0.log";
-  auto r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
-                             "--exit-at-eof", "--seq-len", "4096", megatron});
+  auto r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start", "--exit-at-eof",
+                             "--seq-len", "4096", megatron});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Launch 1: start, 8 iterations, 2 saves; launch 2: start, 4 iterations, 2 saves, the exit.
-  EXPECT_NE(r.out.find("2 launches (the run's attempt 2): 19 events accepted, 0 duplicates, 0 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 launches (the run's attempt 2): 19 events accepted, 0 duplicates, 0 rejected"),
+            std::string::npos)
+      << r.out;
   const v1::RunStatus s = d.Status();
   EXPECT_EQ(s.progress().step(), 100);
   EXPECT_EQ(s.progress().tokens(), 6400 * 4096);
@@ -371,8 +369,8 @@ TEST(Process, TailBackfillsTheShippedLogs) {
   EXPECT_DOUBLE_EQ(s.time_seconds().checkpoint(), 62);
   EXPECT_NEAR(s.time_seconds().lost(), 201, 1e-6);  // worked out in log_events_test.cc
   // Again: every event is already there.
-  r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start",
-                        "--exit-at-eof", "--seq-len", "4096", megatron});
+  r = Cli(d.address(), {"tail", "--run", kRun, "--format", "megatron", "--from-start", "--exit-at-eof", "--seq-len",
+                        "4096", megatron});
   EXPECT_NE(r.out.find("0 events accepted, 19 duplicates"), std::string::npos) << r.out;
 }
 
@@ -412,12 +410,14 @@ TEST(Process, TailWithoutASequenceLengthSendsNothing) {
   EXPECT_NE(r.err.find("nothing was sent"), std::string::npos) << r.err;
   EXPECT_EQ(d.Events(), 0u);
   // Lines it recognised but could not use make the tail exit 1, named on stderr.
-  const std::string odd = dir.Write("odd.out", MegatronLog(true) +
-                                                   "  successfully saved checkpoint from iteration     110 to /ckpt/gpt "
-                                                   "[ t 1/8, gtp_remat 1/1, p 1/1 ]\n");
+  const std::string odd =
+      dir.Write("odd.out", MegatronLog(true) +
+                               "  successfully saved checkpoint from iteration     110 to /ckpt/gpt "
+                               "[ t 1/8, gtp_remat 1/1, p 1/1 ]\n");
   r = Cli(d.address(), {"tail", "--run", kRun, "--from-start", "--exit-at-eof", odd});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("not used (a save before the log showed a launch (or after its exit))"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not used (a save before the log showed a launch (or after its exit))"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("1 line recognised but not used"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("19 events accepted"), std::string::npos) << r.out;
 }
@@ -430,7 +430,8 @@ TEST(Process, RunPagesAreServedBehindTheReadToken) {
   const std::string token = dir.Write("read-token", "r3ad-t0k\n");
   DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true, {"--read-token-file", token});
   ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
-  ASSERT_EQ(Cli(d.address(), {"replay", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.events.jsonl"}).exit_code, 0);
+  ASSERT_EQ(
+      Cli(d.address(), {"replay", std::string(FLIGHTPLAN_EXAMPLES_DIR) + "/dense-70b-10t.events.jsonl"}).exit_code, 0);
   const std::string bearer = "Authorization: Bearer r3ad-t0k\r\n";
   std::string denied = HttpGet(d.metrics_port(), "/runs/");
   EXPECT_EQ(denied.rfind("HTTP/1.1 401", 0), 0u) << denied;
@@ -442,7 +443,8 @@ TEST(Process, RunPagesAreServedBehindTheReadToken) {
   EXPECT_NE(list.find("Content-Type: text/html"), std::string::npos);
   EXPECT_NE(list.find(std::string("href=\"") + kRun + "\""), std::string::npos) << list;
   // "x:r3ad-t0k" in Basic, as a browser sends it after the prompt.
-  const std::string page = HttpGet(d.metrics_port(), "/runs/" + std::string(kRun), "Authorization: Basic eDpyM2FkLXQwaw==\r\n");
+  const std::string page =
+      HttpGet(d.metrics_port(), "/runs/" + std::string(kRun), "Authorization: Basic eDpyM2FkLXQwaw==\r\n");
   EXPECT_EQ(page.rfind("HTTP/1.1 200", 0), 0u) << page.substr(0, 200);
   EXPECT_NE(page.find("<svg"), std::string::npos);
   EXPECT_NE(page.find("Run dense-70b-10t"), std::string::npos);
@@ -473,9 +475,9 @@ TEST(Process, RunPagesAreServedBehindTheReadToken) {
 TEST(Process, TokenFilesOnBothSides) {
   TempDir dir;
   const std::string token = dir.Write("token", "t0k-3n\n");
-  Child child({kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "",
-               "--token-file", token},
-              dir.path() + "/d.log");
+  Child child(
+      {kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "", "--token-file", token},
+      dir.path() + "/d.log");
   const std::string text = child.WaitForLog("serving gRPC on", 20);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(text, m, std::regex("serving gRPC on (127\\.0\\.0\\.1:[0-9]+)")));
@@ -505,12 +507,12 @@ TEST(Process, TokenFilesOnBothSides) {
 TEST(Process, TlsOnBothSides) {
   TempDir dir;
   const std::string key = dir.path() + "/key.pem", cert = dir.path() + "/cert.pem";
-  const auto gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                               "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
-                               "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+  const auto gen =
+      RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                  "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  Child child({kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "",
-               "--tls-cert", cert, "--tls-key", key},
+  Child child({kDaemon, "--db", dir.path() + "/f.db", "--listen", "127.0.0.1:0", "--metrics", "", "--tls-cert", cert,
+               "--tls-key", key},
               dir.path() + "/d.log");
   const std::string text = child.WaitForLog("serving gRPC on", 20);
   std::smatch m;
@@ -546,10 +548,10 @@ TEST(Process, BackupWhileTheDaemonWrites) {
   ASSERT_FALSE(copy.address().empty()) << copy.child().WaitForLog("", 0.1);
   const v1::RunStatus s = copy.Status();
   EXPECT_GT(s.events(), 0u);
-  EXPECT_DOUBLE_EQ(s.time_seconds().elapsed(),
-                   s.time_seconds().productive() + s.time_seconds().checkpoint() + s.time_seconds().lost() +
-                       s.time_seconds().startup() + s.time_seconds().down_unplanned() +
-                       s.time_seconds().down_planned() + s.time_seconds().stalled());
+  EXPECT_DOUBLE_EQ(s.time_seconds().elapsed(), s.time_seconds().productive() + s.time_seconds().checkpoint() +
+                                                   s.time_seconds().lost() + s.time_seconds().startup() +
+                                                   s.time_seconds().down_unplanned() + s.time_seconds().down_planned() +
+                                                   s.time_seconds().stalled());
   auto missing = RunProcess({kCli, "backup", dir.path() + "/x.db", "--db", dir.path() + "/nope/none.db"});
   EXPECT_EQ(missing.exit_code, 1);
 }
@@ -563,9 +565,7 @@ TEST_P(CrashLoop, EveryAcknowledgedEventSurvivesKillNineExactlyOnce) {
   TempDir dir;
   const std::vector<v1::Event> log = testing::SyntheticRun(kRun, 6000, 21);
   const std::vector<v1::EventBatch> batches = testing::Batches(log, 10);
-  auto send = [](const std::string& address, const v1::EventBatch& b) {
-    return testing::SendBatch(address, b);
-  };
+  auto send = [](const std::string& address, const v1::EventBatch& b) { return testing::SendBatch(address, b); };
   // The reference: everything into a fresh daemon.
   v1::RunStatus clean;
   {
@@ -654,11 +654,9 @@ TEST(Process, CommandLineShowsTheDaemonsErrors) {
 
   r = Cli(d.address(), {"report", kRun, "--started", "1", "--time", "2027-01-04T00:00:00Z"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = Cli(d.address(), {"report", kRun, "--step", "10", "--tokens", "100", "--time",
-                        "2027-01-04T00:10:00Z"});
+  r = Cli(d.address(), {"report", kRun, "--step", "10", "--tokens", "100", "--time", "2027-01-04T00:10:00Z"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = Cli(d.address(), {"report", kRun, "--step", "5", "--tokens", "50", "--time",
-                        "2027-01-04T00:20:00Z"});
+  r = Cli(d.address(), {"report", kRun, "--step", "5", "--tokens", "50", "--time", "2027-01-04T00:20:00Z"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("FAILED_PRECONDITION"), std::string::npos) << r.err;
   r = Cli(d.address(), {"report", kRun});
@@ -706,13 +704,10 @@ TEST(Process, MetricsShowIngestAndStorage) {
   ASSERT_EQ(Cli(d.address(), {"report", kRun, "--step", "1", "--tokens", "0", "--attempt", "1"}).exit_code, 1);
   const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
   const size_t n = testing::SyntheticRun(kRun, 100, 5).size();
-  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"accepted\"} ", n)),
-            std::string::npos)
+  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"accepted\"} ", n)), std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"duplicate\"} ", n)),
-            std::string::npos);
-  EXPECT_NE(metrics.find("flightplan_ingest_rejected_events_total{code=\"failed_precondition\"} 1"),
-            std::string::npos)
+  EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"duplicate\"} ", n)), std::string::npos);
+  EXPECT_NE(metrics.find("flightplan_ingest_rejected_events_total{code=\"failed_precondition\"} 1"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("flightplan_storage_commit_seconds_count"), std::string::npos);
   EXPECT_NE(metrics.find("flightplan_runs 1"), std::string::npos);

@@ -1,12 +1,12 @@
 // RunBoard (daemon/run_board.h) on its own: published views, watchers and the readers'
 // status, with a fake Clock and a scheduler that is never started (no thread, no sleeps).
 #include "daemon/run_board.h"
-#include "daemon/wire.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
+#include "daemon/wire.h"
 #include "gtest/gtest.h"
 #include "tests/tracker_parts.h"
 

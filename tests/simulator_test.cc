@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "cli/plan_file.h"
-#include "forecast/accounting.h"
-#include "planner/plan_engine.h"
-#include "gtest/gtest.h"
-#include "tests/flagship_plan.h"
 #include "convert/plan_convert.h"
+#include "forecast/accounting.h"
+#include "gtest/gtest.h"
+#include "planner/plan_engine.h"
+#include "tests/flagship_plan.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -50,9 +50,7 @@ RunState Fold(const std::vector<Event>& events, size_t* refused = nullptr) {
 
 double Seconds(absl::Time t) { return absl::ToDoubleSeconds(t - Plan().report.schedule.start_time); }
 
-bool IsInterruption(const Event& e, bool planned) {
-  return e.kind == EventKind::kInterruption && e.planned == planned;
-}
+bool IsInterruption(const Event& e, bool planned) { return e.kind == EventKind::kInterruption && e.planned == planned; }
 
 // Unplanned interruptions per complete wall-clock day since the start: variance / mean.
 double DailyDispersion(const std::vector<Event>& events) {
@@ -146,8 +144,8 @@ TEST(Scenarios, ChaoticStartFailsSeveralTimesMoreBeforeThirtyPercent) {
   // The knobs make it 8x (x8 on top of x0.5 against x0.5); at least 3x leaves room for
   // the Poisson noise of a few dozen failures after 40%.
   const double early = failures[0] / running[0], late = failures[1] / running[1];
-  EXPECT_GE(early, 3 * late) << failures[0] << " in " << running[0] / 3600 << " h before 30%, " << failures[1]
-                             << " in " << running[1] / 3600 << " h after 40%";
+  EXPECT_GE(early, 3 * late) << failures[0] << " in " << running[0] / 3600 << " h before 30%, " << failures[1] << " in "
+                             << running[1] / 3600 << " h after 40%";
 }
 
 TEST(Scenarios, HeavyMaintenanceComesOnItsCalendar) {

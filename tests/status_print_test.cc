@@ -1,9 +1,9 @@
 // The status text (cli/status_print): what a person reads in `flightplan status`.
 #include "cli/status_print.h"
-#include "cli/units.h"
 
 #include <string>
 
+#include "cli/units.h"
 #include "gtest/gtest.h"
 
 namespace flightplan::cli {

@@ -53,8 +53,8 @@ class FaultyStore final : public storage::RunStore {
   absl::Status ForEachRun(const std::function<void(const storage::StoredRun&)>& fn) override {
     return inner_->ForEachRun(fn);
   }
-  absl::Status ForEachEventAfter(
-      int64_t after, const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) override {
+  absl::Status ForEachEventAfter(int64_t after,
+                                 const std::function<absl::Status(int64_t, int64_t, const std::string&)>& fn) override {
     return inner_->ForEachEventAfter(after, fn);
   }
   absl::Status Begin() override { return inner_->Begin(); }
@@ -89,8 +89,7 @@ class FaultyStore final : public storage::RunStore {
     return inner_->InsertEvent(run, key, time, event);
   }
   absl::Status ForEachRunEvent(
-      int64_t run,
-      const std::function<absl::Status(int64_t, const std::string&, const std::string&)>& fn) override {
+      int64_t run, const std::function<absl::Status(int64_t, const std::string&, const std::string&)>& fn) override {
     return inner_->ForEachRunEvent(run, fn);
   }
   absl::StatusOr<int64_t> RetractEvents(int64_t run, const std::vector<int64_t>& seqs, absl::Time at,
@@ -109,8 +108,8 @@ class FaultyStore final : public storage::RunStore {
   absl::Status InsertForecastPoint(int64_t run, const storage::ForecastPoint& point) override {
     return inner_->InsertForecastPoint(run, point);
   }
-  absl::Status ForEachForecastPoint(
-      int64_t run, const std::function<void(const storage::ForecastPoint&)>& fn) override {
+  absl::Status ForEachForecastPoint(int64_t run,
+                                    const std::function<void(const storage::ForecastPoint&)>& fn) override {
     return inner_->ForEachForecastPoint(run, fn);
   }
   absl::StatusOr<storage::ForecastHistoryTail> LastForecastPoint(int64_t run) override {
@@ -165,13 +164,19 @@ class StorageFaults : public ::testing::Test {
 
   std::future<daemon::CreateResult> Create(const std::string& run) {
     auto done = std::make_shared<std::promise<daemon::CreateResult>>();
-    EXPECT_TRUE(tracker_->SubmitCreateRun(run, daemon::PlanInputFromProto(plan_), [done](daemon::CreateResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(tracker_
+                    ->SubmitCreateRun(run, daemon::PlanInputFromProto(plan_),
+                                      [done](daemon::CreateResult r) { done->set_value(r); })
+                    .ok());
     return done->get_future();
   }
 
   std::future<daemon::BatchResult> Submit(std::vector<v1::Event> events) {
     auto done = std::make_shared<std::promise<daemon::BatchResult>>();
-    EXPECT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto(events), [done](daemon::BatchResult r) { done->set_value(r); }).ok());
+    EXPECT_TRUE(
+        tracker_
+            ->SubmitEvents(daemon::IngestEventsFromProto(events), [done](daemon::BatchResult r) { done->set_value(r); })
+            .ok());
     return done->get_future();
   }
 
@@ -242,10 +247,13 @@ TEST_F(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
                   ->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("replay", 0, 1, 0)}), note("stream"),
                                  std::make_shared<daemon::OrderedStream>(), 1)
                   .ok());
-  ASSERT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("live", 0, 1, 0)}), note("single 0")).ok());
+  ASSERT_TRUE(
+      tracker_->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("live", 0, 1, 0)}), note("single 0")).ok());
   for (int i = 1; i < 20; ++i) {
-    ASSERT_TRUE(tracker_->SubmitEvents(daemon::IngestEventsFromProto({StepsAt("live", 60.0 * i, 10 * i, 100 * i)}),
-                                         note(absl::StrCat("single ", i))).ok());
+    ASSERT_TRUE(tracker_
+                    ->SubmitEvents(daemon::IngestEventsFromProto({StepsAt("live", 60.0 * i, 10 * i, 100 * i)}),
+                                   note(absl::StrCat("single ", i)))
+                    .ok());
   }
   faulty_->Release();
   ASSERT_TRUE(blocker.get().status.ok());

@@ -1,18 +1,17 @@
 #include "tests/subprocess.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <signal.h>
-
 #include <chrono>
 #include <filesystem>
-#include <thread>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace flightplan::testing {
 namespace {
@@ -94,8 +93,8 @@ int Child::Wait() {
 }
 
 std::string Child::WaitForLog(const std::string& text, double seconds) const {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   std::string log;
   while (std::chrono::steady_clock::now() < deadline) {
     log = Slurp(log_path_);

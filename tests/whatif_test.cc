@@ -64,8 +64,8 @@ TEST(WhatIf, CheckpointRemediesMoveTheFinishByTheYoungDalyArithmetic) {
   ASSERT_NEAR(tau, 516, 5);
   // Ahead: the compute left at the forecast's rate, and the failures in it at the MTBF
   // the forecast draws around (the run's, twice the plan's rate).
-  const double compute = (static_cast<double>(FlagshipPlan().plan.data.tokens) - static_cast<double>(s.tokens)) /
-                         base.tokens_per_second;
+  const double compute =
+      (static_cast<double>(FlagshipPlan().plan.data.tokens) - static_cast<double>(s.tokens)) / base.tokens_per_second;
   const double failures = compute / base.mtbf_seconds;
   for (double shorter : {300.0, 200.0}) {
     Variant v;
@@ -74,8 +74,7 @@ TEST(WhatIf, CheckpointRemediesMoveTheFinishByTheYoungDalyArithmetic) {
     ASSERT_FALSE(o.broken) << o.errors.front();
     // Each failure redoes half an interval less; every compute second pays blocking/tau
     // more in saves.
-    const double predicted =
-        failures * (shorter - tau) / 2 + compute * (blocking / shorter - blocking / tau);
+    const double predicted = failures * (shorter - tau) / 2 + compute * (blocking / shorter - blocking / tau);
     const double moved = absl::ToDoubleSeconds(o.finish_p50 - base.finish_p50);
     // Tolerance: a quarter of the prediction plus an hour. The draws share their seeds, so
     // the noise between variants is small; the rest is the loss distribution's shape (the
@@ -180,7 +179,7 @@ TEST(WhatIf, TheNodeMtbfTypedIsTheRateAheadAndThePlansReturnsTheRunToItsPlan) {
 TEST(WhatIf, AVariantThePlannerRefusesIsReportedNotForecast) {
   const RunState s = FailingRun(0.1);
   Variant odd, indivisible, slow;
-  odd.gpus = 4100;          // not whole 32-GPU replicas
+  odd.gpus = 4100;             // not whole 32-GPU replicas
   indivisible.gpus = 96 * 32;  // dp 96 does not divide 2,048 sequences
   slow.mfu = 1.5;
   const std::vector<Outcome> out = WhatIf(FlagshipPlan().plan, s, s.last_time, {odd, indivisible, slow});
@@ -202,8 +201,8 @@ TEST(WhatIf, CostAtTheFinishIsTheSpentPlusTheFleetUntilThen) {
   twice.add_gpus = 4096;
   const std::vector<Outcome> out = WhatIf(FlagshipPlan().plan, s, s.last_time, {twice});
   // $2.50 per GPU-hour, power included; 4,288 then 8,384 GPUs reserved (with 24 spare nodes).
-  const RunCost spent = CostOfRun(Snapshot(s, s.last_time).seconds, FlagshipPlan().prior.cost, s.last_time,
-                                  s.last_time, s.last_time);
+  const RunCost spent =
+      CostOfRun(Snapshot(s, s.last_time).seconds, FlagshipPlan().prior.cost, s.last_time, s.last_time, s.last_time);
   EXPECT_NEAR(out[0].cost_p50_dollars, spent.spent_dollars + 4288 * 2.5 * Hours(out[0].finish_p50, s.last_time), 1);
   EXPECT_NEAR(out[1].cost_p50_dollars, spent.spent_dollars + 8384 * 2.5 * Hours(out[1].finish_p50, s.last_time), 1);
 }
@@ -226,7 +225,8 @@ TEST(WhatIf, TheFleetForALateRunsDeadlineMeetsItAtP90AndTheNextSmallerDoesNot) {
   // A deadline no fleet can meet (an hour from now) says so, with the fastest.
   const LiveDeadlineFleet none = FleetForDeadline(FlagshipPlan().plan, s, s.last_time, s.last_time + absl::Hours(1));
   EXPECT_FALSE(none.met);
-  EXPECT_NE(none.explanation.find("finishes by the deadline at P90: the fastest"), std::string::npos) << none.explanation;
+  EXPECT_NE(none.explanation.find("finishes by the deadline at P90: the fastest"), std::string::npos)
+      << none.explanation;
 }
 
 }  // namespace

@@ -58,12 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     // Applied on top only when it sorts after the latest event; else the daemon folds again.
-    if (!NeedsRefold(before, e)) accepted.push_back({static_cast<int64_t>(accepted.size()) + 1, e});
-    else s = before;
+    if (!NeedsRefold(before, e))
+      accepted.push_back({static_cast<int64_t>(accepted.size()) + 1, e});
+    else
+      s = before;
     const RunSnapshot snap = Snapshot(s, t + absl::Seconds(Take<uint8_t>(p, end)));
     const TimeSeconds& c = snap.seconds;
-    for (double v : {c.productive, c.checkpoint, c.lost, c.startup, c.down_unplanned,
-                     c.down_planned, c.stalled}) {
+    for (double v : {c.productive, c.checkpoint, c.lost, c.startup, c.down_unplanned, c.down_planned, c.stalled}) {
       Check(v >= -1e-6);
     }
     Check(std::fabs(c.Sum() - snap.elapsed_seconds) <= 1e-6 * std::max(1.0, snap.elapsed_seconds));

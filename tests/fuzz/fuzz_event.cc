@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "convert/event_convert.h"
+#include "convert/event_json.h"
 #include "flightplan/v1/event.pb.h"
 #include "forecast/accounting.h"
 #include "google/protobuf/util/json_util.h"
-#include "convert/event_convert.h"
-#include "convert/event_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line(reinterpret_cast<const char*>(data), size);
@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string printed;
   flightplan::convert::AppendEventJson(proto, printed);
   flightplan::v1::Event back;
-  if (!flightplan::convert::ParseEventJson(printed, back).ok() || back.SerializeAsString() != proto.SerializeAsString()) {
+  if (!flightplan::convert::ParseEventJson(printed, back).ok() ||
+      back.SerializeAsString() != proto.SerializeAsString()) {
     std::abort();
   }
   absl::StatusOr<flightplan::forecast::Event> e = flightplan::convert::EventFromProto(proto);

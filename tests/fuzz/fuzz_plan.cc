@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cli/plan_file.h"
-#include "planner/plan_engine.h"
 #include "convert/plan_convert.h"
+#include "planner/plan_engine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
