@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git openssl curl
   # the sanitized and fuzzing build of the test suite: clang 14 with libFuzzer's runtime
   clang libclang-rt-14-dev llvm  # llvm: llvm-symbolizer, for readable sanitizer reports
+  clang-format  # the format check of tests/run_all.sh (.clang-format)
   # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the rest of the C++ stack

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test, in two builds:
+# The format check (tests/format.sh --check: every tracked C++ file in .clang-format's
+# style), then every test, in two builds:
 #   build/       the normal build (gcc, RelWithDebInfo): the whole suite;
 #   build-asan/  clang with AddressSanitizer, its leak checker and UndefinedBehaviorSanitizer
 #                (any report fails the test), the fuzz targets linked with libFuzzer: the
@@ -17,6 +18,9 @@ fuzz_seconds=${FUZZ_SECONDS:-20}
 start=$SECONDS
 
 stage() { printf '\n== %s  (%d s so far)\n' "$*" $((SECONDS - start)); }
+
+stage "format: clang-format --dry-run on every tracked C++ file"
+tests/format.sh --check
 
 stage "build: gcc, RelWithDebInfo (build/)"
 cmake -S . -B build -G Ninja
