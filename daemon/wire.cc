@@ -18,20 +18,6 @@ IngestEvent IngestEventFromProto(const v1::Event& event) {
   return in;
 }
 
-std::vector<IngestEvent> IngestEventsFromProto(const google::protobuf::RepeatedPtrField<v1::Event>& events) {
-  std::vector<IngestEvent> out;
-  out.reserve(static_cast<size_t>(events.size()));
-  for (const v1::Event& e : events) out.push_back(IngestEventFromProto(e));
-  return out;
-}
-
-std::vector<IngestEvent> IngestEventsFromProto(const std::vector<v1::Event>& events) {
-  std::vector<IngestEvent> out;
-  out.reserve(events.size());
-  for (const v1::Event& e : events) out.push_back(IngestEventFromProto(e));
-  return out;
-}
-
 PlanInput PlanInputFromProto(const v1::Plan& plan) {
   return PlanInput{convert::PlanFromProto(plan), convert::Deterministic(plan)};
 }

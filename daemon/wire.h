@@ -16,7 +16,6 @@
 #include "flightplan/v1/plan.pb.h"
 #include "flightplan/v1/status.pb.h"
 #include "flightplan/v1/tracker.pb.h"
-#include "google/protobuf/repeated_field.h"
 #include "storage/run_store.h"
 
 namespace flightplan::daemon {
@@ -24,9 +23,14 @@ namespace flightplan::daemon {
 // In. An event that cannot be decoded keeps why in IngestEvent::event; the writer refuses
 // its batch naming it.
 [[nodiscard]] IngestEvent IngestEventFromProto(const v1::Event& event);
-[[nodiscard]] std::vector<IngestEvent> IngestEventsFromProto(
-    const google::protobuf::RepeatedPtrField<v1::Event>& events);
-[[nodiscard]] std::vector<IngestEvent> IngestEventsFromProto(const std::vector<v1::Event>& events);
+// A batch's events (a RepeatedPtrField or a std::vector of v1::Event), in order.
+template <typename Events>
+[[nodiscard]] std::vector<IngestEvent> IngestEventsFromProto(const Events& events) {
+  std::vector<IngestEvent> out;
+  out.reserve(static_cast<size_t>(events.size()));
+  for (const v1::Event& e : events) out.push_back(IngestEventFromProto(e));
+  return out;
+}
 [[nodiscard]] PlanInput PlanInputFromProto(const v1::Plan& plan);
 // INVALID_ARGUMENT naming variants[i] when a variant changes nothing.
 [[nodiscard]] absl::StatusOr<WhatIfQuery> WhatIfQueryFromProto(const v1::WhatIfRequest& request);

@@ -244,14 +244,17 @@ TEST_F(StorageFaults, SingleReportsGoFirstButDoNotStarveStreams) {
   faulty_->WaitUntilHeld();
   // Queued while the writer is held: one stream batch, then twenty single reports.
   ASSERT_TRUE(tracker_
-                  ->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("replay", 0, 1, 0)}), note("stream"),
-                                 std::make_shared<daemon::OrderedStream>(), 1)
+                  ->SubmitEvents(daemon::IngestEventsFromProto(std::vector<v1::Event>{StartedAt("replay", 0, 1, 0)}),
+                                 note("stream"), std::make_shared<daemon::OrderedStream>(), 1)
                   .ok());
-  ASSERT_TRUE(
-      tracker_->SubmitEvents(daemon::IngestEventsFromProto({StartedAt("live", 0, 1, 0)}), note("single 0")).ok());
+  ASSERT_TRUE(tracker_
+                  ->SubmitEvents(daemon::IngestEventsFromProto(std::vector<v1::Event>{StartedAt("live", 0, 1, 0)}),
+                                 note("single 0"))
+                  .ok());
   for (int i = 1; i < 20; ++i) {
     ASSERT_TRUE(tracker_
-                    ->SubmitEvents(daemon::IngestEventsFromProto({StepsAt("live", 60.0 * i, 10 * i, 100 * i)}),
+                    ->SubmitEvents(daemon::IngestEventsFromProto(
+                                       std::vector<v1::Event>{StepsAt("live", 60.0 * i, 10 * i, 100 * i)}),
                                    note(absl::StrCat("single ", i)))
                     .ok());
   }
