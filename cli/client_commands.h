@@ -71,6 +71,22 @@ struct TailOptions {
 // when the tokens cannot be counted (found before anything is sent).
 int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out, std::ostream& err);
 
+struct SlurmOptions {
+  std::string run;
+  std::string job;   // a job id (an array's id follows every task of it)
+  std::string name;  // or every job of this name: a chain of dependent jobs, an array
+  double interval_seconds = 10;
+  bool once = false;     // one look, then exit
+  std::string jobcomp;   // the completion log (jobcomp/filetxt); default: scontrol show config's
+  std::string timezone;  // slurmctld's zone, for the completion log's times; default: this machine's
+};
+// Follows the job through squeue --json, sinfo --json and the completion log, and reports
+// each launch (job_started) and its end (interruption, with Slurm's cause) as events with
+// ids naming the launch, so a restarted watcher resends duplicates and backfills what it
+// missed. Exit 0 when every followed job has ended; 1 when Slurm shows no such job or
+// events were rejected; 2 on bad usage.
+int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostream& out, std::ostream& err);
+
 struct StatusOptions {
   std::string run;
   bool json = false;

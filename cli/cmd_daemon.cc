@@ -29,6 +29,7 @@ void AddDaemonCommands(Commands& c) {
     RetractOptions retract_options;
     std::string backup_dest;
     TailOptions tail_options;
+    SlurmOptions slurm_options;
     std::string backup_db = storage::DefaultDatabasePath();
   };
   auto s = std::make_shared<State>();
@@ -226,6 +227,24 @@ void AddDaemonCommands(Commands& c) {
   tail->add_option("--timezone", s->tail_options.timezone, "zone of the log's timestamps (e.g. Europe/Paris)")
       ->capture_default_str();
 
+  CLI::App* slurm = c.app.add_subcommand(
+      "slurm",
+      "Follow a Slurm job (or every job of a name: a chain, an array) through squeue --json, sinfo --json and the "
+      "job completion log, and report each real start and end with Slurm's cause: a node failure (naming the "
+      "node and its reason), a preemption, a time limit (planned when the job comes back by itself), an "
+      "operator's requeue or cancel, an OOM kill, an exit code. The time in the queue counts as down time. "
+      "Restart-safe: each event's id names its launch, so a restarted watcher resends duplicates and backfills "
+      "what it missed. Exits when every followed job has ended.");
+  slurm->add_option("--run", s->slurm_options.run, "run name")->required();
+  slurm->add_option("--job", s->slurm_options.job, "the job id (an array's id: every task)");
+  slurm->add_option("--name", s->slurm_options.name, "every job of this name (a chain of jobs, an array)");
+  slurm->add_option("--interval", s->slurm_options.interval_seconds, "seconds between looks")->capture_default_str();
+  slurm->add_flag("--once", s->slurm_options.once, "one look, then exit");
+  slurm->add_option("--jobcomp", s->slurm_options.jobcomp,
+                    "the job completion log (default: JobCompLoc when JobCompType=jobcomp/filetxt)");
+  slurm->add_option("--timezone", s->slurm_options.timezone,
+                    "slurmctld's zone, for the completion log's times (default: this machine's)");
+
   ClientOptions& client = c.client;
   c.Add(create, [s, &client] { return RunCreate(client, s->create_options, std::cout, std::cerr); });
   c.Add(replay, [s, &client] {
@@ -252,6 +271,7 @@ void AddDaemonCommands(Commands& c) {
     return 0;
   });
   c.Add(tail, [s, &client] { return RunTail(client, s->tail_options, std::cout, std::cerr); });
+  c.Add(slurm, [s, &client] { return RunSlurm(client, s->slurm_options, std::cout, std::cerr); });
 }
 
 }  // namespace flightplan::cli

@@ -10,6 +10,8 @@ packages=(
   # the sanitized and fuzzing build of the test suite: clang 14 with libFuzzer's runtime
   clang libclang-rt-14-dev llvm  # llvm: llvm-symbolizer, for readable sanitizer reports
   clang-format  # the format check of tests/run_all.sh (.clang-format)
+  # a one-node Slurm 22.05 cluster for `flightplan slurm`'s test (tests/slurm/cluster.py)
+  slurmctld slurmd slurm-client munge
   # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the rest of the C++ stack

@@ -1,0 +1,339 @@
+#include "cli/slurm_follow.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "convert/plan_convert.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace flightplan::cli {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+absl::StatusOr<Struct> ParseJson(absl::string_view json, absl::string_view what) {
+  Struct root;
+  const auto st = google::protobuf::util::JsonStringToMessage(std::string(json), &root);
+  if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(what, " is not JSON: ", st.message().as_string()));
+  return root;
+}
+
+const Value* Field(const Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? nullptr : &it->second;
+}
+std::string String(const Struct& s, const std::string& key) {
+  const Value* v = Field(s, key);
+  return v && v->kind_case() == Value::kStringValue ? v->string_value() : "";
+}
+std::optional<double> Number(const Struct& s, const std::string& key) {
+  const Value* v = Field(s, key);
+  if (v && v->kind_case() == Value::kNumberValue) return v->number_value();
+  return std::nullopt;
+}
+// A Unix time; Slurm prints 0 for none, and a time far ahead for "not yet" (a pending
+// job's end_time is its start_time plus its limit, or about 2163 when unlimited).
+std::optional<absl::Time> Time(const Struct& s, const std::string& key) {
+  const std::optional<double> n = Number(s, key);
+  if (!n || *n <= 0) return std::nullopt;
+  return absl::FromUnixSeconds(static_cast<int64_t>(*n));
+}
+
+absl::StatusOr<std::vector<const Struct*>> List(const Struct& root, const std::string& key, absl::string_view what) {
+  const Value* v = Field(root, key);
+  if (!v || v->kind_case() != Value::kListValue) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has no \"", key, "\" list"));
+  }
+  std::vector<const Struct*> out;
+  for (const Value& e : v->list_value().values()) {
+    if (e.kind_case() == Value::kStructValue) out.push_back(&e.struct_value());
+  }
+  return out;
+}
+
+bool Ended(const std::string& state) { return state != "PENDING" && state != "RUNNING" && state != "SUSPENDED" &&
+                                               state != "CONFIGURING" && state != "COMPLETING" && state != "REQUEUED" &&
+                                               state != "RESIZING" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED"; }
+
+bool NodeFailed(const SlurmNode& n) {
+  const std::string s = absl::AsciiStrToLower(n.state);
+  return s.find("down") != std::string::npos || s.find("drain") != std::string::npos ||
+         s.find("fail") != std::string::npos;
+}
+
+// The node list as Slurm prints it, one name per node when it is a plain list ("a,b"); a
+// range ("gpu[01-04]") is kept whole, and matched by its prefix.
+std::vector<std::string> Nodes(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view n : absl::StrSplit(list, ',', absl::SkipEmpty())) out.emplace_back(n);
+  return out;
+}
+
+bool Holds(const std::vector<std::string>& held, const std::string& node) {
+  for (const std::string& h : held) {
+    if (h == node) return true;
+    const size_t bracket = h.find('[');
+    if (bracket != std::string::npos && node.compare(0, bracket, h, 0, bracket) == 0) return true;
+  }
+  return false;
+}
+
+std::string Clip(std::string s, size_t n) {
+  if (s.size() > n) s.resize(n);
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SlurmJob>> ParseSqueueJson(absl::string_view json) {
+  absl::StatusOr<Struct> root = ParseJson(json, "squeue --json's output");
+  if (!root.ok()) return root.status();
+  absl::StatusOr<std::vector<const Struct*>> jobs = List(*root, "jobs", "squeue --json's output");
+  if (!jobs.ok()) return jobs.status();
+  std::vector<SlurmJob> out;
+  for (const Struct* j : *jobs) {
+    SlurmJob job;
+    const std::optional<double> id = Number(*j, "job_id");
+    if (!id) return absl::InvalidArgumentError("squeue --json: a job without job_id");
+    job.job_id = static_cast<int64_t>(*id);
+    job.name = String(*j, "name");
+    job.state = String(*j, "job_state");
+    job.reason = String(*j, "state_reason");
+    job.restarts = static_cast<uint32_t>(Number(*j, "restart_cnt").value_or(0));
+    job.submit = Time(*j, "submit_time");
+    job.start = Time(*j, "start_time");
+    job.end = Time(*j, "end_time");
+    job.nodes = String(*j, "nodes");
+    job.exit_status = static_cast<int32_t>(Number(*j, "exit_code").value_or(0));
+    const Value* requeue = Field(*j, "requeue");
+    job.requeue = requeue && requeue->kind_case() == Value::kBoolValue && requeue->bool_value();
+    job.array_job_id = static_cast<int64_t>(Number(*j, "array_job_id").value_or(0));
+    if (const std::optional<double> task = Number(*j, "array_task_id")) job.array_task_id = static_cast<int64_t>(*task);
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SlurmNode>> ParseSinfoJson(absl::string_view json) {
+  absl::StatusOr<Struct> root = ParseJson(json, "sinfo --json's output");
+  if (!root.ok()) return root.status();
+  absl::StatusOr<std::vector<const Struct*>> nodes = List(*root, "nodes", "sinfo --json's output");
+  if (!nodes.ok()) return nodes.status();
+  std::vector<SlurmNode> out;
+  for (const Struct* n : *nodes) {
+    SlurmNode node;
+    node.name = String(*n, "name");
+    node.state = String(*n, "state");
+    node.reason = String(*n, "reason");
+    node.reason_changed_at = Time(*n, "reason_changed_at");
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+std::optional<JobCompRecord> ParseJobCompLine(absl::string_view line, absl::TimeZone zone) {
+  JobCompRecord r;
+  bool has_id = false;
+  for (absl::string_view kv : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    const size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    auto time = [&]() -> std::optional<absl::Time> {
+      absl::Time t;
+      std::string err;
+      if (absl::ParseTime("%Y-%m-%dT%H:%M:%S", value, zone, &t, &err)) return t;
+      return std::nullopt;  // "Unknown"
+    };
+    if (key == "JobId") {
+      has_id = absl::SimpleAtoi(value, &r.job_id);
+    } else if (key == "JobState") {
+      r.state = std::string(value);
+    } else if (key == "StartTime") {
+      r.start = time();
+    } else if (key == "EndTime") {
+      r.end = time();
+    } else if (key == "NodeList") {
+      r.nodes = std::string(value);
+    } else if (key == "ExitCode") {
+      r.exit_code = std::string(value);
+    }
+  }
+  if (!has_id || r.state.empty()) return std::nullopt;
+  return r;
+}
+
+SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const std::string& nodes, bool resubmits) {
+  const std::string on = nodes.empty() ? "" : absl::StrCat(" on ", nodes);
+  if (state == "NODE_FAIL") return {"node", false, absl::StrCat("Slurm: NODE_FAIL", on)};
+  if (state == "PREEMPTED") return {"preemption", false, absl::StrCat("Slurm: PREEMPTED", on)};
+  if (state == "TIMEOUT") {
+    return {"time_limit", resubmits,
+            absl::StrCat("Slurm: TIMEOUT", on, resubmits ? " (the job comes back by itself)" : "")};
+  }
+  if (state == "OUT_OF_MEMORY") return {"oom", false, absl::StrCat("Slurm: OUT_OF_MEMORY", on)};
+  if (state == "CANCELLED") return {"operator", true, absl::StrCat("Slurm: CANCELLED by a user", on)};
+  if (state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_HOLD") {
+    return {"operator", true, absl::StrCat("Slurm: requeued", on)};
+  }
+  if (state == "BOOT_FAIL") return {"node", false, absl::StrCat("Slurm: BOOT_FAIL", on)};
+  if (state == "DEADLINE") return {"time_limit", false, absl::StrCat("Slurm: DEADLINE", on)};
+  if (state == "COMPLETED") return {"job_completed", true, absl::StrCat("Slurm: COMPLETED", on, ", exit code 0")};
+  // FAILED and anything else: the exit status says how (wait(2): code << 8 | signal).
+  const int code = (exit_status >> 8) & 0xff, signal = exit_status & 0x7f;
+  if (signal != 0) return {absl::StrCat("signal_", signal), false, absl::StrCat("Slurm: ", state, on, ", signal ", signal)};
+  return {absl::StrCat("exit_code_", code), false, absl::StrCat("Slurm: ", state, on, ", exit code ", code)};
+}
+
+void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& launch, absl::Time at) {
+  launch.start = at;
+  if (launch.started_sent) return;
+  for (const auto& [attempt, started] : options_.known_attempts) {
+    if (started == at) {  // reported before this watcher started
+      launch.attempt = attempt;
+      launch.started_sent = true;
+      last_attempt_ = std::max(last_attempt_, attempt);
+      return;
+    }
+  }
+  launch.attempt = options_.number_launch ? options_.number_launch(at) : ++last_attempt_;
+  v1::Event e;
+  e.set_run(options_.run);
+  e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-start"));
+  *e.mutable_time() = convert::TimeToProto(at);
+  e.mutable_job_started()->set_attempt(launch.attempt);
+  out.push_back(std::move(e));
+  launch.started_sent = true;
+}
+
+void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& launch, absl::Time at,
+                        const SlurmCause& cause) {
+  if (launch.ended_sent || !launch.started_sent) return;
+  uint32_t latest_known = 0;
+  for (const auto& known : options_.known_attempts) latest_known = std::max(latest_known, known.first);
+  if (launch.attempt < latest_known || (launch.attempt == latest_known && options_.latest_attempt_ended)) {
+    launch.ended_sent = true;  // settled in the daemon before this watcher started
+    return;
+  }
+  v1::Event e;
+  e.set_run(options_.run);
+  e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-end"));
+  *e.mutable_time() = convert::TimeToProto(std::max(at, launch.start.value_or(at)));
+  e.set_attempt(launch.attempt);
+  v1::Interruption* i = e.mutable_interruption();
+  i->set_cause(cause.cause);
+  i->set_planned(cause.planned);
+  i->set_detail(Clip(cause.detail, 4096));
+  out.push_back(std::move(e));
+  launch.ended_sent = true;
+}
+
+std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes,
+                                              const std::vector<JobCompRecord>& records) {
+  std::vector<v1::Event> out;
+  // The completion log's records, by job in the log's order: record r is the job's run r.
+  std::map<int64_t, std::vector<JobCompRecord>> by_job;
+  for (const JobCompRecord& r : records) by_job[r.job_id].push_back(r);
+  for (const SlurmJob& j : jobs) seen_.insert(j.job_id);
+
+  std::set<int64_t> active;
+  bool any_waiting = false;
+  for (const SlurmJob& j : jobs) {
+    if (!Ended(j.state)) active.insert(j.job_id);
+    if (j.state == "PENDING") any_waiting = true;
+  }
+  for (const SlurmJob& j : jobs) {
+    const std::vector<JobCompRecord>& log = by_job[j.job_id];
+    // Runs of the job that ended before this look: restart counts below the current one.
+    for (uint32_t r = 0; r < j.restarts; ++r) {
+      Launch& l = launches_[{j.job_id, r}];
+      if (l.ended_sent) continue;
+      const JobCompRecord* rec = r < log.size() ? &log[r] : nullptr;
+      if (!l.started_sent) {
+        // Never seen running (the watcher was away): its record gives its start.
+        std::optional<absl::Time> start = rec ? rec->start : std::nullopt;
+        if (!start && rec) start = rec->end;
+        if (!start) continue;  // nothing lasting says when; the next run's start still counts
+        Start(out, {j.job_id, r}, l, *start);
+        if (rec) l.nodes = Nodes(rec->nodes);
+      }
+      // Why it went back to the queue: its record, else the nodes it held, else an
+      // operator's requeue. When: the record's end, else the job's new submit time.
+      SlurmCause cause;
+      std::optional<absl::Time> at;
+      if (rec) {
+        cause = CauseOfEndState(rec->state, 0, rec->nodes, true);
+        at = rec->end;
+      }
+      if (!rec || rec->state == "PENDING") {
+        // A requeue by hand or by a node's failure: the node's state tells them apart.
+        for (const SlurmNode& n : nodes) {
+          if (Holds(l.nodes, n.name) && NodeFailed(n)) {
+            cause = {"node", false, absl::StrCat("Slurm: requeued, node ", n.name, " ", n.state,
+                                                 n.reason.empty() ? "" : absl::StrCat(": ", n.reason))};
+            break;
+          }
+        }
+        if (cause.cause.empty()) cause = CauseOfEndState("PENDING", 0, absl::StrJoin(l.nodes, ","), true);
+      }
+      if (rec && rec->state == "NODE_FAIL") {
+        for (const SlurmNode& n : nodes) {
+          if (Holds(l.nodes, n.name) && !n.reason.empty()) {
+            absl::StrAppend(&cause.detail, ", node ", n.name, ": ", n.reason);
+            break;
+          }
+        }
+      }
+      if (!at) at = r + 1 == j.restarts && j.submit ? j.submit : l.start;
+      End(out, {j.job_id, r}, l, *at, cause);
+    }
+    Launch& now = launches_[{j.job_id, j.restarts}];
+    if (j.state == "RUNNING" || j.state == "COMPLETING" || j.state == "SUSPENDED" || Ended(j.state)) {
+      const bool never_ran = Ended(j.state) && j.start && j.end && *j.start > *j.end;  // cancelled while waiting
+      if (j.start && !never_ran) {
+        Start(out, {j.job_id, j.restarts}, now, *j.start);
+        if (now.nodes.empty()) now.nodes = Nodes(j.nodes);
+      }
+    }
+    if (Ended(j.state) && now.started_sent) {
+      // Its own end state, while squeue still shows it. It comes back by itself when set to
+      // requeue, or when another job of the followed name or array waits.
+      const bool resubmits = any_waiting;
+      End(out, {j.job_id, j.restarts}, now, j.end.value_or(now.start.value_or(absl::UnixEpoch())),
+          CauseOfEndState(j.state, j.exit_status, j.nodes, resubmits));
+    }
+  }
+  // A followed job squeue no longer shows (past MinJobAge): its last run ended; the
+  // completion log says how, when it has the record.
+  for (auto& [key, l] : launches_) {
+    if (l.ended_sent || !l.started_sent || active.count(key.first)) continue;
+    const bool shown = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) { return j.job_id == key.first; });
+    if (shown) continue;
+    const std::vector<JobCompRecord>& log = by_job[key.first];
+    if (key.second < log.size()) {
+      const JobCompRecord& rec = log[key.second];
+      End(out, key, l, rec.end.value_or(*l.start), CauseOfEndState(rec.state, 0, rec.nodes, any_waiting));
+    }
+  }
+  active_ = std::move(active);
+  std::stable_sort(out.begin(), out.end(), [](const v1::Event& a, const v1::Event& b) {
+    return convert::TimeFromProto(a.time()) < convert::TimeFromProto(b.time());
+  });
+  return out;
+}
+
+bool SlurmFollower::Done() const {
+  if (!active_.empty() || seen_.empty()) return false;
+  for (const auto& [key, l] : launches_) {
+    if (l.started_sent && !l.ended_sent) return false;
+  }
+  return true;
+}
+
+}  // namespace flightplan::cli

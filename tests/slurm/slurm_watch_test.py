@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""`flightplan slurm` against a real Slurm: Debian 12's slurmctld, slurmd and munge on a
+one-node cluster this test starts (cluster.py), the real flightpland, and a real job.
+
+The job (--requeue) lives through what a pre-training job meets, each done the way an operator
+or Slurm itself does it:
+  1. it runs;
+  2. an operator requeues it (`scontrol requeue`);
+  3. it runs again; its node is set DOWN with a reason, and Slurm requeues it (NODE_FAIL);
+     the watcher is killed (SIGKILL) while the job waits, and started again;
+  4. the node is resumed and the job runs a third time, until a time limit of one minute.
+The daemon (on the events clock, so its "now" is the run's latest event) must then hold what
+Slurm's own record says, to the second: three attempts at the start times squeue showed;
+interruptions operator (planned), node (naming the node and its reason) and time_limit at the
+times Slurm ended each run (the completion log's EndTime); time in startup equal to the three
+runs' lengths, and down time equal to the waits between them; no event rejected, and the
+restarted watcher sending only what the daemon lacked (nothing twice).
+
+Bounded: about two and a half minutes (the time limit is Slurm's whole minute); gives up after
+240 s, and stops every daemon it started.
+Usage: slurm_watch_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
+"""
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, ".."))
+from cluster import Cluster  # noqa: E402
+from e2e_support import set_deadline, start_daemon, stop, wait_for  # noqa: E402
+
+set_deadline(240)
+daemon_bin, cli_bin, repo = sys.argv[1:4]
+work = tempfile.mkdtemp(prefix="flightplan-slurm-test-")
+RUN = "slurm-run"
+
+
+def utc(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def rfc3339(s):
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit(f"FAIL: {what}")
+    print(f"ok: {what}", flush=True)
+
+
+procs = []
+watchers = []
+try:
+    with Cluster() as c:
+        daemon, grpc_port, _ = start_daemon(daemon_bin, work, ["--clock", "events"])
+        procs.append(daemon)
+        server = f"127.0.0.1:{grpc_port}"
+        cli = [cli_bin, "--server", server]
+        subprocess.run(cli + ["create", f"{repo}/deploy/examples/dense-70b-10t.yaml", "--run", RUN], check=True,
+                       stdout=subprocess.DEVNULL)
+
+        def watcher(n):
+            log = open(f"{work}/watcher{n}.log", "w")
+            p = subprocess.Popen(cli + ["slurm", "--job", str(job), "--run", RUN, "--interval", "0.5"], stdout=log,
+                                 stderr=subprocess.STDOUT, env=c.env)
+            watchers.append(p)
+            return p
+
+        def status():
+            out = subprocess.run(cli + ["status", RUN, "--json", "--no-wait"], check=True, capture_output=True,
+                                 text=True).stdout
+            return json.loads(out)
+
+        def run_info():
+            out = subprocess.run(cli + ["plans", RUN, "--json"], check=True, capture_output=True, text=True).stdout
+            return json.loads(out)
+
+        job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", "sleep 600")
+        first = watcher(1)
+        starts = [c.wait_job(job, "RUNNING", 0)["start_time"]]
+        wait_for("the first launch in the daemon", lambda: status()["attempt"] == 1)
+        time.sleep(2)
+        c.scontrol("requeue", job)
+        c.wait_job(job, "PENDING", 1)
+        time.sleep(2)
+        c.release(job)
+        starts.append(c.wait_job(job, "RUNNING", 1)["start_time"])
+        wait_for("the second launch in the daemon", lambda: status()["attempt"] == 2)
+        time.sleep(2)
+        c.scontrol("update", f"nodename={c.node}", "state=down", "reason=gpu_xid_79")
+        c.wait_job(job, "PENDING", 2)
+        wait_for("the node's failure in the daemon", lambda: status()["state"] == "down")
+        first.send_signal(signal.SIGKILL)  # the watcher dies hard while the job waits
+        first.wait()
+        time.sleep(2)
+        c.scontrol("update", f"nodename={c.node}", "state=resume")
+        c.wait("the node to return", lambda: c.node_state() == "idle")
+        c.release(job)
+        starts.append(c.wait_job(job, "RUNNING", 2)["start_time"])
+        second = watcher(2)  # started again: resends what the first sent, and goes on
+        wait_for("the third launch in the daemon", lambda: status()["attempt"] == 3)
+        c.scontrol("update", f"jobid={job}", "TimeLimit=1")
+        c.wait("the time limit", lambda: (c.job(job) or {}).get("job_state") == "TIMEOUT", timeout=150)
+        second.wait(timeout=30)  # it exits once the job has ended
+        check(second.returncode == 0, f"the restarted watcher exits 0 (exit {second.returncode})")
+        with open(f"{work}/watcher2.log") as f:
+            summary = f.read()
+        print(summary)
+        check(" 0 rejected" in summary, "no event rejected")
+        check(int(s_events := status()["events"]) == 6,
+              f"six events in the daemon (three launches, three ends), none twice: {s_events}")
+
+        # Slurm's own record of the job's three runs.
+        records = c.jobcomp_records()
+        check([r["JobState"] for r in records] == ["PENDING", "NODE_FAIL", "TIMEOUT"],
+              f"Slurm's completion log: {[r['JobState'] for r in records]}")
+        ends = [utc(r["EndTime"]) for r in records]
+
+        s = status()
+        info = run_info()
+        attempts = [(a["attempt"], rfc3339(a["started"])) for a in info["attempts"]]
+        check(attempts == [(1, starts[0]), (2, starts[1]), (3, starts[2])],
+              f"three attempts at squeue's start times: {attempts} vs {starts}")
+        causes = {(i["cause"], i["planned"]): i["count"] for i in s["interruptions"]}
+        check(causes == {("operator", True): 1, ("node", False): 1, ("time_limit", False): 1},
+              f"interruptions by cause: {causes}")
+        t = s["time_seconds"]
+        ran = sum(e - b for b, e in zip(starts, ends))
+        check(abs(t["startup"] - ran) < 1e-6, f"startup {t['startup']} s = the runs' lengths {ran} s")
+        check(abs(t["down_planned"] - (starts[1] - ends[0])) < 1e-6,
+              f"down_planned {t['down_planned']} s = the wait after the requeue {starts[1] - ends[0]} s")
+        check(abs(t["down_unplanned"] - (starts[2] - ends[1])) < 1e-6,
+              f"down_unplanned {t['down_unplanned']} s = the wait after the node failure {starts[2] - ends[1]} s")
+        check(abs(t["elapsed"] - (ends[2] - starts[0])) < 1e-6,
+              f"elapsed {t['elapsed']} s = first start to last end {ends[2] - starts[0]} s")
+        check(s["state"] == "down", f"the run is down after its time limit ({s['state']})")
+        # The node's failure names the node and the reason it was set down with (read back
+        # through a dry-run retraction, which lists the stored event and changes nothing).
+        out = subprocess.run(cli + ["retract", RUN, "--id", f"slurm-{job}-1-end", "--dry-run", "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        detail = json.loads(out[out.index("{"):out.rindex("}") + 1])["events"][0]["event"]["interruption"]["detail"]
+        check(c.node in detail and "gpu_xid_79" in detail, f"the node's failure names the node and its reason: {detail}")
+        print("PASS")
+finally:
+    for w in watchers:
+        if w.poll() is None:
+            w.kill()
+    stop(procs)
+    if os.environ.get("KEEP_SLURM_DIR") != "1":
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,218 @@
+// The Slurm follower (cli/slurm_follow.h) on Slurm's real output: the fixtures in
+// tests/slurm/fixtures were printed by Debian 12's Slurm 22.05.8 (squeue --json, sinfo
+// --json: openapi/v0.0.38; the jobcomp/filetxt completion log) for one job's life, recorded
+// by tests/slurm/record_fixtures.py: running, requeued by an operator, running, its node set
+// DOWN, running, killed at its time limit. The expected times are read from the same files
+// (the job's start_time, submit_time and end_time at each stage), not typed in.
+#include "cli/slurm_follow.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "convert/plan_convert.h"
+#include "gtest/gtest.h"
+
+namespace flightplan::cli {
+namespace {
+
+std::string Read(const std::string& name) {
+  std::ifstream in(std::string(FLIGHTPLAN_SLURM_FIXTURES) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Stage {
+  std::vector<SlurmJob> jobs;
+  std::vector<SlurmNode> nodes;
+};
+
+Stage Load(const std::string& stage) {
+  Stage s;
+  absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueueJson(Read(stage + "-squeue.json"));
+  absl::StatusOr<std::vector<SlurmNode>> nodes = ParseSinfoJson(Read(stage + "-sinfo.json"));
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_TRUE(nodes.ok()) << nodes.status();
+  if (jobs.ok()) s.jobs = *jobs;
+  if (nodes.ok()) s.nodes = *nodes;
+  EXPECT_EQ(s.jobs.size(), 1u) << stage;
+  return s;
+}
+
+std::vector<JobCompRecord> Records() {
+  std::vector<JobCompRecord> out;
+  std::istringstream in(Read("jobcomp.log"));
+  // The recorder runs slurmctld with TZ=UTC (tests/slurm/cluster.py).
+  for (std::string line; std::getline(in, line);) {
+    if (auto r = ParseJobCompLine(line, absl::UTCTimeZone())) out.push_back(*r);
+  }
+  return out;
+}
+
+SlurmFollowOptions Options() {
+  SlurmFollowOptions o;
+  o.run = "r";
+  return o;
+}
+
+absl::Time T(const v1::Event& e) { return convert::TimeFromProto(e.time()); }
+
+const char* const kStages[] = {"1-running", "2-requeued", "3-running", "4-node-down", "5-running", "6-timeout"};
+
+TEST(SlurmFollow, ParsesSlurm2205sOwnOutput) {
+  const Stage running = Load("1-running");
+  ASSERT_EQ(running.jobs.size(), 1u);
+  const SlurmJob& j = running.jobs[0];
+  EXPECT_EQ(j.state, "RUNNING");
+  EXPECT_EQ(j.name, "fixture");
+  EXPECT_EQ(j.restarts, 0u);
+  EXPECT_TRUE(j.requeue);
+  ASSERT_TRUE(j.start && j.submit);
+  EXPECT_GE(*j.start, *j.submit);
+  const Stage down = Load("4-node-down");
+  ASSERT_EQ(down.nodes.size(), 1u);
+  EXPECT_EQ(down.nodes[0].state, "down");
+  EXPECT_EQ(down.nodes[0].reason, "gpu_xid_79_on_gpu3");
+  EXPECT_EQ(down.jobs[0].state, "PENDING");
+  EXPECT_EQ(down.jobs[0].restarts, 2u);
+  // The completion log: one record per ended run of the job, in order.
+  const std::vector<JobCompRecord> records = Records();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].state, "PENDING");  // how 22.05 logs an operator's requeue
+  EXPECT_EQ(records[1].state, "NODE_FAIL");
+  EXPECT_EQ(records[2].state, "TIMEOUT");
+  for (const JobCompRecord& r : records) EXPECT_EQ(r.job_id, j.job_id);
+}
+
+TEST(SlurmFollow, RefusesWhatIsNotSqueuesJson) {
+  EXPECT_EQ(ParseSqueueJson("not json").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSqueueJson("{\"meta\": {}}").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseJobCompLine("a line with no record", absl::UTCTimeZone()).has_value());
+}
+
+// Watching every stage, as a watcher polling through the job's life does.
+TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
+  SlurmFollower follower(Options());
+  std::vector<v1::Event> events;
+  std::vector<Stage> stages;
+  for (const char* name : kStages) {
+    stages.push_back(Load(name));
+    // The completion log as it stood then: the records of the runs ended so far.
+    std::vector<JobCompRecord> records = Records();
+    records.resize(std::min<size_t>(records.size(), stages.back().jobs[0].restarts +
+                                                        (stages.back().jobs[0].state == "TIMEOUT" ? 1 : 0)));
+    for (v1::Event& e : follower.Observe(stages.back().jobs, stages.back().nodes, records)) events.push_back(e);
+  }
+  ASSERT_EQ(events.size(), 6u);
+  const SlurmJob &run0 = stages[0].jobs[0], &requeued = stages[1].jobs[0], &run1 = stages[2].jobs[0],
+                 &down = stages[3].jobs[0], &run2 = stages[4].jobs[0], &timeout = stages[5].jobs[0];
+  // Three launches, at Slurm's start times, numbered 1, 2, 3.
+  EXPECT_EQ(T(events[0]), *run0.start);
+  EXPECT_EQ(events[0].job_started().attempt(), 1u);
+  EXPECT_EQ(T(events[2]), *run1.start);
+  EXPECT_EQ(events[2].job_started().attempt(), 2u);
+  EXPECT_EQ(T(events[4]), *run2.start);
+  EXPECT_EQ(events[4].job_started().attempt(), 3u);
+  // The operator's requeue, at the moment Slurm requeued it (its new submit time): planned.
+  ASSERT_TRUE(events[1].has_interruption());
+  EXPECT_EQ(T(events[1]), *requeued.submit);
+  EXPECT_EQ(events[1].interruption().cause(), "operator");
+  EXPECT_TRUE(events[1].interruption().planned());
+  EXPECT_EQ(events[1].attempt(), 1u);
+  // The node's failure, naming the node and the reason it was set down with.
+  ASSERT_TRUE(events[3].has_interruption());
+  EXPECT_EQ(T(events[3]), *down.submit);
+  EXPECT_EQ(events[3].interruption().cause(), "node");
+  EXPECT_FALSE(events[3].interruption().planned());
+  EXPECT_NE(events[3].interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos)
+      << events[3].interruption().detail();
+  EXPECT_NE(events[3].interruption().detail().find(Read("node").substr(0, Read("node").size() - 1)), std::string::npos);
+  // The time limit, at Slurm's end time; nothing brings the job back, so not planned.
+  ASSERT_TRUE(events[5].has_interruption());
+  EXPECT_EQ(T(events[5]), *timeout.end);
+  EXPECT_EQ(events[5].interruption().cause(), "time_limit");
+  EXPECT_FALSE(events[5].interruption().planned());
+  EXPECT_TRUE(follower.Done());
+  // Ids name the launch: "slurm-JOB-RESTART-start|end".
+  EXPECT_EQ(events[3].id(), absl::StrCat("slurm-", run0.job_id, "-1-end"));
+}
+
+// A watcher that was away from the first look to the last: the completion log gives the
+// runs it missed, with the same ids and times as if it had watched (so a restarted
+// watcher's resends are duplicates).
+TEST(SlurmFollow, AWatcherAwayBackfillsFromTheCompletionLog) {
+  SlurmFollower watched(Options());
+  std::vector<v1::Event> live;
+  for (const char* name : kStages) {
+    const Stage s = Load(name);
+    std::vector<JobCompRecord> records = Records();
+    records.resize(std::min<size_t>(records.size(), s.jobs[0].restarts + (s.jobs[0].state == "TIMEOUT" ? 1 : 0)));
+    for (v1::Event& e : watched.Observe(s.jobs, s.nodes, records)) live.push_back(e);
+  }
+  SlurmFollower away(Options());
+  const Stage first = Load("1-running");
+  std::vector<v1::Event> got = away.Observe(first.jobs, first.nodes, {});
+  const Stage last = Load("6-timeout");
+  for (v1::Event& e : away.Observe(last.jobs, last.nodes, Records())) got.push_back(e);
+  ASSERT_EQ(got.size(), live.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].id(), live[i].id()) << i;
+    EXPECT_EQ(got[i].kind_case(), live[i].kind_case()) << i;
+    EXPECT_EQ(got[i].interruption().cause(), live[i].interruption().cause()) << i;
+    // The record's times are whole seconds in slurmctld's zone, as squeue's are.
+    EXPECT_EQ(T(got[i]), T(live[i])) << i << " " << got[i].ShortDebugString() << " vs " << live[i].ShortDebugString();
+  }
+}
+
+std::vector<JobCompRecord> RecordsAt(const Stage& s) {
+  std::vector<JobCompRecord> records = Records();
+  records.resize(std::min<size_t>(records.size(), s.jobs[0].restarts + (s.jobs[0].state == "TIMEOUT" ? 1 : 0)));
+  return records;
+}
+
+// A watcher killed while the job waited after its node's failure, and started again once the
+// job runs a third time: it knows the daemon's attempts, and sends only the third launch and
+// its end, exactly as a watcher that never stopped did.
+TEST(SlurmFollow, ARestartedWatcherSendsOnlyWhatTheDaemonLacks) {
+  SlurmFollower whole(Options());
+  std::vector<v1::Event> all;
+  SlurmFollowOptions restarted = Options();
+  for (const char* name : kStages) {
+    const Stage s = Load(name);
+    for (v1::Event& e : whole.Observe(s.jobs, s.nodes, RecordsAt(s))) {
+      if (name[0] <= '4' && e.has_job_started()) {
+        restarted.known_attempts.emplace_back(e.job_started().attempt(), T(e));
+      }
+      all.push_back(e);
+    }
+  }
+  ASSERT_EQ(all.size(), 6u);
+  restarted.latest_attempt_ended = true;  // the run was down when it came back
+  restarted.number_launch = [](absl::Time) { return 3u; };  // one past the daemon's latest
+  SlurmFollower again(restarted);
+  std::vector<v1::Event> got;
+  for (const char* name : {"5-running", "6-timeout"}) {
+    const Stage s = Load(name);
+    for (v1::Event& e : again.Observe(s.jobs, s.nodes, RecordsAt(s))) got.push_back(e);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].SerializeAsString(), all[4].SerializeAsString()) << got[0].ShortDebugString();
+  EXPECT_EQ(got[1].SerializeAsString(), all[5].SerializeAsString()) << got[1].ShortDebugString();
+}
+
+TEST(SlurmFollow, CausesOfEndStates) {
+  EXPECT_EQ(CauseOfEndState("NODE_FAIL", 0, "gpu07", false).cause, "node");
+  EXPECT_EQ(CauseOfEndState("PREEMPTED", 0, "", false).cause, "preemption");
+  EXPECT_TRUE(CauseOfEndState("TIMEOUT", 0, "", true).planned);
+  EXPECT_FALSE(CauseOfEndState("TIMEOUT", 0, "", false).planned);
+  EXPECT_EQ(CauseOfEndState("OUT_OF_MEMORY", 0, "", false).cause, "oom");
+  EXPECT_EQ(CauseOfEndState("CANCELLED", 0, "", false).cause, "operator");
+  EXPECT_EQ(CauseOfEndState("FAILED", 3 << 8, "", false).cause, "exit_code_3");
+  EXPECT_EQ(CauseOfEndState("FAILED", 9, "", false).cause, "signal_9");
+}
+
+}  // namespace
+}  // namespace flightplan::cli
