@@ -45,7 +45,6 @@ struct ReplayCounts {
   }
 };
 
-
 // Sends one batch by the unary call, retrying RESOURCE_EXHAUSTED with backoff. Returns the
 // final status and fills `ack`. `limit` (optional): the daemon's batch limit when it refused
 // the batch for being over it (the trailing metadata flightplan-max-batch-events), else 0.

@@ -71,9 +71,9 @@ absl::StatusOr<std::string> Capture(const std::vector<std::string>& argv) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string first = std::string(absl::StripAsciiWhitespace(errors.substr(0, errors.find('\n'))));
-    return absl::UnavailableError(absl::StrCat(
-        argv[0], " failed (", WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status)) : "killed", ")",
-        first.empty() ? "" : absl::StrCat(": ", first)));
+    return absl::UnavailableError(
+        absl::StrCat(argv[0], " failed (", WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status)) : "killed",
+                     ")", first.empty() ? "" : absl::StrCat(": ", first)));
   }
   return text;
 }
@@ -167,7 +167,9 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
   bool numbering_failed = false;
   SlurmFollowOptions fo;
   fo.run = options.run;
-  for (const v1::Attempt& a : info.attempts()) fo.known_attempts.emplace_back(a.attempt(), convert::TimeFromProto(a.started()));
+  for (const v1::Attempt& a : info.attempts()) {
+    fo.known_attempts.push_back({a.attempt(), convert::TimeFromProto(a.started()), a.launch()});
+  }
   if (info.attempt() > 0) {
     grpc::ClientContext ctx;
     SetDeadline(ctx, client);
@@ -178,9 +180,9 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
     fo.latest_attempt_ended = status.state() == "down" || status.state() == "finished";
   }
   uint32_t local = 0;
-  fo.number_launch = [&](absl::Time at) -> uint32_t {
-    // As `flightplan tail` numbers: the attempt launched at that very instant (this launch,
-    // reported before), else one past the run's latest.
+  fo.number_launch = [&](const std::string& launch, absl::Time at) -> uint32_t {
+    // The attempt the training already reported for this launch; else as `flightplan tail`
+    // numbers: the attempt launched at that very instant, else one past the run's latest.
     if (grpc::Status st = read_run(); !st.ok()) {
       err << "flightplan slurm: cannot read the run's launches (" << st.error_message() << "); numbering this one "
           << local + 1 << "\n";
@@ -188,7 +190,10 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
       return ++local;
     }
     for (const v1::Attempt& a : info.attempts()) {
-      if (convert::TimeFromProto(a.started()) == at) return local = std::max(local, a.attempt()), a.attempt();
+      if (a.launch() == launch || convert::TimeFromProto(a.started()) == at) {
+        local = std::max(local, a.attempt());
+        return a.attempt();
+      }
     }
     return local = std::max(info.attempt(), local) + 1;
   };
@@ -225,10 +230,10 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
       PendingBatch batch;
       for (v1::Event& e : follower.Observe(*jobs, *nodes, log.Of(*jobs))) {
         out << "slurm: " << convert::TimeFromProto(e.time()) << " "
-            << (e.has_job_started() ? absl::StrCat("job_started attempt ", e.job_started().attempt())
-                                    : absl::StrCat("interruption ", e.interruption().cause(),
-                                                   e.interruption().planned() ? " (planned)" : "", ": ",
-                                                   e.interruption().detail()))
+            << (e.has_job_started()
+                    ? absl::StrCat("job_started attempt ", e.job_started().attempt())
+                    : absl::StrCat("interruption ", e.interruption().cause(),
+                                   e.interruption().planned() ? " (planned)" : "", ": ", e.interruption().detail()))
             << "\n";
         batch.lines.push_back(batch.events.size() + 1);
         batch.events.push_back(std::move(e));
@@ -243,8 +248,8 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
     }
     if (g_slurm_stop) break;
   }
-  out << "flightplan slurm: " << follower.launches() << " launches followed; " << counts.accepted << " events accepted, "
-      << counts.duplicates << " duplicates, " << counts.rejected << " rejected\n";
+  out << "flightplan slurm: " << follower.launches() << " launches followed; " << counts.accepted
+      << " events accepted, " << counts.duplicates << " duplicates, " << counts.rejected << " rejected\n";
   for (const std::string& r : counts.rejections) err << "  rejected: " << r << "\n";
   return counts.rejected > 0 || numbering_failed || (failed_look && options.once) ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "convert/plan_convert.h"
+#include "forecast/event.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -58,9 +59,11 @@ absl::StatusOr<std::vector<const Struct*>> List(const Struct& root, const std::s
   return out;
 }
 
-bool Ended(const std::string& state) { return state != "PENDING" && state != "RUNNING" && state != "SUSPENDED" &&
-                                               state != "CONFIGURING" && state != "COMPLETING" && state != "REQUEUED" &&
-                                               state != "RESIZING" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED"; }
+bool Ended(const std::string& state) {
+  return state != "PENDING" && state != "RUNNING" && state != "SUSPENDED" && state != "CONFIGURING" &&
+         state != "COMPLETING" && state != "REQUEUED" && state != "RESIZING" && state != "REQUEUE_HOLD" &&
+         state != "REQUEUE_FED";
+}
 
 bool NodeFailed(const SlurmNode& n) {
   const std::string s = absl::AsciiStrToLower(n.state);
@@ -187,27 +190,34 @@ SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const 
   if (state == "COMPLETED") return {"job_completed", true, absl::StrCat("Slurm: COMPLETED", on, ", exit code 0")};
   // FAILED and anything else: the exit status says how (wait(2): code << 8 | signal).
   const int code = (exit_status >> 8) & 0xff, signal = exit_status & 0x7f;
-  if (signal != 0) return {absl::StrCat("signal_", signal), false, absl::StrCat("Slurm: ", state, on, ", signal ", signal)};
+  if (signal != 0)
+    return {absl::StrCat("signal_", signal), false, absl::StrCat("Slurm: ", state, on, ", signal ", signal)};
   return {absl::StrCat("exit_code_", code), false, absl::StrCat("Slurm: ", state, on, ", exit code ", code)};
 }
+
+std::string SlurmLaunchName(int64_t job_id, uint32_t restarts) { return absl::StrCat("slurm:", job_id, ".", restarts); }
 
 void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& launch, absl::Time at) {
   launch.start = at;
   if (launch.started_sent) return;
-  for (const auto& [attempt, started] : options_.known_attempts) {
-    if (started == at) {  // reported before this watcher started
-      launch.attempt = attempt;
+  const std::string name = SlurmLaunchName(key.first, key.second);
+  for (const KnownAttempt& known : options_.known_attempts) {
+    // Reported before this watcher started, by an earlier watcher (its start time).
+    if (known.started == at && known.launch == name) {
+      launch.attempt = known.attempt;
       launch.started_sent = true;
-      last_attempt_ = std::max(last_attempt_, attempt);
+      last_attempt_ = std::max(last_attempt_, known.attempt);
       return;
     }
   }
-  launch.attempt = options_.number_launch ? options_.number_launch(at) : ++last_attempt_;
+  launch.attempt = options_.number_launch ? options_.number_launch(name, at) : ++last_attempt_;
   v1::Event e;
   e.set_run(options_.run);
   e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-start"));
+  e.set_source(forecast::kSchedulerSource);
   *e.mutable_time() = convert::TimeToProto(at);
   e.mutable_job_started()->set_attempt(launch.attempt);
+  e.mutable_job_started()->set_launch(name);
   out.push_back(std::move(e));
   launch.started_sent = true;
 }
@@ -216,7 +226,7 @@ void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& lau
                         const SlurmCause& cause) {
   if (launch.ended_sent || !launch.started_sent) return;
   uint32_t latest_known = 0;
-  for (const auto& known : options_.known_attempts) latest_known = std::max(latest_known, known.first);
+  for (const KnownAttempt& known : options_.known_attempts) latest_known = std::max(latest_known, known.attempt);
   if (launch.attempt < latest_known || (launch.attempt == latest_known && options_.latest_attempt_ended)) {
     launch.ended_sent = true;  // settled in the daemon before this watcher started
     return;
@@ -224,6 +234,7 @@ void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& lau
   v1::Event e;
   e.set_run(options_.run);
   e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-end"));
+  e.set_source(forecast::kSchedulerSource);
   *e.mutable_time() = convert::TimeToProto(std::max(at, launch.start.value_or(at)));
   e.set_attempt(launch.attempt);
   v1::Interruption* i = e.mutable_interruption();
@@ -275,8 +286,9 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         // A requeue by hand or by a node's failure: the node's state tells them apart.
         for (const SlurmNode& n : nodes) {
           if (Holds(l.nodes, n.name) && NodeFailed(n)) {
-            cause = {"node", false, absl::StrCat("Slurm: requeued, node ", n.name, " ", n.state,
-                                                 n.reason.empty() ? "" : absl::StrCat(": ", n.reason))};
+            cause = {"node", false,
+                     absl::StrCat("Slurm: requeued, node ", n.name, " ", n.state,
+                                  n.reason.empty() ? "" : absl::StrCat(": ", n.reason))};
             break;
           }
         }

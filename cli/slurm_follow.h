@@ -85,17 +85,30 @@ struct SlurmCause {
 [[nodiscard]] SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const std::string& nodes,
                                          bool resubmits);
 
+// An attempt as the daemon has it (RunInfo.attempts).
+struct KnownAttempt {
+  uint32_t attempt = 0;
+  absl::Time started;
+  std::string launch;  // JobStarted.launch, "" when it had none
+};
+
+// The name a launch of Slurm's has in JobStarted.launch: "slurm:JOB.RESTARTS". The
+// training's own reports (the client, the tail) name it alike from SLURM_JOB_ID and
+// SLURM_RESTART_COUNT, so that both reports join into one attempt.
+[[nodiscard]] std::string SlurmLaunchName(int64_t job_id, uint32_t restarts);
+
 struct SlurmFollowOptions {
   std::string run;
-  // Numbers a launch that starts at `at` (as tail's LogOptions::number_launch does: the
-  // attempt launched at that very instant, else one past the run's latest). Unset: from 1.
-  std::function<uint32_t(absl::Time at)> number_launch;
+  // Numbers a launch named `launch` that starts at `at`: the attempt the daemon already
+  // has for that launch (the training reported it first), else the attempt launched at
+  // that very instant, else one past the run's latest. Unset: from 1.
+  std::function<uint32_t(const std::string& launch, absl::Time at)> number_launch;
   // The run's attempts as the daemon had them when the watcher started (number, start),
   // and whether its latest one had ended (the run down or finished). A launch starting at
   // one of these times is that attempt, already reported; the end of a launch the daemon
   // has moved past, or has seen end, is not sent again: a restarted watcher sends only
   // what the daemon lacks (and the daemon refuses an event of a superseded attempt).
-  std::vector<std::pair<uint32_t, absl::Time>> known_attempts;
+  std::vector<KnownAttempt> known_attempts;
   bool latest_attempt_ended = false;
 };
 

@@ -61,6 +61,7 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
   e.time = TimeFromProto(p.time());
   e.id = p.id();
   e.attempt = p.attempt();
+  e.source = p.source();
   switch (p.kind_case()) {
     case v1::Event::kJobStarted:
       if (p.attempt() != 0 && p.attempt() != p.job_started().attempt()) {
@@ -71,6 +72,7 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.kind = EventKind::kJobStarted;
       e.attempt = p.job_started().attempt();
       e.restored_step = p.job_started().restored_step();
+      e.launch = p.job_started().launch();
       break;
     case v1::Event::kSteps:
       e.kind = EventKind::kSteps;
@@ -106,10 +108,12 @@ v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
   p.set_run(run);
   *p.mutable_time() = TimeToProto(e.time);
   p.set_id(e.id);
+  p.set_source(e.source);
   switch (e.kind) {
     case EventKind::kJobStarted:
       p.mutable_job_started()->set_attempt(e.attempt);
       p.mutable_job_started()->set_restored_step(e.restored_step);
+      p.mutable_job_started()->set_launch(e.launch);
       break;
     case EventKind::kSteps:
       p.set_attempt(e.attempt);
@@ -182,9 +186,11 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     auto* pa = p.add_attempt_starts();
     pa->set_attempt(a.attempt);
     pa->set_time_us(Micros(a.time));
+    pa->set_launch(a.launch);
   }
   MarksToProto(s.step_marks, p.mutable_step_marks());
   p.set_tokens_inferred(s.tokens_inferred);
+  p.set_scheduler_reports(s.scheduler_reports);
   for (const auto& m : s.interruption_marks) {
     auto* pm = p.add_interruption_marks();
     pm->set_time_us(Micros(m.time));
@@ -253,11 +259,13 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   for (const auto& f : p.flags()) s.flags.push_back(f);
   s.tokens_uncertain = p.tokens_uncertain();
   s.checkpoints_evicted = p.checkpoints_evicted();
-  for (const auto& a : p.attempt_starts()) s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us())});
+  for (const auto& a : p.attempt_starts())
+    s.attempt_starts.push_back({a.attempt(), FromMicros(a.time_us()), a.launch()});
   for (const auto& m : p.interruption_marks())
     s.interruption_marks.push_back({FromMicros(m.time_us()), m.cause(), m.planned()});
   MarksFromProto(p.step_marks(), s.step_marks);
   s.tokens_inferred = p.tokens_inferred();
+  s.scheduler_reports = p.scheduler_reports();
   s.unplanned_interruptions = p.unplanned_interruptions();
   s.incident_open = p.incident_open();
   s.incident_start_budget = p.incident_start_budget();

@@ -204,6 +204,7 @@ enum : uint32_t {
   kId = 4,
   kAttempt = 8,
   kKind = 16,
+  kSource = 32,
 };
 
 // An object of known fields: `field(name)` reads the value of one and returns false when
@@ -259,6 +260,10 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
       }
       if (Is(f, "restored_step", "restoredStep"))
         return once(2) && r.ReadInteger(v, true) && (j->set_restored_step(v), true);
+      if (f == "launch") {
+        std::string_view s;
+        return once(4) && r.ReadString(s) && (j->set_launch(s.data(), s.size()), true);
+      }
       return false;
     });
   }
@@ -384,6 +389,7 @@ bool ParseEventJsonFast(std::string_view line, v1::Event& e) {
       return once(kAttempt) && r.ReadInteger(v, false) && v <= std::numeric_limits<uint32_t>::max() &&
              (e.set_attempt(static_cast<uint32_t>(v)), true);
     }
+    if (name == "source") return once(kSource) && r.ReadString(s) && (e.set_source(s.data(), s.size()), true);
     return once(kKind) && ReadKind(r, name, e);
   });
   return ok && r.AtEnd();
@@ -415,6 +421,7 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
   if (e.has_time()) key("time"), AppendTime(e.time(), out);
   if (!e.id().empty()) key("id"), AppendString(e.id(), out);
   if (e.attempt() != 0) key("attempt"), AppendInt(e.attempt(), out, false);
+  if (!e.source().empty()) key("source"), AppendString(e.source(), out);
   auto open = [&](const char* name) {
     key(name);
     out += '{';
@@ -426,6 +433,7 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       if (e.job_started().attempt() != 0) key("attempt"), AppendInt(e.job_started().attempt(), out, false);
       if (e.job_started().restored_step() != 0)
         key("restored_step"), AppendInt(e.job_started().restored_step(), out, true);
+      if (!e.job_started().launch().empty()) key("launch"), AppendString(e.job_started().launch(), out);
       out += '}';
       break;
     case v1::Event::kSteps:

@@ -98,9 +98,11 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
       break;
     }
     // (After the duplicate check: a resent launch is a duplicate, not a launch in the past.)
-    if (item.event.kind == forecast::EventKind::kJobStarted && state.events > 0 && item.event.time < state.last_time) {
+    if (item.event.kind == forecast::EventKind::kJobStarted && state.events > 0 && item.event.time < state.last_time &&
+        !forecast::ReportsAKnownLaunch(state, item.event)) {
       // A launch cannot go into the past: the events after it would change attempts (and
-      // the natural keys they were stored under).
+      // the natural keys they were stored under). The other source's report of a launch the
+      // run has may: it joins that attempt (forecast::FoldOrder).
       status = Annotate(absl::FailedPreconditionError(absl::StrCat(
                             "job_started.attempt ", item.event.attempt, " at ", forecast::FormatUtc(item.event.time),
                             " is dated before the run's latest event at ", forecast::FormatUtc(state.last_time),
@@ -121,7 +123,7 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
       if (item.event.kind == forecast::EventKind::kJobStarted) {
         // At the latest event's instant: later events of the request resolve to it, as the
         // fold will (the copy is replaced by the fold).
-        run.state.attempt_starts.push_back({item.event.attempt, item.event.time});
+        run.state.attempt_starts.push_back({item.event.attempt, item.event.time, item.event.launch});
       }
     } else {
       KeepBackfillState(run);

@@ -159,6 +159,7 @@ v1::RunInfo RunInfoToProto(const RunInfo& info) {
     v1::Attempt* p = out.add_attempts();
     p->set_attempt(a.attempt);
     *p->mutable_started() = convert::TimeToProto(a.time);
+    p->set_launch(a.launch);
   }
   out.set_attempt(info.attempt);
   if (info.latest_event != absl::InfinitePast()) *out.mutable_latest_event() = convert::TimeToProto(info.latest_event);

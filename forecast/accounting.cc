@@ -376,8 +376,17 @@ absl::Status ValidateEvent(const Event& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("id '", e.id.substr(0, 40), "' starts with '~', reserved for natural keys"));
   }
+  if (!e.source.empty() && e.source != kSchedulerSource) {
+    return absl::InvalidArgumentError(absl::StrCat("source '", e.source.substr(0, 40),
+                                                   "' must be \"\" (the training) or \"", kSchedulerSource,
+                                                   "\" (flightplan slurm)"));
+  }
   switch (e.kind) {
     case EventKind::kJobStarted:
+      if (e.launch.size() > 128) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job_started.launch is ", e.launch.size(), " bytes; at most 128"));
+      }
       if (e.attempt < 1) {
         return absl::InvalidArgumentError("job_started.attempt must be >= 1 (launches count from 1)");
       }
@@ -471,6 +480,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
   }
 
   // Valid: charge the interval since the latest event, then change phase.
+  if (e.source == kSchedulerSource) s.scheduler_reports = true;
   const double gap = s.events > 0 ? absl::ToDoubleSeconds(e.time - s.last_time) : 0;
   if (s.events == 0) s.first_time = e.time;
   switch (e.kind) {
@@ -490,7 +500,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.phase = Phase::kStarting;
       s.startup_in_attempt = 0;
       s.attempt = e.attempt;
-      s.attempt_starts.push_back({e.attempt, e.time});
+      s.attempt_starts.push_back({e.attempt, e.time, e.launch});
       if (s.attempt_starts.size() > kMaxAttemptStarts) s.attempt_starts.erase(s.attempt_starts.begin());
       s.saw_step_in_attempt = false;
       break;
@@ -620,6 +630,75 @@ EvidenceSample EvidenceNow(const RunState& s, const RunSnapshot& snap) {
   return e;
 }
 
+namespace {
+
+// A cause the scheduler names better than the training can (the training sees a node's
+// failure as a NCCL timeout, a time limit as a SIGTERM).
+bool SchedulerNames(const std::string& cause) {
+  return cause == "node" || cause == "preemption" || cause == "time_limit" || cause == "operator" || cause == "oom";
+}
+
+Event JoinLaunch(const Event& a, const Event& b) {
+  const Event& training = a.source == kSchedulerSource ? b : a;
+  Event out = a.time <= b.time ? a : b;
+  out.restored_step = training.restored_step;
+  out.source = kSchedulerSource;  // a scheduler's report is folded in
+  return out;
+}
+
+Event JoinStop(const Event& a, const Event& b) {
+  const Event& scheduler = a.source == kSchedulerSource ? a : b;
+  const Event& training = a.source == kSchedulerSource ? b : a;
+  const bool training_names = !training.cause.empty() && training.cause != "unknown";
+  const Event& winner = SchedulerNames(scheduler.cause) || !training_names ? scheduler : training;
+  const Event& other = &winner == &scheduler ? training : scheduler;
+  Event out = winner;
+  out.time = std::min(a.time, b.time);
+  out.attempt = scheduler.attempt ? scheduler.attempt : training.attempt;
+  out.source = kSchedulerSource;
+  std::string also = absl::StrCat(
+      " (also reported", other.source == kSchedulerSource ? " by the scheduler" : " by the training", ": ",
+      other.cause.empty() ? "unknown" : other.cause, other.detail.empty() ? "" : absl::StrCat(": ", other.detail), ")");
+  out.detail = (out.detail + also).substr(0, 4096);
+  return out;
+}
+
+// FoldOrder's joining of two reports of one launch or stop (see there); `attempt` holds
+// each event's resolved attempt and is compacted with the events.
+std::vector<LoggedEvent> JoinReports(std::vector<LoggedEvent> events, std::vector<uint32_t>& attempt) {
+  std::vector<bool> joined(events.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (joined[i]) continue;
+    Event& a = events[i].event;
+    const bool launch = a.kind == EventKind::kJobStarted && !a.launch.empty();
+    if (!launch && a.kind != EventKind::kInterruption) continue;
+    for (size_t j = i + 1; j < events.size(); ++j) {
+      if (joined[j]) continue;
+      const Event& b = events[j].event;
+      if (b.kind != a.kind || (a.source == kSchedulerSource) == (b.source == kSchedulerSource)) continue;
+      if (launch ? b.launch != a.launch : attempt[j] != attempt[i]) continue;
+      a = launch ? JoinLaunch(a, b) : JoinStop(a, b);
+      events[i].seq = std::min(events[i].seq, events[j].seq);
+      joined[j] = true;
+      any = true;
+      break;  // one report per source
+    }
+  }
+  if (!any) return events;
+  std::vector<LoggedEvent> out;
+  std::vector<uint32_t> kept;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (joined[i]) continue;
+    out.push_back(std::move(events[i]));
+    kept.push_back(attempt[i]);
+  }
+  attempt = std::move(kept);
+  return out;
+}
+
+}  // namespace
+
 uint32_t AttemptOf(const RunState& s, const Event& e) {
   if (e.kind == EventKind::kJobStarted || e.attempt != 0) return e.attempt;
   for (auto it = s.attempt_starts.rbegin(); it != s.attempt_starts.rend(); ++it) {
@@ -632,7 +711,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   // Launches by time, to resolve attempts.
   std::vector<AttemptStart> starts;
   for (const LoggedEvent& l : events) {
-    if (l.event.kind == EventKind::kJobStarted) starts.push_back({l.event.attempt, l.event.time});
+    if (l.event.kind == EventKind::kJobStarted) starts.push_back({l.event.attempt, l.event.time, l.event.launch});
   }
   std::sort(starts.begin(), starts.end(), [](const AttemptStart& a, const AttemptStart& b) {
     return a.time != b.time ? a.time < b.time : a.attempt < b.attempt;
@@ -647,6 +726,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   };
   std::vector<uint32_t> attempt(events.size());
   for (size_t i = 0; i < events.size(); ++i) attempt[i] = resolve(events[i].event);
+  events = JoinReports(std::move(events), attempt);
   // Late filings: an interruption of attempt k dated after a later launch.
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i].event;
@@ -694,8 +774,21 @@ absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_ca
   return state;
 }
 
+bool ReportsAKnownLaunch(const RunState& s, const Event& e) {
+  if (e.kind != EventKind::kJobStarted || e.launch.empty()) return false;
+  return std::any_of(s.attempt_starts.begin(), s.attempt_starts.end(),
+                     [&](const AttemptStart& a) { return a.launch == e.launch; });
+}
+
 bool NeedsRefold(const RunState& s, const Event& e) {
   if (s.events == 0) return false;
+  // Launches and stops a second source may report too: folded with the whole log, where
+  // the two reports join (FoldOrder). A scheduler's report, and from the first one on,
+  // every launch and stop of the run.
+  const bool launch_or_stop = e.kind == EventKind::kJobStarted || e.kind == EventKind::kInterruption;
+  if (launch_or_stop && (e.source == kSchedulerSource || s.scheduler_reports || ReportsAKnownLaunch(s, e))) {
+    return true;
+  }
   if (e.time < s.last_time) return true;
   const uint32_t attempt = AttemptOf(s, e);
   if (e.kind != EventKind::kJobStarted && attempt < s.attempt) return true;

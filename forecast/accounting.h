@@ -109,6 +109,7 @@ inline constexpr size_t kMaxEvidenceSamples = 1024;
 struct AttemptStart {
   uint32_t attempt = 0;
   absl::Time time;
+  std::string launch;  // Event::launch of its job_started
 };
 
 struct ThroughputSample {
@@ -135,6 +136,10 @@ struct RunState {
   // Set by the state's owner, not part of the history (not snapshotted): distinct
   // interruption causes kept; later new ones are counted as "other" (kMaxStatusCauses).
   uint32_t max_causes = kMaxStatusCauses;
+
+  // A scheduler's report was folded: launches and stops are folded again with the whole
+  // log from then on, where two reports of one join (NeedsRefold, FoldOrder).
+  bool scheduler_reports = false;
 
   Phase phase = Phase::kNew;
   uint32_t attempt = 0;
@@ -229,7 +234,21 @@ struct LoggedEvent {
 // arrival. An interruption that names an earlier attempt but is dated after a later
 // attempt's launch was filed late with the filing time: it is placed at that attempt's
 // latest event (its last sign of life) and keeps its cause and attempt.
+//
+// Two reports of one launch (job_started with the same `launch`) or of one stop
+// (interruptions of the same attempt) from different sources, the training's and the
+// scheduler's, are one event, each field from the report that knows it best:
+//   - the time: the earlier report's (the scheduler's allocation start is the launch; the
+//     first report of a stop is when work stopped);
+//   - a launch's restored_step: the training's (the scheduler does not know it);
+//   - a stop's cause, planned flag and detail: the scheduler's when it names the cause
+//     (node, preemption, time_limit, operator, oom), else the training's when it names one,
+//     else the scheduler's; the other report's cause is kept in the detail.
 [[nodiscard]] std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events);
+
+// A job_started whose launch an attempt of the run already has: the other source's report
+// of that launch (it may be dated before the run's latest event).
+[[nodiscard]] bool ReportsAKnownLaunch(const RunState& state, const Event& event);
 
 // The run folded again from its whole log (after a late event or a retraction): the state
 // had the events arrived in fold order. On the first event that does not apply, its
@@ -240,8 +259,10 @@ struct LoggedEvent {
                                               int64_t& failed_seq);
 
 // Whether `event` belongs before the run's latest folded event (an earlier time, or an
-// earlier attempt than the run's current one): then it cannot be applied on top of the
-// state, and the run is folded again with it (Refold).
+// earlier attempt than the run's current one), or is a report of a launch or stop that
+// another source may report too (a scheduler's report, or a launch or stop of a run the
+// scheduler reports on): then it cannot be applied on top of the state, and the run is
+// folded again with it (Refold), where the two reports join.
 [[nodiscard]] bool NeedsRefold(const RunState& state, const Event& event);
 
 // Order of events within a batch: time, then attempt (an attempt's events follow its

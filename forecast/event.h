@@ -14,14 +14,22 @@ enum class EventKind { kJobStarted, kSteps, kCheckpointSaved, kInterruption, kRu
 
 const char* EventKindName(EventKind kind);
 
+// Event::source of the reports of `flightplan slurm`.
+inline constexpr char kSchedulerSource[] = "slurm";
+
 struct Event {
   absl::Time time = absl::UnixEpoch();
   std::string id;        // idempotency key; "" = natural key
   uint32_t attempt = 0;  // 0 = the run's current attempt
   EventKind kind = EventKind::kSteps;
+  // Who reports it: "" the training itself, kSchedulerSource the scheduler's record. Two
+  // reports of one launch or one stop from different sources fold as one (FoldOrder).
+  std::string source;
 
-  // kJobStarted: `attempt` is the new attempt; restored_step the checkpoint resumed from.
+  // kJobStarted: `attempt` is the new attempt; restored_step the checkpoint resumed from;
+  // launch the scheduler's name for it ("slurm:JOB.RESTARTS"), "" when it has none.
   int64_t restored_step = 0;
+  std::string launch;
   // kSteps: step and the lineage's cumulative tokens. kCheckpointSaved: step.
   int64_t step = 0;
   int64_t tokens = 0;

@@ -804,5 +804,112 @@ TEST(Accounting, AFirstLaunchWithoutAStepStallsAfterHalfAnHour) {
   EXPECT_DOUBLE_EQ(snap.failure_budget_consumed_seconds, 3600);
 }
 
+// "One launch, one attempt" (FoldOrder): the training's own reports and the scheduler's
+// (`flightplan slurm`, source "slurm") of one launch or one stop fold as one event.
+Event Scheduler(Event e) {
+  e.source = kSchedulerSource;
+  return e;
+}
+Event Launch(Event e, const std::string& launch) {
+  e.launch = launch;
+  return e;
+}
+
+RunState FoldLog(const std::vector<Event>& events) {
+  std::vector<LoggedEvent> log;
+  for (size_t i = 0; i < events.size(); ++i) log.push_back({static_cast<int64_t>(i + 1), events[i]});
+  int64_t failed = 0;
+  absl::StatusOr<RunState> state = Refold(log, kMaxStatusCauses, failed);
+  EXPECT_TRUE(state.ok()) << state.status() << " at seq " << failed;
+  return state.ok() ? *state : RunState{};
+}
+
+TEST(JoinReports, TheSchedulersLaunchAndTheTrainingsAreOneAttempt) {
+  // Slurm started the job at 0 s; the training said so at 40 s (imports, NCCL), resuming
+  // from step 0, and reported step 10 at 100 s.
+  const std::vector<Event> joined = {Scheduler(Launch(Started(0, 1, 0), "slurm:7.0")),
+                                     Launch(Started(40, 1, 0), "slurm:7.0"), Steps(100, 10, 1000)};
+  const RunState s = FoldLog(joined);
+  EXPECT_EQ(s.attempt, 1u);
+  ASSERT_EQ(s.attempt_starts.size(), 1u);
+  EXPECT_EQ(s.attempt_starts[0].time, At(0));  // the allocation's start: better dated
+  EXPECT_EQ(s.attempt_starts[0].launch, "slurm:7.0");
+  EXPECT_DOUBLE_EQ(s.seconds.startup + s.seconds.productive, 100);  // from Slurm's start
+  EXPECT_TRUE(s.scheduler_reports);
+  // The same, whichever report came first in the log.
+  const RunState reversed = FoldLog({joined[1], joined[2], joined[0]});
+  EXPECT_EQ(reversed.attempt_starts.size(), 1u);
+  EXPECT_DOUBLE_EQ(reversed.seconds.startup, s.seconds.startup);
+  EXPECT_DOUBLE_EQ(reversed.seconds.productive, s.seconds.productive);
+}
+
+TEST(JoinReports, TheTrainingsRestoredStepWins) {
+  // A relaunch: the scheduler does not know the checkpoint; the training resumes from step
+  // 100 after reaching 150, so the work after step 100 is lost.
+  const RunState s =
+      FoldLog({Started(0, 1, 0), Steps(1000, 100, 10000), Checkpoint(1000, 100, 0), Steps(1500, 150, 15000),
+               Scheduler(Interrupted(1600, "node")), Scheduler(Launch(Started(2000, 2, 0), "slurm:8.1")),
+               Launch(Started(2030, 2, 100), "slurm:8.1"), Steps(2600, 160, 16000)});
+  EXPECT_EQ(s.attempt, 2u);
+  EXPECT_EQ(s.step, 160);
+  EXPECT_EQ(s.tokens, 16000);
+  EXPECT_GT(s.seconds.lost, 0);  // steps 100..150 went
+}
+
+TEST(JoinReports, AStopNamedByTheSchedulerKeepsTheTrainingsWordInItsDetail) {
+  // The training caught SIGTERM at 500 s and called it a preemption; Slurm ended the job
+  // at 530 s at its time limit, set to come back.
+  Event training = Interrupted(500, "preemption", true);
+  training.detail = "SIGTERM";
+  Event slurm = Scheduler(Interrupted(530, "time_limit", true));
+  slurm.attempt = 1;
+  slurm.detail = "Slurm: TIMEOUT on gpu07";
+  const RunState s = FoldLog({Started(0, 1, 0), Steps(400, 40, 4000), training, slurm});
+  ASSERT_EQ(s.interruptions.size(), 1u);
+  EXPECT_EQ(s.interruptions[0].cause, "time_limit");
+  EXPECT_TRUE(s.interruptions[0].planned);
+  ASSERT_EQ(s.interruption_marks.size(), 1u);
+  EXPECT_EQ(s.interruption_marks[0].time, At(500));  // when work stopped: the earlier report
+  EXPECT_EQ(s.last_time, At(500));
+  // The joined event, as the fold applies it: the scheduler's words, then the training's.
+  std::vector<LoggedEvent> log = {{1, Started(0, 1, 0)}, {2, Steps(400, 40, 4000)}, {3, training}, {4, slurm}};
+  const std::vector<LoggedEvent> folded = FoldOrder(log);
+  ASSERT_EQ(folded.size(), 3u);
+  EXPECT_EQ(folded[2].event.detail, "Slurm: TIMEOUT on gpu07 (also reported by the training: preemption: SIGTERM)");
+  EXPECT_EQ(folded[2].seq, 3);  // the first report's place in the log
+}
+
+TEST(JoinReports, ANamedCauseOfTheTrainingBeatsTheSchedulersExitCode) {
+  Event slurm = Scheduler(Interrupted(530, "exit_code_1"));
+  slurm.attempt = 1;
+  const RunState s = FoldLog({Started(0, 1, 0), Steps(400, 40, 4000), Interrupted(520, "nccl_timeout"), slurm});
+  ASSERT_EQ(s.interruptions.size(), 1u);
+  EXPECT_EQ(s.interruptions[0].cause, "nccl_timeout");
+  EXPECT_FALSE(s.interruptions[0].planned);
+}
+
+TEST(JoinReports, TwoStopsFromOneSourceAreNotJoined) {
+  // The same source saying twice that one attempt stopped is still a contradiction.
+  std::vector<LoggedEvent> log = {
+      {1, Started(0, 1, 0)}, {2, Interrupted(100, "software")}, {3, Interrupted(200, "oom")}};
+  int64_t failed = 0;
+  EXPECT_EQ(Refold(log, kMaxStatusCauses, failed).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(failed, 3);
+}
+
+TEST(JoinReports, LaunchesAndStopsOfAWatchedRunAreFoldedWithTheLog) {
+  RunState s;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  ASSERT_TRUE(ApplyEvent(s, Steps(100, 10, 1000)).ok());
+  EXPECT_FALSE(NeedsRefold(s, Interrupted(200, "software")));  // no scheduler: as before
+  EXPECT_TRUE(NeedsRefold(s, Scheduler(Interrupted(200, "node"))));
+  EXPECT_FALSE(NeedsRefold(s, Launch(Started(300, 2, 0), "slurm:9.1")));  // its first report of a launch
+  RunState watched = FoldLog({Scheduler(Launch(Started(0, 1, 0), "slurm:9.0")), Steps(100, 10, 1000)});
+  EXPECT_TRUE(NeedsRefold(watched, Interrupted(200, "software")));
+  EXPECT_TRUE(NeedsRefold(watched, Launch(Started(50, 1, 0), "slurm:9.0")));
+  EXPECT_TRUE(ReportsAKnownLaunch(watched, Launch(Started(50, 1, 0), "slurm:9.0")));
+  EXPECT_FALSE(ReportsAKnownLaunch(watched, Launch(Started(50, 2, 0), "slurm:9.1")));
+}
+
 }  // namespace
 }  // namespace flightplan::forecast

@@ -102,8 +102,8 @@ TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
     stages.push_back(Load(name));
     // The completion log as it stood then: the records of the runs ended so far.
     std::vector<JobCompRecord> records = Records();
-    records.resize(std::min<size_t>(records.size(), stages.back().jobs[0].restarts +
-                                                        (stages.back().jobs[0].state == "TIMEOUT" ? 1 : 0)));
+    records.resize(std::min<size_t>(
+        records.size(), stages.back().jobs[0].restarts + (stages.back().jobs[0].state == "TIMEOUT" ? 1 : 0)));
     for (v1::Event& e : follower.Observe(stages.back().jobs, stages.back().nodes, records)) events.push_back(e);
   }
   ASSERT_EQ(events.size(), 6u);
@@ -136,8 +136,11 @@ TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
   EXPECT_EQ(events[5].interruption().cause(), "time_limit");
   EXPECT_FALSE(events[5].interruption().planned());
   EXPECT_TRUE(follower.Done());
-  // Ids name the launch: "slurm-JOB-RESTART-start|end".
+  // Ids name the launch: "slurm-JOB-RESTART-start|end"; so does JobStarted.launch, as the
+  // training's own reports name it ("slurm:JOB.RESTARTS"), and each is the scheduler's.
   EXPECT_EQ(events[3].id(), absl::StrCat("slurm-", run0.job_id, "-1-end"));
+  EXPECT_EQ(events[2].job_started().launch(), absl::StrCat("slurm:", run0.job_id, ".1"));
+  for (const v1::Event& e : events) EXPECT_EQ(e.source(), "slurm");
 }
 
 // A watcher that was away from the first look to the last: the completion log gives the
@@ -184,14 +187,14 @@ TEST(SlurmFollow, ARestartedWatcherSendsOnlyWhatTheDaemonLacks) {
     const Stage s = Load(name);
     for (v1::Event& e : whole.Observe(s.jobs, s.nodes, RecordsAt(s))) {
       if (name[0] <= '4' && e.has_job_started()) {
-        restarted.known_attempts.emplace_back(e.job_started().attempt(), T(e));
+        restarted.known_attempts.push_back({e.job_started().attempt(), T(e), e.job_started().launch()});
       }
       all.push_back(e);
     }
   }
   ASSERT_EQ(all.size(), 6u);
-  restarted.latest_attempt_ended = true;  // the run was down when it came back
-  restarted.number_launch = [](absl::Time) { return 3u; };  // one past the daemon's latest
+  restarted.latest_attempt_ended = true;                                        // the run was down when it came back
+  restarted.number_launch = [](const std::string&, absl::Time) { return 3u; };  // one past the daemon's latest
   SlurmFollower again(restarted);
   std::vector<v1::Event> got;
   for (const char* name : {"5-running", "6-timeout"}) {
