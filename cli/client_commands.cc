@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -261,6 +262,14 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   lo.seq_len = options.seq_len;
   lo.tokens_per_step = options.tokens_per_step;
   lo.backfill = options.from_start;
+  // The launch followed live, named as `flightplan slurm` names it (inside a Slurm job, from
+  // its environment), so that the two reports of it are one attempt.
+  lo.launch = options.launch;
+  if (const char* job = std::getenv("SLURM_JOB_ID"); lo.launch.empty() && job && *job) {
+    const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+    lo.launch = absl::StrCat("slurm:", job, ".", restarts && *restarts ? restarts : "0");
+  }
+  bool live = !options.from_start;  // the converter follows new lines (not the file's past)
   if (!absl::LoadTimeZone(options.timezone, &lo.timezone)) {
     err << "flightplan tail: --timezone " << options.timezone << ": unknown time zone\n";
     return 2;
@@ -313,6 +322,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
     for (const v1::Attempt& a : info.attempts()) {
       if (convert::TimeFromProto(a.started()) == at) return a.attempt();
+      if (live && !lo.launch.empty() && a.launch() == lo.launch) return a.attempt();  // the scheduler spoke first
     }
     return std::max(info.attempt(), local) + 1;
   };
@@ -413,8 +423,11 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     if (options.exit_at_eof) break;
     {
       std::vector<v1::Event> caught;
-      if (options.from_start) converter.CaughtUp(caught);  // the backfill has caught up: what comes next is live
-      converter.Idle(absl::Now(), caught);                 // a death the log told of, once it has settled
+      if (options.from_start) {
+        converter.CaughtUp(caught);  // the backfill has caught up: what comes next is live
+        live = true;
+      }
+      converter.Idle(absl::Now(), caught);  // a death the log told of, once it has settled
       say();
       take(caught);
     }

@@ -63,6 +63,9 @@ struct TailOptions {
   int64_t tokens_per_step = 0;
   std::string plan_path;  // seq_len and tokens per step from a plan file
   std::string timezone = "UTC";
+  // The scheduler's name for the launch followed live (JobStarted.launch); default inside a
+  // Slurm job: "slurm:SLURM_JOB_ID.SLURM_RESTART_COUNT", as `flightplan slurm` names it.
+  std::string launch;
 };
 // Follows a training log (as tail -F does, across rotation and truncation) and sends the
 // events it implies. What neither the options nor the log give (the sequence length, the

@@ -226,6 +226,9 @@ void AddDaemonCommands(Commands& c) {
                    "take seq_len and tokens per step from this plan file (over the log's)");
   tail->add_option("--timezone", s->tail_options.timezone, "zone of the log's timestamps (e.g. Europe/Paris)")
       ->capture_default_str();
+  tail->add_option("--launch", s->tail_options.launch,
+                   "the scheduler's name for the launch followed live, so that its report and flightplan slurm's are "
+                   "one attempt (default inside a Slurm job: slurm:$SLURM_JOB_ID.$SLURM_RESTART_COUNT)");
 
   CLI::App* slurm = c.app.add_subcommand(
       "slurm",

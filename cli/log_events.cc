@@ -157,6 +157,7 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);
+  if (!o_.backfill && !o_.launch.empty()) e.mutable_job_started()->set_launch(o_.launch);
   Emit(std::move(e));
   active_ = true;
   last_step_ = restored;

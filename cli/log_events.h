@@ -57,6 +57,11 @@ struct LogOptions {
   // (the same launch, tailed again), else one past the run's latest, so that per-job log
   // files and restarted tailers continue one run. Unset: the log counts from 1.
   std::function<uint32_t(absl::Time at, uint32_t local)> number_launch;
+  // The scheduler's name for the launch the log shows while it is followed live (not read
+  // back from the file's start): "slurm:JOB.RESTARTS", from SLURM_JOB_ID and
+  // SLURM_RESTART_COUNT when the tail runs inside the job, as `flightplan slurm` names it.
+  // Its job_started carries it, so the two reports are one attempt (docs/contract.md §4).
+  std::string launch;
   // Following a live log mid-attempt: its iterations continue this attempt (no launch is
   // invented for the first one seen); 0 = none.
   uint32_t continue_attempt = 0;

@@ -170,15 +170,6 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
   for (const v1::Attempt& a : info.attempts()) {
     fo.known_attempts.push_back({a.attempt(), convert::TimeFromProto(a.started()), a.launch()});
   }
-  if (info.attempt() > 0) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, client);
-    v1::GetStatusRequest request;
-    request.set_run(options.run);
-    v1::RunStatus status;
-    if (grpc::Status st = stub->GetStatus(&ctx, request, &status); !st.ok()) return Fail(err, "slurm", st, client);
-    fo.latest_attempt_ended = status.state() == "down" || status.state() == "finished";
-  }
   uint32_t local = 0;
   fo.number_launch = [&](const std::string& launch, absl::Time at) -> uint32_t {
     // The attempt the training already reported for this launch; else as `flightplan tail`

@@ -225,12 +225,6 @@ void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& l
 void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& launch, absl::Time at,
                         const SlurmCause& cause) {
   if (launch.ended_sent || !launch.started_sent) return;
-  uint32_t latest_known = 0;
-  for (const KnownAttempt& known : options_.known_attempts) latest_known = std::max(latest_known, known.attempt);
-  if (launch.attempt < latest_known || (launch.attempt == latest_known && options_.latest_attempt_ended)) {
-    launch.ended_sent = true;  // settled in the daemon before this watcher started
-    return;
-  }
   v1::Event e;
   e.set_run(options_.run);
   e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-end"));

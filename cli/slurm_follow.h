@@ -103,13 +103,12 @@ struct SlurmFollowOptions {
   // has for that launch (the training reported it first), else the attempt launched at
   // that very instant, else one past the run's latest. Unset: from 1.
   std::function<uint32_t(const std::string& launch, absl::Time at)> number_launch;
-  // The run's attempts as the daemon had them when the watcher started (number, start),
-  // and whether its latest one had ended (the run down or finished). A launch starting at
-  // one of these times is that attempt, already reported; the end of a launch the daemon
-  // has moved past, or has seen end, is not sent again: a restarted watcher sends only
-  // what the daemon lacks (and the daemon refuses an event of a superseded attempt).
+  // The run's attempts as the daemon had them when the watcher started. A launch of one of
+  // these names starting at that time is that attempt, reported by an earlier watcher: not
+  // sent again. Its end is: an end the daemon has is acknowledged as a duplicate (its id),
+  // and one it lacks (the watcher was killed before sending it) joins the training's report
+  // of that stop, or corrects the stop the daemon inferred.
   std::vector<KnownAttempt> known_attempts;
-  bool latest_attempt_ended = false;
 };
 
 class SlurmFollower {

@@ -735,15 +735,18 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
     for (const AttemptStart& a : starts) {
       if (a.attempt > e.attempt) next = std::min(next, a.time);
     }
-    if (e.time <= next) continue;            // at the launch's instant, the attempt order places it
-    absl::Time last = absl::InfinitePast();  // the attempt's last sign of life before it
+    // The scheduler's record is in whole seconds: its stop may be dated a moment before the
+    // attempt's last report; it is placed there (work was still being reported).
+    const bool scheduler = e.source == kSchedulerSource;
+    if (e.time <= next && !scheduler) continue;  // at the launch's instant, the attempt order places it
+    absl::Time last = absl::InfinitePast();      // the attempt's last sign of life before it
     for (size_t j = 0; j < events.size(); ++j) {
       const Event& o = events[j].event;
       if (j != i && attempt[j] == e.attempt && o.kind != EventKind::kInterruption && o.time <= next) {
         last = std::max(last, o.time);
       }
     }
-    if (last != absl::InfinitePast()) e.time = last;
+    if (last != absl::InfinitePast() && (!scheduler || e.time > next || last > e.time)) e.time = last;
   }
   std::vector<size_t> order(events.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

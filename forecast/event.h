@@ -46,8 +46,10 @@ struct Event {
 // ("~st/a3/s1200"). Two events of a run with the same key are the same event.
 std::string EventKey(const Event& event, uint32_t attempt);
 
-// Whether two events with one key are the same event: every field but the id equal, with
-// their attempts as resolved against the run (`attempt_a`, `attempt_b`).
+// Whether two events with one key are the same event: every field but the id and an
+// interruption's free-text detail equal, with their attempts as resolved against the run
+// (`attempt_a`, `attempt_b`). A resend whose detail says more or less (a node's reason, gone
+// from Slurm once the node is back) is the same stop; the first detail is kept.
 bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b);
 
 // A time for messages: 2027-01-04T00:17:22Z (fractions of a second when there are any).

@@ -888,6 +888,19 @@ TEST(JoinReports, ANamedCauseOfTheTrainingBeatsTheSchedulersExitCode) {
   EXPECT_FALSE(s.interruptions[0].planned);
 }
 
+TEST(JoinReports, TheSchedulersWholeSecondStopDoesNotPrecedeTheLastReport) {
+  // Slurm ended the job at 500 s (its record's whole second); the training's last step was
+  // reported at 500.4 s, before its SIGTERM reached it. The stop is placed at that report.
+  Event slurm = Scheduler(Interrupted(500, "operator", true));
+  slurm.attempt = 1;
+  const RunState s =
+      FoldLog({Started(0, 1, 0), Steps(400, 40, 4000), Steps(500.4, 50, 5000), slurm, Started(600, 2, 50)});
+  EXPECT_EQ(s.attempt, 2u);
+  ASSERT_EQ(s.interruption_marks.size(), 1u);
+  EXPECT_EQ(s.interruption_marks[0].time, At(500.4));
+  EXPECT_NEAR(s.seconds.down_planned, 99.6, 1e-9);
+}
+
 TEST(JoinReports, TwoStopsFromOneSourceAreNotJoined) {
   // The same source saying twice that one attempt stopped is still a contradiction.
   std::vector<LoggedEvent> log = {

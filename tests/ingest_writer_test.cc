@@ -67,6 +67,30 @@ struct Writer {
   }
 };
 
+// An interruption's detail is free text, not its identity: a resend that says more or less
+// (a watcher restarted after Slurm forgot a node's reason) is the same stop, and the first
+// detail is kept; a resend with another cause is still refused.
+TEST(IngestWriter, AStopResentWithAnotherDetailIsADuplicate) {
+  Writer w(/*events_clock=*/true);
+  w.writer->Start();
+  ASSERT_TRUE(w.Create().status.ok());
+  v1::Event started = testing::StartedAt(kRun, 0, 1, 0);
+  v1::Event stop = testing::InterruptedAt(kRun, 60, "node");
+  stop.set_id("slurm-7-0-end");
+  stop.mutable_interruption()->set_detail("Slurm: NODE_FAIL on gpu07, node gpu07: xid 79");
+  ASSERT_TRUE(w.Report({started, stop}).status.ok());
+  v1::Event again = stop;
+  again.mutable_interruption()->set_detail("Slurm: NODE_FAIL on gpu07");
+  const BatchResult r = w.Report({again});
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.duplicates, 1u);
+  EXPECT_EQ(w.board->Find(kRun)->state.events, 2u);
+  v1::Event other = stop;
+  other.mutable_interruption()->set_cause("oom");
+  EXPECT_EQ(w.Report({other}).status.code(), absl::StatusCode::kAlreadyExists);
+  w.writer->Stop();
+}
+
 TEST(IngestWriter, CommitsThenPublishesAndAsksForAForecast) {
   Writer w(/*events_clock=*/true);
   w.writer->Start();

@@ -120,7 +120,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 MinJobAge=600
-KillWait=2
+KillWait=10
 OverTimeLimit=0
 Waittime=0
 NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN
@@ -128,11 +128,11 @@ PartitionName=main Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
 """
 
     def stop(self):
-        """Cancels every job (waiting up to 10 s for their steps to end), then SIGTERM to each
+        """Cancels every job (waiting up to 20 s for their steps to end), then SIGTERM to each
         daemon, SIGKILL after 10 s; then the directory goes (unless given)."""
         if self._pids and os.path.exists(self.conf):
             subprocess.run(["scancel", "--full", "--user=root"], env=self.env, capture_output=True)
-            end = time.time() + 10
+            end = time.time() + 20
             while time.time() < end and subprocess.run(
                     ["squeue", "--noheader", "--states=RUNNING,COMPLETING"], env=self.env,
                     capture_output=True, text=True).stdout.strip():

@@ -78,17 +78,21 @@ def main():
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         tokens = state["tokens"]
-    # One launch, one attempt: the count survives in the checkpoint directory.
-    attempt_file = os.path.join(args.checkpoint_dir, "attempt")
-    attempt = int(open(attempt_file).read()) + 1 if os.path.exists(attempt_file) else 1
-    with open(attempt_file, "w") as f:
-        f.write(str(attempt))
+    # One launch, one attempt: the count survives in the checkpoint directory. Inside a
+    # Slurm job the launch has Slurm's name instead (SLURM_JOB_ID, SLURM_RESTART_COUNT), and
+    # the daemon numbers it: the same attempt as `flightplan slurm`'s report of it.
+    attempt = None
+    if not os.environ.get("SLURM_JOB_ID"):
+        attempt_file = os.path.join(args.checkpoint_dir, "attempt")
+        attempt = int(open(attempt_file).read()) + 1 if os.path.exists(attempt_file) else 1
+        with open(attempt_file, "w") as f:
+            f.write(str(attempt))
 
     spool = args.spool_dir or os.path.join(args.checkpoint_dir, "spool")
     with Tracker(args.run, server=args.server, spool_dir=spool, flush_seconds=0.2) as t:
         t.install_hooks(exceptions=True, sigterm=True)
         t.job_started(attempt=attempt, restored_step=restored)
-        print(f"attempt {attempt} restored step {restored} tokens {tokens}", flush=True)
+        print(f"attempt {attempt or 'from the daemon'} restored step {restored} tokens {tokens}", flush=True)
         loss_fn = nn.CrossEntropyLoss()
         for step in range(restored + 1, args.steps + 1):
             inputs, targets = batch_for(step, args.batch, args.seq_len)

@@ -85,13 +85,22 @@ class Tracker:
             self._thread.start()
 
     # ---- events: each returns in microseconds ------------------------------------------
-    def job_started(self, attempt=None, restored_step=0):
-        """A launch. Without `attempt`, the daemon's run says: one past its latest attempt
+    def job_started(self, attempt=None, restored_step=0, launch=None):
+        """A launch. Without `attempt`, the daemon's run says: the attempt it already has for
+        this launch (`flightplan slurm` reported it first), else one past its latest attempt
         (asked in the background, before the launch is sent), so a job that does not know
         how many came before it continues the run; the events after it carry no attempt
-        and the daemon places them by time."""
+        and the daemon places them by time.
+
+        `launch` names the launch as the scheduler does; inside a Slurm job it defaults to
+        "slurm:SLURM_JOB_ID.SLURM_RESTART_COUNT", as `flightplan slurm` names it, so that the
+        two reports of this launch are one attempt (docs/contract.md §4)."""
         self.attempt = attempt or 0
-        self._enqueue("job_started", {"attempt": attempt or 0, "restored_step": restored_step})
+        body = {"attempt": attempt or 0, "restored_step": restored_step}
+        launch = launch if launch is not None else slurm_launch()
+        if launch:
+            body["launch"] = launch
+        self._enqueue("job_started", body)
 
     def step(self, step, tokens):
         self._last_step = max(getattr(self, "_last_step", -1), int(step))
@@ -275,6 +284,9 @@ class Tracker:
             for a in info.attempts:
                 if (a.started.seconds, a.started.nanos) == (at.seconds, at.nanos):
                     number = a.attempt
+            for a in info.attempts:  # the scheduler's report of this launch came first
+                if started.get("launch") and a.launch == started["launch"]:
+                    number = a.attempt
             started["attempt"] = number
             self._last_launch = max(self._last_launch, number)
             if not self.attempt:
@@ -384,6 +396,17 @@ class Tracker:
 
 class _Unreachable(Exception):
     pass
+
+
+def slurm_launch(environ=None):
+    """The launch's name inside a Slurm job, as `flightplan slurm` names it
+    ("slurm:JOB.RESTARTS", from SLURM_JOB_ID and SLURM_RESTART_COUNT, which Slurm sets only
+    once the job has been restarted); None outside one."""
+    environ = os.environ if environ is None else environ
+    job = environ.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    return f"slurm:{job}.{int(environ.get('SLURM_RESTART_COUNT') or 0)}"
 
 
 def _rfc3339(ns):

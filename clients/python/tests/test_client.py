@@ -92,6 +92,40 @@ def test_each_job_continues_the_runs_attempts(daemon):
     assert sum(int(i["count"]) for i in s["interruptions"]) == 3
 
 
+def test_a_launch_under_slurm_joins_the_schedulers_report(daemon, monkeypatch):
+    # Inside a Slurm job the launch is named as `flightplan slurm` names it; the scheduler's
+    # report of it (dated when Slurm started the job, before the training said so) and the
+    # training's are one attempt, at Slurm's time, with the training's restored step.
+    import grpc
+    from google.protobuf import timestamp_pb2
+    from flightplan.v1 import event_pb2, tracker_pb2, tracker_pb2_grpc
+
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    with Tracker(RUN, server=daemon.address) as t:
+        t.job_started(restored_step=0)
+        for step in range(1, 6):
+            t.step(step, step * 1000)
+    assert t.attempt == 1
+    stub = tracker_pb2_grpc.TrackerStub(grpc.insecure_channel(daemon.address))
+    info = stub.GetRun(tracker_pb2.GetRunRequest(run=RUN))
+    assert [(a.attempt, a.launch) for a in info.attempts] == [(1, "slurm:4242.0")]
+    trained = info.attempts[0].started.ToDatetime()
+    slurm_start = timestamp_pb2.Timestamp(seconds=info.attempts[0].started.seconds - 30)
+    scheduler = event_pb2.Event(run=RUN, id="slurm-4242-0-start", source="slurm", time=slurm_start,
+                                job_started=event_pb2.JobStarted(attempt=1, launch="slurm:4242.0"))
+    ack = stub.ReportBatch(tracker_pb2.EventBatch(events=[scheduler]))
+    assert ack.accepted == 1
+    info = stub.GetRun(tracker_pb2.GetRunRequest(run=RUN))
+    assert [(a.attempt, a.started.seconds) for a in info.attempts] == [(1, slurm_start.seconds)]
+    s = daemon.status()
+    assert s["attempt"] == 1
+    assert int(s["progress"]["tokens"]) == 5000
+    # The thirty seconds before the training spoke are the launch's startup too.
+    assert float(s["time_seconds"]["startup"]) + float(s["time_seconds"]["productive"]) >= 30
+    assert trained.timestamp() - slurm_start.seconds >= 30
+
+
 def test_a_batch_over_the_daemons_limit_is_split(tmp_path):
     d = Daemon(tmp_path, free_port(), extra=("--max-batch-events", "7"))
     try:
