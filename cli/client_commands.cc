@@ -270,6 +270,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     lo.launch = absl::StrCat("slurm:", job, ".", restarts && *restarts ? restarts : "0");
   }
   bool live = !options.from_start;  // the converter follows new lines (not the file's past)
+  bool launch_named = false;        // the converter names only the first launch it follows live
   if (!absl::LoadTimeZone(options.timezone, &lo.timezone)) {
     err << "flightplan tail: --timezone " << options.timezone << ": unknown time zone\n";
     return 2;
@@ -322,8 +323,12 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
     for (const v1::Attempt& a : info.attempts()) {
       if (convert::TimeFromProto(a.started()) == at) return a.attempt();
-      if (live && !lo.launch.empty() && a.launch() == lo.launch) return a.attempt();  // the scheduler spoke first
+      if (live && !launch_named && !lo.launch.empty() && a.launch() == lo.launch) {
+        launch_named = true;
+        return a.attempt();  // the scheduler spoke first
+      }
     }
+    if (live) launch_named = true;
     return std::max(info.attempt(), local) + 1;
   };
   if (!options.from_start && info.attempt() > 0) {

@@ -157,7 +157,12 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);
-  if (!o_.backfill && !o_.launch.empty()) e.mutable_job_started()->set_launch(o_.launch);
+  if (!o_.backfill && !o_.launch.empty()) {
+    // The first launch followed live is the scheduler's; one after it in the same job (an
+    // elastic restart inside it) is a launch of its own, without the scheduler's name.
+    e.mutable_job_started()->set_launch(o_.launch);
+    o_.launch.clear();
+  }
   Emit(std::move(e));
   active_ = true;
   last_step_ = restored;

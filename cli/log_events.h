@@ -60,7 +60,8 @@ struct LogOptions {
   // The scheduler's name for the launch the log shows while it is followed live (not read
   // back from the file's start): "slurm:JOB.RESTARTS", from SLURM_JOB_ID and
   // SLURM_RESTART_COUNT when the tail runs inside the job, as `flightplan slurm` names it.
-  // Its job_started carries it, so the two reports are one attempt (docs/contract.md §4).
+  // The first such launch's job_started carries it, so the two reports are one attempt
+  // (docs/contract.md §4); a later one in the same job (an elastic restart) is its own.
   std::string launch;
   // Following a live log mid-attempt: its iterations continue this attempt (no launch is
   // invented for the first one seen); 0 = none.

@@ -198,6 +198,24 @@ TEST(LogEvents, MegatronRampUpCountsTheSamplesEachBatchConsumed) {
   EXPECT_TRUE(refused.events.empty());
 }
 
+// Inside a Slurm job the launch followed live carries the scheduler's name for it, as
+// `flightplan slurm` names it; a launch read back from the file's past (a backfill) does
+// not: it may be an earlier run of the job.
+TEST(LogEvents, ALaunchFollowedLiveCarriesItsSlurmName) {
+  LogOptions live;
+  live.launch = "slurm:4242.1";
+  Kinds k = Split(Feed(ReadLines("megatron-core_v0.5.0.log"), live).events);
+  ASSERT_GE(k.starts.size(), 2u);
+  EXPECT_EQ(k.starts[0].job_started().launch(), "slurm:4242.1");
+  // A second launch in the same job (an elastic restart inside it) is not the scheduler's.
+  for (size_t i = 1; i < k.starts.size(); ++i) EXPECT_EQ(k.starts[i].job_started().launch(), "");
+  LogOptions backfill = live;
+  backfill.backfill = true;
+  k = Split(Feed(ReadLines("megatron-core_v0.5.0.log"), backfill).events);
+  ASSERT_FALSE(k.starts.empty());
+  for (const v1::Event& e : k.starts) EXPECT_EQ(e.job_started().launch(), "");
+}
+
 TEST(LogEvents, MegatronOlderFormatTailedLive) {
   // core_v0.5.0 prints no timestamps on iterations or saves: a live tail dates them as it
   // reads them. Read times: 50 s per iteration line (10 iterations of 5 s), the save line
