@@ -255,8 +255,12 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     lo.format = LogFormat::kMegatron;
   } else if (options.format == "torchtitan") {
     lo.format = LogFormat::kTorchtitan;
+  } else if (options.format == "deepspeed") {
+    lo.format = LogFormat::kDeepSpeed;
+  } else if (options.format == "nemo") {
+    lo.format = LogFormat::kNemo;
   } else {
-    err << "flightplan tail: --format " << options.format << ": megatron or torchtitan\n";
+    err << "flightplan tail: --format " << options.format << ": megatron, torchtitan, deepspeed or nemo\n";
     return 2;
   }
   lo.seq_len = options.seq_len;
@@ -289,13 +293,7 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
   // The run as the daemon has it: this log's launches are numbered after the run's (or as
   // the same launch, tailed again), so per-job log files continue one run.
   v1::RunInfo info;
-  auto read_run = [&]() -> grpc::Status {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, client);
-    v1::GetRunRequest request;
-    request.set_run(options.run);
-    return stub->GetRun(&ctx, request, &info);
-  };
+  auto read_run = [&] { return ReadRun(*stub, client, options.run, info); };
   if (grpc::Status st = read_run(); !st.ok()) return Fail(err, "tail", st, client);
   if (lo.seq_len == 0 || lo.tokens_per_step == 0) {
     // The run's own plan, for what neither the user nor the log says.

@@ -42,6 +42,14 @@ int Fail(std::ostream& err, const char* command, const grpc::Status& st, const C
   return 1;
 }
 
+grpc::Status ReadRun(v1::Tracker::Stub& stub, const ClientOptions& client, const std::string& run, v1::RunInfo& info) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, client);
+  v1::GetRunRequest request;
+  request.set_run(run);
+  return stub.GetRun(&ctx, request, &info);
+}
+
 std::string Json(const google::protobuf::Message& m) {
   google::protobuf::util::JsonPrintOptions print;
   print.add_whitespace = true;

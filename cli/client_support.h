@@ -27,6 +27,8 @@ void SetDeadline(grpc::ClientContext& ctx, const ClientOptions& client);
 // Prints "flightplan COMMAND: CODE: message" (with a hint when the daemon is unreachable);
 // returns 1, the exit status of a refusal.
 int Fail(std::ostream& err, const char* command, const grpc::Status& st, const ClientOptions& client);
+// The run's plan revisions and launches (GetRun) into `info`.
+grpc::Status ReadRun(v1::Tracker::Stub& stub, const ClientOptions& client, const std::string& run, v1::RunInfo& info);
 // The message as indented proto JSON (field names as in the .proto, defaults printed).
 [[nodiscard]] std::string Json(const google::protobuf::Message& m);
 

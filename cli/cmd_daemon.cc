@@ -209,8 +209,10 @@ void AddDaemonCommands(Commands& c) {
                            "use are named on stderr and make it exit 1.");
   tail->add_option("LOGFILE", s->tail_options.path, "the training log")->required();
   tail->add_option("--run", s->tail_options.run, "run name")->required();
-  tail->add_option("--format", s->tail_options.format, "megatron (Megatron-LM, Megatron-DeepSpeed) or torchtitan")
-      ->check(CLI::IsMember({"megatron", "torchtitan"}))
+  tail->add_option("--format", s->tail_options.format,
+                   "megatron (Megatron-LM, Megatron-DeepSpeed), torchtitan, deepspeed (DeepSpeed's "
+                   "engine log) or nemo (NeMo 2)")
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "nemo"}))
       ->capture_default_str();
   tail->add_flag("--from-start", s->tail_options.from_start,
                  "read what the file already holds (a backfill) before following it");

@@ -48,6 +48,28 @@ const std::regex kTitanSaved(R"(Finished (?:saving|staging) the checkpoint.*?in\
 const std::regex kTitanLastSave(R"(Saving a full checkpoint at last step, step (\d+))");
 const std::regex kTitanLastSaved(R"(Last step checkpoint completed in ([\d.]+)s)");
 
+// DeepSpeed (deepspeed/runtime/engine.py _report_progress and save_checkpoint;
+// runtime/checkpoint_engine/torch_checkpoint_engine.py; runtime/config.py print; __init__.py),
+// through deepspeed/utils/logging.py's "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:
+// %(funcName)s] %(message)s" and log_dist's "[Rank N] ", v0.7.0 to v0.16.4.
+const std::regex kDsInfo(R"(\bDeepSpeed info: version=)");
+const std::regex kDsProgress(R"(\bstep=(\d+), skipped=(\d+), lr=)");
+const std::regex kDsBatch(R"(\btrain_batch_size \.+ (\d+)\s*$)");
+const std::regex kDsSaving(R"(\[Torch\] Checkpoint (\S+) is about to be saved!)");
+const std::regex kDsSaved(R"(\[Torch\] Checkpoint (\S+) is ready now!)");
+const std::regex kDsLoading(R"(\[Torch\] Loading checkpoint from \S*?global_step(\d+)/)");
+const std::regex kDsTagStep(R"(^global_step(\d+)$)");
+
+// NeMo 2 (nemo/lightning/pytorch/callbacks/progress_printer.py ProgressPrinter, a bare print;
+// callbacks/model_checkpoint.py through nemo/utils/formatters/base.py's "[NeMo %(levelname)1.1s
+// %(asctime)s %(module)s:%(lineno)d] "; Lightning's checkpoint_connector.py), v2.0.0 to v2.4.0.
+const std::regex kNemoStep(R"(\bTraining epoch \d+, iteration \d+/\d+ \|)");
+const std::regex kNemoGlobalStep(R"(\| global_step: (\d+)\b)");
+const std::regex kNemoConsumed(R"(\| consumed_samples: (\d+)\b)");
+const std::regex kNemoBatch(R"(\| global_batch_size: (\d+)\b)");
+const std::regex kNemoSaved(R"(\bAsync checkpoint save for step (\d+) \(.*\) finalized successfully\.)");
+const std::regex kNemoRestoring(R"(\bRestoring states from the checkpoint path at \S*?-step=(\d+)-)");
+
 std::optional<absl::Time> Stamp(const std::string& line, absl::TimeZone tz) {
   std::smatch m;
   if (!std::regex_search(line, m, kStamp)) return std::nullopt;
@@ -86,6 +108,8 @@ LogEvents::LogEvents(LogOptions options) : o_(std::move(options)) {
   // Tokens countable from the start: nothing to hold back.
   releasing_ = o_.format == LogFormat::kMegatron ? (o_.seq_len > 0 || o_.plan_seq_len > 0)
                                                  : (o_.tokens_per_step > 0 || o_.plan_tokens_per_step > 0);
+  if (o_.format == LogFormat::kNemo)
+    releasing_ = releasing_ || o_.seq_len > 0 || o_.plan_seq_len > 0;  // the batch is on each line
 }
 
 absl::Time LogEvents::When(const std::optional<absl::Time>& line_time, absl::Time read_time) const {
@@ -303,10 +327,19 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
     }
   }
   absl::Status status;
-  if (o_.format == LogFormat::kMegatron) {
-    FeedMegatron(line, stamp, at, status);
-  } else {
-    FeedTorchtitan(line, stamp, at, status);
+  switch (o_.format) {
+    case LogFormat::kMegatron:
+      FeedMegatron(line, stamp, at, status);
+      break;
+    case LogFormat::kTorchtitan:
+      FeedTorchtitan(line, stamp, at, status);
+      break;
+    case LogFormat::kDeepSpeed:
+      FeedDeepSpeed(line, stamp, at, status);
+      break;
+    case LogFormat::kNemo:
+      FeedNemo(line, stamp, at, status);
+      break;
   }
   return status;
 }
@@ -659,6 +692,149 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
     return true;
   }
   status = Iteration(at, *step, *step * per, 0, per);
+  return true;
+}
+
+int64_t LogEvents::TokensPerStep(int64_t sequences) const {
+  if (o_.tokens_per_step > 0) return o_.tokens_per_step;
+  const int64_t seq = o_.seq_len > 0 ? o_.seq_len : o_.plan_seq_len;
+  if (sequences > 0 && seq > 0) return sequences * seq;
+  return o_.plan_tokens_per_step;
+}
+
+bool LogEvents::FeedDeepSpeed(const std::string& line, const std::optional<absl::Time>&, absl::Time at,
+                              absl::Status& status) {
+  std::smatch m;
+  // A launch: DeepSpeed's version line, or the engine's step=0 report at its init (before
+  // the checkpoint loads); it begins with its first step.
+  if (std::regex_search(line, m, kDsInfo)) {
+    launch_pending_ = true;
+    pending_restored_ = 0;
+    launch_time_ = at;
+    return true;
+  }
+  if (std::regex_search(line, m, kDsBatch)) {
+    ds_batch_ = Int(m, 1).value_or(0);
+    if (TokensPerStep(ds_batch_) > 0) Release();  // countable only with the sequence length too
+    return true;
+  }
+  if (std::regex_search(line, m, kDsLoading)) {
+    pending_restored_ = Int(m, 1).value_or(0);  // every rank and file says the same
+    return true;
+  }
+  if (std::regex_search(line, m, kDsSaving)) {
+    ds_save_started_ = at;
+    return true;
+  }
+  if (std::regex_search(line, m, kDsSaved)) {
+    const std::string tag = m[1].str();
+    std::smatch t;
+    const std::optional<int64_t> step = std::regex_search(tag, t, kDsTagStep)
+                                            ? Int(t, 1)
+                                            : (last_step_ >= 0 ? std::optional(last_step_) : std::nullopt);
+    if (!step || !active_) {
+      Unused(line, !active_ ? "a save before the log showed a launch" : "a save tag without its step");
+    } else {
+      Save(at, *step, ds_save_started_ ? absl::ToDoubleSeconds(at - *ds_save_started_) : 0);
+    }
+    ds_save_started_.reset();
+    return true;
+  }
+  if (!std::regex_search(line, m, kDsProgress)) return false;
+  const std::optional<int64_t> step = Int(m, 1);
+  if (!step) {
+    Unused(line, "the step is out of range");
+    return true;
+  }
+  if (*step == 0) {  // the engine's init: a launch
+    if (!launch_pending_) {
+      launch_pending_ = true;
+      pending_restored_ = 0;
+      launch_time_ = at;
+    }
+    return true;
+  }
+  const int64_t per = TokensPerStep(ds_batch_);
+  if (per <= 0) {
+    const std::string why = absl::StrCat(
+        "step ", *step,
+        ": tokens per step unknown: DeepSpeed prints its train_batch_size (in the configuration it dumps at start) "
+        "but not the sequence length: pass --seq-len, --tokens-per-step or --plan");
+    if (!releasing_) {
+      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
+    } else {
+      Unused(line, why);
+    }
+    return true;
+  }
+  if (launch_pending_ || !active_) {
+    Start(launch_time_.value_or(at), launch_pending_ ? pending_restored_ : 0);
+    launch_pending_ = false;
+  }
+  status = Iteration(at, *step, *step * per, 0, per);
+  return true;
+}
+
+bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time>&, absl::Time at,
+                         absl::Status& status) {
+  std::smatch m;
+  // A relaunch restores "...-step=K-..." (Lightning's 0-based step: K+1 steps done).
+  if (std::regex_search(line, m, kNemoRestoring)) {
+    const std::optional<int64_t> k = Int(m, 1);
+    if (!launch_pending_) launch_time_ = at;
+    launch_pending_ = true;
+    pending_restored_ = k ? *k + 1 : 0;
+    return true;
+  }
+  if (absl::StrContains(line, "Restored all states from the checkpoint")) return true;
+  // Async saves are durable when finalized: "for step N" counts the steps done.
+  if (std::regex_search(line, m, kNemoSaved)) {
+    const std::optional<int64_t> step = Int(m, 1);
+    if (!step || !active_) {
+      Unused(line, !active_ ? "a save before the log showed a launch" : "the step is out of range");
+    } else {
+      Save(at, *step, 0);  // training waited only for the save to be scheduled
+    }
+    return true;
+  }
+  if (!std::regex_search(line, m, kNemoStep)) return false;
+  std::smatch g;
+  if (!std::regex_search(line, g, kNemoGlobalStep)) {
+    Unused(line, "a training line without global_step");
+    return true;
+  }
+  const std::optional<int64_t> index = Int(g, 1);
+  if (!index) {
+    Unused(line, "the step is out of range");
+    return true;
+  }
+  const int64_t step = *index + 1;  // global_step is the 0-based index of this step
+  std::smatch b, c;
+  const int64_t batch = std::regex_search(line, b, kNemoBatch) ? Int(b, 1).value_or(0) : 0;
+  const int64_t per = TokensPerStep(batch);
+  const int64_t seq = o_.seq_len > 0 ? o_.seq_len : o_.plan_seq_len;
+  const std::optional<int64_t> consumed =
+      std::regex_search(line, c, kNemoConsumed) ? Int(c, 1) : std::optional<int64_t>();
+  if (per <= 0) {
+    const std::string why =
+        absl::StrCat("step ", step,
+                     ": tokens per step unknown: NeMo prints the global batch size but not the sequence length: pass "
+                     "--seq-len, --tokens-per-step or --plan");
+    if (!releasing_) {
+      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
+    } else {
+      Unused(line, why);
+    }
+    return true;
+  }
+  if (launch_pending_ || !active_) {
+    Start(launch_time_.value_or(at), launch_pending_ ? pending_restored_ : 0);
+    launch_pending_ = false;
+  }
+  // The samples NeMo counted (absent on a launch's first step), else the steps times the
+  // batch; in tokens with the sequence length (or the tokens per step given).
+  const int64_t tokens = consumed && seq > 0 && o_.tokens_per_step == 0 ? *consumed * seq : step * per;
+  status = Iteration(at, step, tokens, 0, per);
   return true;
 }
 

@@ -32,7 +32,7 @@
 
 namespace flightplan::cli {
 
-enum class LogFormat { kMegatron, kTorchtitan };
+enum class LogFormat { kMegatron, kTorchtitan, kDeepSpeed, kNemo };
 
 struct LogOptions {
   LogFormat format = LogFormat::kMegatron;
@@ -130,6 +130,13 @@ class LogEvents {
   absl::Status Iteration(absl::Time at, int64_t step, int64_t tokens, double elapsed_ms, int64_t step_tokens);
   bool FeedMegatron(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
                     absl::Status& status);
+  bool FeedDeepSpeed(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
+                     absl::Status& status);
+  bool FeedNemo(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at, absl::Status& status);
+  // Tokens per step of a format that counts neither tokens nor sequences: --tokens-per-step,
+  // else `sequences` (the log's batch, 0 when unknown) times --seq-len or the plan's, else
+  // the plan's tokens per step; 0 when none says. `why` names what to pass.
+  int64_t TokensPerStep(int64_t sequences) const;
   bool FeedTorchtitan(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
                       absl::Status& status);
 
@@ -170,6 +177,12 @@ class LogEvents {
   std::optional<absl::Time> titan_save_started_;
   std::optional<int64_t> titan_last_save_;
   std::optional<int64_t> titan_loaded_;  // the step of the checkpoint loaded, until "Training starts"
+  // DeepSpeed and NeMo: a launch seen (engine init, a restore) before its first step, and
+  // the step it resumes from; DeepSpeed's train_batch_size and save in progress.
+  bool launch_pending_ = false;
+  int64_t pending_restored_ = 0;
+  int64_t ds_batch_ = 0;
+  std::optional<absl::Time> ds_save_started_;
   // The lines of a dying attempt (ClassifyCrashLine): the cause they name (the highest rank
   // wins), when the first was printed and read. Sent at the next launch, the log's end or
   // kCrashSettle of quiet; dropped if iterations go on (it was not fatal).

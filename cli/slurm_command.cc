@@ -143,13 +143,7 @@ int RunSlurm(const ClientOptions& client, const SlurmOptions& options, std::ostr
   }
   auto stub = Connect(client);
   v1::RunInfo info;
-  auto read_run = [&]() -> grpc::Status {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, client);
-    v1::GetRunRequest request;
-    request.set_run(options.run);
-    return stub->GetRun(&ctx, request, &info);
-  };
+  auto read_run = [&] { return ReadRun(*stub, client, options.run, info); };
   if (grpc::Status st = read_run(); !st.ok()) return Fail(err, "slurm", st, client);
 
   std::string jobcomp = options.jobcomp;

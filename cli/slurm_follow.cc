@@ -319,7 +319,8 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
   // completion log says how, when it has the record.
   for (auto& [key, l] : launches_) {
     if (l.ended_sent || !l.started_sent || active.count(key.first)) continue;
-    const bool shown = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) { return j.job_id == key.first; });
+    const int64_t job_id = key.first;  // (clang 14 captures no structured binding)
+    const bool shown = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) { return j.job_id == job_id; });
     if (shown) continue;
     const std::vector<JobCompRecord>& log = by_job[key.first];
     if (key.second < log.size()) {

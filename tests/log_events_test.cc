@@ -283,6 +283,89 @@ void ExpectTorchtitan(const std::string& name, double launch1, double launch2) {
 TEST(LogEvents, TorchtitanV022) { ExpectTorchtitan("torchtitan-v0.2.2.log", 5, 1800); }
 TEST(LogEvents, TorchtitanMain) { ExpectTorchtitan("torchtitan-main.log", 40, 1830); }
 
+// DeepSpeed's engine log (tests/logs/make_fixtures.py: v0.16.4 and v0.14.5). It counts steps
+// and prints train_batch_size (64 sequences) in its configuration dump, but not the sequence
+// length: --seq-len 2048 makes 131,072 tokens a step.
+void ExpectDeepSpeed(const std::string& name) {
+  LogOptions o;
+  o.format = LogFormat::kDeepSpeed;
+  o.backfill = true;
+  o.seq_len = 2048;
+  const Tailed t = Feed(ReadLines(name), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(0));  // DeepSpeed's version line
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
+  EXPECT_EQ(convert::TimeFromProto(k.starts[1].time()), At(1800));
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);  // loaded global_step20
+  EXPECT_EQ(StepTokens(k, 10, 1), 10 * 64 * 2048);
+  EXPECT_EQ(StepTokens(k, 50, 2), 50 * 64 * 2048);
+  ASSERT_EQ(k.saves.size(), 2u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
+  EXPECT_DOUBLE_EQ(k.saves[0].checkpoint_saved().blocking_seconds(), 8.0);
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(208.5));
+  EXPECT_EQ(k.saves[1].checkpoint_saved().step(), 50);
+  EXPECT_DOUBLE_EQ(k.saves[1].checkpoint_saved().blocking_seconds(), 6.0);
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_DOUBLE_EQ(s.seconds.checkpoint, 8.0 + 6.0);
+  // Launch 1 trained from its save of step 20 (which ended at 208.5 s; its 8 s are the
+  // save's) to step 40 (400 s): the relaunch from global_step20 loses those 191.5 s.
+  EXPECT_NEAR(s.seconds.lost, 191.5, 1e-6);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+  EXPECT_EQ(s.step, 50);
+}
+
+TEST(LogEvents, DeepSpeedV0164) { ExpectDeepSpeed("deepspeed-v0.16.4.log"); }
+TEST(LogEvents, DeepSpeedV0145) { ExpectDeepSpeed("deepspeed-v0.14.5.log"); }
+
+TEST(LogEvents, DeepSpeedWithoutTheSequenceLengthSaysWhatToPass) {
+  LogOptions o;
+  o.format = LogFormat::kDeepSpeed;
+  o.backfill = true;
+  const Tailed t = Feed(ReadLines("deepspeed-v0.16.4.log"), o);
+  EXPECT_EQ(t.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(t.status.message()).find("--seq-len"), std::string::npos) << t.status;
+  EXPECT_TRUE(t.events.empty());
+}
+
+// NeMo 2 (tests/logs/make_fixtures.py: v2.4.0). Its step lines are a bare print with no time:
+// a live tail reads them 10 s apart; the relaunch's restore is read at 1800 s. global_step is
+// the 0-based index of the step, consumed_samples the samples after it (from a launch's
+// second step); the global batch is 8 sequences, --seq-len 4096.
+TEST(LogEvents, Nemo2TailedLive) {
+  absl::Time clock = At(0);
+  auto read = [&clock](const std::string& line) {
+    if (absl::StrContains(line, "Restoring states from")) clock = At(1800);
+    if (absl::StrContains(line, "Training epoch")) clock += absl::Seconds(10);
+    return clock;
+  };
+  LogOptions o;
+  o.format = LogFormat::kNemo;
+  o.seq_len = 4096;
+  const Tailed t = Feed(ReadLines("nemo-v2.4.0.log"), o, read);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(10));  // its first step's line
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
+  EXPECT_EQ(convert::TimeFromProto(k.starts[1].time()), At(1800));  // the restore
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 10);         // "step=9": ten steps done
+  EXPECT_EQ(StepTokens(k, 1, 1), 1 * 8 * 4096);                     // before consumed_samples shows
+  EXPECT_EQ(StepTokens(k, 15, 1), 15 * 8 * 4096);
+  EXPECT_EQ(StepTokens(k, 20, 2), 160 * 4096);  // consumed_samples: 160
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 10);  // "for step 10", when finalized
+  EXPECT_EQ(convert::TimeFromProto(k.saves[0].time()), At(135));
+  const forecast::RunState s = Fold(t.events);
+  // Launch 1 trained past step 10 (read at 100 s) to step 15 (150 s): 50 s lost.
+  EXPECT_NEAR(s.seconds.lost, 50, 1e-6);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+  EXPECT_EQ(s.step, 20);
+}
+
 TEST(LogEvents, TorchtitanWithoutItsBatchLineTakesTheRunsPlanOrSendsNothing) {
   std::vector<std::string> lines;
   for (const std::string& l : ReadLines("torchtitan-v0.2.2.log")) {

@@ -423,6 +423,134 @@ def titan(version, name):
     g.info(at(2249), "Training completed")
     g.log.write(name)
 
+# ---------------------------------------------------------------------------------------
+# DeepSpeed: deepspeed/utils/logging.py LoggerFactory's formatter "[%(asctime)s] [%(levelname)s]
+# [%(filename)s:%(lineno)d:%(funcName)s] %(message)s" (asctime "2027-01-04 00:00:00,123") and
+# log_dist's "[Rank {}] {}" (the record's place is log_dist's own logger.log call:
+# logging.py:128 at v0.16.4 (e2dc3eeb), :96 at v0.14.5 (eb07d41f)).
+# ---------------------------------------------------------------------------------------
+
+class DeepSpeed:
+    LOG_DIST = {"v0.16.4": 128, "v0.14.5": 96}
+    # deepspeed/runtime/config.py DeepSpeedConfig.print: the header, then each argument.
+    CONFIG = {"v0.16.4": (1001, 1005), "v0.14.5": (997, 1001)}
+
+    def __init__(self, version):
+        self.v = version
+        self.log = Log()
+
+    def record(self, t, where, message):
+        asctime = t.strftime('%Y-%m-%d %H:%M:%S') + ',%03d' % (t.microsecond // 1000)
+        self.log.print(f"[{asctime}] [INFO] [{where}] {message}")
+
+    def log_dist(self, t, message):
+        self.record(t, f"logging.py:{self.LOG_DIST[self.v]}:log_dist", "[Rank {}] {}".format(0, message))
+
+    def launch(self, t, train_batch_size):
+        # deepspeed/__init__.py initialize.
+        self.log_dist(t, "DeepSpeed info: version={}, git-hash={}, git-branch={}".format(self.v[1:], "unknown", "unknown"))
+        header, arg_line = self.CONFIG[self.v]
+        self.record(t, f"config.py:{header}:print", "{}:".format("DeepSpeedEngine configuration"))
+        for arg, value in (("steps_per_print", 10), ("train_batch_size", train_batch_size),
+                           ("train_micro_batch_size_per_gpu", 8)):
+            dots = "." * (29 - len(arg))
+            self.record(t, f"config.py:{arg_line}:print", "  {} {} {}".format(arg, dots, value))
+
+    def progress(self, t, step):
+        # deepspeed/runtime/engine.py DeepSpeedEngine._report_progress.
+        lr, mom = [0.00029999], [(0.9, 0.95)]
+        self.log_dist(t, f"step={step}, skipped={0}, lr={lr}, mom={mom}")
+
+    def load(self, t, tag):
+        # runtime/checkpoint_engine/torch_checkpoint_engine.py TorchCheckpointEngine.load.
+        path = f"/ckpt/run1/{tag}/mp_rank_00_model_states.pt"
+        self.record(t, "torch_checkpoint_engine.py:27:load", f"[Torch] Loading checkpoint from {path}...")
+        self.record(t, "torch_checkpoint_engine.py:29:load", f"[Torch] Loaded checkpoint from {path}.")
+
+    def save(self, t, tag, seconds):
+        # TorchCheckpointEngine.create (log_dist), then commit, seconds later.
+        self.log_dist(t, f"[Torch] Checkpoint {tag} is about to be saved!")
+        self.record(t + datetime.timedelta(seconds=seconds), "torch_checkpoint_engine.py:33:commit",
+                    f"[Torch] Checkpoint {tag} is ready now!")
+
+
+def deepspeed(version, name):
+    """Launch 1 (00:00:00): the engine's step=0 at 5 s, steps 10 (100 s), 20 (200 s), a save of
+    global_step20 from 200.5 s to 208.5 s, steps 30 (300 s), 40 (400 s), then a crash. Launch 2
+    (00:30:00): step=0, loads global_step20, steps 30 (1900 s), 40 (2000 s), 50 (2100 s), a save
+    of global_step50 in 6 s. train_batch_size 64 (sequences; the length is not in the log).
+    """
+    g = DeepSpeed(version)
+    g.launch(at(0), 64)
+    g.progress(at(5), 0)
+    g.progress(at(100), 10)
+    g.progress(at(200), 20)
+    g.save(at(200.5), "global_step20", 8.0)
+    g.progress(at(300), 30)
+    g.progress(at(400), 40)
+    g.launch(at(1800), 64)
+    g.progress(at(1805), 0)
+    g.load(at(1810), "global_step20")
+    g.progress(at(1900), 30)
+    g.progress(at(2000), 40)
+    g.progress(at(2100), 50)
+    g.save(at(2100.5), "global_step50", 6.0)
+    g.log.write(name)
+
+
+# ---------------------------------------------------------------------------------------
+# NeMo 2: nemo/lightning/pytorch/callbacks/progress_printer.py ProgressPrinter (a bare print),
+# callbacks/model_checkpoint.py through nemo/utils/formatters/base.py BaseNeMoFormatter
+# "[NeMo %(levelname)1.1s %(asctime)s %(module)s:%(lineno)d] %(message)s" (date
+# "%Y-%m-%d %H:%M:%S"), and Lightning's checkpoint_connector.py rank_zero_info lines; v2.4.0
+# (2381f42f): model_checkpoint.py:632 and :657.
+# ---------------------------------------------------------------------------------------
+
+class Nemo:
+    def __init__(self):
+        self.log = Log()
+
+    def info(self, t, module, lineno, message):
+        self.log.print(f"[NeMo I {t.strftime('%Y-%m-%d %H:%M:%S')} {module}:{lineno}] {message}")
+
+    def step(self, index, total, batch, first_of_launch):
+        # ProgressPrinter.on_train_batch_end / format_string; consumed_samples is logged from
+        # the launch's second step on (nemo/lightning/pytorch/plugins/data_sampler.py).
+        metrics = {"lr": 1.499e-06, "global_batch_size": float(batch), "global_step": float(index),
+                   "reduced_train_loss": 11.03, "train_step_timing in s": 7.572}
+        if not first_of_launch:
+            metrics["consumed_samples"] = float((index + 1) * batch)
+        prefix = "Training" + f" epoch {0}, iteration {index}/{total - 1}"
+        log_string = prefix
+        for metric, val in metrics.items():
+            if isinstance(val, (float)) and val.is_integer():
+                val = int(val)
+                log_string += f' | {metric}: {val}'
+            else:
+                log_string += f' | {metric}: {val:.4}'
+        self.log.print(log_string)
+
+
+def nemo(name):
+    """Undated print lines, read 10 s apart by a live tail (the test's clock); the NeMo logger's
+    lines carry their time. Launch 1: steps 1..15 (global_step 0..14), an async save scheduled
+    after step 10 and finalized after step 13, then a crash. Launch 2: restores step=9 (10 steps
+    done), steps 11..20. global batch 8 sequences (the length is not in the log).
+    """
+    g = Nemo()
+    ckpt = "/results/checkpoints/model_name=0--val_loss=0.00-step=9-consumed_samples=80.0-last.ckpt"
+    for index in range(0, 15):
+        g.step(index, 100, 8, index == 0)
+        if index == 9:
+            g.info(at(105), "model_checkpoint", 632, f"Scheduled async checkpoint save for {ckpt}")
+        if index == 12:
+            g.info(at(135), "model_checkpoint", 657, f"Async checkpoint save for step {10} ({ckpt}) finalized successfully.")
+    g.log.print(f"Restoring states from the checkpoint path at {ckpt[:-5]}/weights")
+    g.log.print(f"Restored all states from the checkpoint at {ckpt[:-5]}/weights")
+    for index in range(10, 20):
+        g.step(index, 100, 8, False)
+    g.log.write(name)
+
 
 if __name__ == "__main__":
     megatron_current()
@@ -430,3 +558,6 @@ if __name__ == "__main__":
     megatron_old()
     titan("v0.2.2", "torchtitan-v0.2.2.log")
     titan("main", "torchtitan-main.log")
+    deepspeed("v0.16.4", "deepspeed-v0.16.4.log")
+    deepspeed("v0.14.5", "deepspeed-v0.14.5.log")
+    nemo("nemo-v2.4.0.log")
