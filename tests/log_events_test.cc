@@ -366,6 +366,55 @@ TEST(LogEvents, Nemo2TailedLive) {
   EXPECT_EQ(s.step, 20);
 }
 
+// Megatron-DeepSpeed as BLOOM-176B ran it (tests/logs/make_fixtures.py): the iteration line
+// counts tokens itself ("consumed tokens"), so nothing else is needed; torchrun's
+// "[default7]:" prefix is read through. Its first line equals the one BLOOM's chronicle quotes
+// (bigscience-workshop/bigscience train/tr11-176B-ml/chronicles.md) but for the measured
+// samples per second.
+TEST(LogEvents, MegatronDeepSpeedAsBloomRanIt) {
+  absl::Time clock = At(0);
+  auto read = [&clock](const std::string& line) {
+    if (absl::StrContains(line, " iteration ") && absl::StrContains(line, "consumed tokens")) {
+      clock += absl::Milliseconds(105220);
+    }
+    return clock;
+  };
+  const Tailed t = Feed(ReadLines("megatron-deepspeed-bloom.log"), LogOptions{}, read);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 1u);
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 12694);
+  EXPECT_EQ(convert::TimeFromProto(k.starts[0].time()), At(0));  // "before the start of training step"
+  EXPECT_EQ(StepTokens(k, 12695, 1), int64_t{20155564032});      // the chronicle's own figure
+  EXPECT_EQ(StepTokens(k, 12701, 1), int64_t{(9841584 + 6 * 2048)} * 2048);
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 12700);
+}
+
+// Megatron-Bridge v0.6.0 (tests/logs/make_fixtures.py), which NeMo 2's newer recipes train
+// with: Megatron-LM's lines, read by --format megatron; it dumps no arguments, so --seq-len.
+TEST(LogEvents, MegatronBridgeV060) {
+  LogOptions o;
+  o.backfill = true;
+  o.seq_len = 4096;
+  const Tailed t = Feed(ReadLines("megatron-bridge-v0.6.0.log"), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.starts.size(), 2u);
+  EXPECT_EQ(k.starts[0].job_started().restored_step(), 0);
+  EXPECT_EQ(k.starts[1].job_started().restored_step(), 20);
+  EXPECT_EQ(StepTokens(k, 30, 1), int64_t{30} * 512 * 4096);
+  EXPECT_EQ(StepTokens(k, 40, 2), int64_t{40} * 512 * 4096);
+  EXPECT_EQ(convert::TimeFromProto(k.steps.back().time()), At(1800 + 200));
+  ASSERT_EQ(k.saves.size(), 1u);
+  EXPECT_EQ(k.saves[0].checkpoint_saved().step(), 20);
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_EQ(s.step, 40);
+  EXPECT_EQ(s.unplanned_interruptions, 1u);
+}
+
 TEST(LogEvents, TorchtitanWithoutItsBatchLineTakesTheRunsPlanOrSendsNothing) {
   std::vector<std::string> lines;
   for (const std::string& l : ReadLines("torchtitan-v0.2.2.log")) {

@@ -217,6 +217,41 @@ TEST(SlurmFollow, ARestartedWatcherResendsEndsAndGoesOn) {
   EXPECT_EQ(got[1].interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos);
 }
 
+// A job array run one task at a time (--array=1-2%1), followed by its name: each task is a
+// job of its own (its own id), so a launch of its own; a task that ends while the next waits
+// ends as the plan's, and the last one too (COMPLETED: the job's own end).
+TEST(SlurmFollow, AJobArrayFollowedByName) {
+  SlurmFollower follower(Options());
+  std::vector<v1::Event> events;
+  std::vector<std::vector<SlurmJob>> looks;
+  for (int i = 1; i <= 5; ++i) {
+    absl::StatusOr<std::vector<SlurmJob>> jobs = ParseSqueueJson(Read(absl::StrCat("array-", i, ".json")));
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    looks.push_back(*jobs);
+    for (v1::Event& e : follower.Observe(*jobs, {}, {})) events.push_back(e);
+  }
+  // The first look: one record for the whole array, waiting; nothing to report.
+  ASSERT_EQ(looks[0].size(), 1u);
+  EXPECT_EQ(looks[0][0].state, "PENDING");
+  ASSERT_EQ(events.size(), 4u);
+  ASSERT_EQ(looks[4].size(), 2u);  // both completed: each task's own record
+  ASSERT_TRUE(looks[4][0].start && looks[4][0].end && looks[4][1].start && looks[4][1].end);
+  const bool in_order = *looks[4][0].start <= *looks[4][1].start;
+  const SlurmJob& first = looks[4][in_order ? 0 : 1];
+  const SlurmJob& second = looks[4][in_order ? 1 : 0];
+  ASSERT_NE(first.job_id, second.job_id);
+  EXPECT_EQ(events[0].job_started().launch(), SlurmLaunchName(first.job_id, 0));
+  EXPECT_EQ(T(events[0]), *first.start);
+  EXPECT_EQ(events[1].interruption().cause(), "job_completed");
+  EXPECT_TRUE(events[1].interruption().planned());
+  EXPECT_EQ(T(events[1]), *first.end);
+  EXPECT_EQ(events[2].job_started().launch(), SlurmLaunchName(second.job_id, 0));
+  EXPECT_EQ(events[2].job_started().attempt(), 2u);
+  EXPECT_EQ(T(events[2]), *second.start);
+  EXPECT_EQ(T(events[3]), *second.end);
+  EXPECT_TRUE(follower.Done());
+}
+
 TEST(SlurmFollow, CausesOfEndStates) {
   EXPECT_EQ(CauseOfEndState("NODE_FAIL", 0, "gpu07", false).cause, "node");
   EXPECT_EQ(CauseOfEndState("PREEMPTED", 0, "", false).cause, "preemption");

@@ -551,6 +551,139 @@ def nemo(name):
         g.step(index, 100, 8, False)
     g.log.write(name)
 
+# ---------------------------------------------------------------------------------------
+# Megatron-DeepSpeed as BLOOM-176B ran it: bigscience-workshop/Megatron-DeepSpeed (commit
+# 8387ae17; the print expressions unchanged since the run began), megatron/training.py
+# training_log (lines 787-824: consumed tokens, elapsed time in seconds, samples per second,
+# TFLOPs) and print_datetime, megatron/checkpointing.py (save_checkpoint, lines 122-123 and
+# 179-180; load_checkpoint, 429-430), under torch.distributed.run --tee 3, which prefixes each
+# line with "[default<local rank>]:" (train/tr11-176B-ml/tr11-176B-ml.slurm in
+# bigscience-workshop/bigscience). The iteration line comes from the last rank (print_rank_last),
+# the rest from rank 0 (print_rank_0). DeepSpeed's own lines (steps_per_print 2000) do not show
+# at these steps.
+# ---------------------------------------------------------------------------------------
+
+class MegatronDeepSpeed:
+    def __init__(self):
+        self.log = Log()
+
+    def print_rank_0(self, s):
+        self.log.print("[default0]:" + s)
+
+    def print_datetime(self, string, t):
+        time_str = t.strftime('%Y-%m-%d %H:%M:%S')
+        self.print_rank_0('[' + string + '] datetime: {} '.format(time_str))
+
+    def iteration(self, iteration, consumed_samples, consumed_tokens, elapsed, batch_size, loss):
+        train_iters, learning_rate = 115311, 5.969e-05
+        log_string = ' iteration {:8d}/{:8d} |'.format(iteration, train_iters)
+        log_string += ' consumed samples: {:12d} |'.format(consumed_samples)
+        log_string += ' consumed tokens: {:12d} |'.format(consumed_tokens)
+        log_string += ' elapsed time per iteration (s): {:.2f} |'.format(elapsed)
+        log_string += ' learning rate: {:.3E} |'.format(learning_rate)
+        log_string += ' global batch size: {:5d} |'.format(batch_size)
+        log_string += ' {}: {:.6E} |'.format('lm loss', loss)
+        log_string += ' grad norm: {:.3f} |'.format(0.174)
+        log_string += ' num zeros: {:.1f} |'.format(0.0)
+        log_string += ' number of skipped iterations: {:3d} |'.format(0)
+        log_string += ' number of nan iterations: {:3d} |'.format(0)
+        log_string += ' samples per second: {:.3f} |'.format(batch_size / elapsed)
+        log_string += ' TFLOPs: {:.2f} |'.format(149.02)
+        self.log.print("[default7]:" + log_string)
+
+    def saving(self, iteration, save="/gpfsscratch/rech/six/commun/checkpoints/tr11-176B-ml/checkpoints/main"):
+        self.print_rank_0('saving checkpoint at iteration {:7d} to {}'.format(iteration, save))
+
+    def saved(self, iteration, save="/gpfsscratch/rech/six/commun/checkpoints/tr11-176B-ml/checkpoints/main"):
+        self.print_rank_0('  successfully saved checkpoint at iteration {:7d} to {}'.format(iteration, save))
+
+    def loaded(self, iteration, load="/gpfsscratch/rech/six/commun/checkpoints/tr11-176B-ml/checkpoints/main"):
+        self.print_rank_0(f'  successfully loaded checkpoint from {load} '
+                          f'at iteration {iteration}')
+
+
+def megatron_deepspeed(name):
+    """BLOOM's batch (2048 sequences of 2048 tokens), iterations 12695..12701 every 105.22 s from
+    00:00 after a relaunch that loaded iteration 12694 (the batch at full size since the ramp-up
+    ended: consumed tokens = consumed samples x 2048). A save of 12700: the iteration lines
+    carry no time; a live tail dates them as it reads them.
+    """
+    g = MegatronDeepSpeed()
+    g.loaded(12694)
+    g.print_datetime('before the start of training step', at(0))
+    samples0 = 9841584 - 2048  # at iteration 12694 (the chronicle's line shows 12695)
+    for i, it in enumerate(range(12695, 12702)):
+        samples = samples0 + (i + 1) * 2048
+        g.iteration(it, samples, samples * 2048, 105.22, 2048, 2.463556)
+        if it == 12700:
+            g.saving(12700)
+            g.saved(12700)
+    g.log.write(name)
+
+# ---------------------------------------------------------------------------------------
+# Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge tag v0.6.0, commit 51885cf1), the training
+# loop under NeMo 2's newer recipes: src/megatron/bridge/training/utils/train_utils.py
+# training_log (lines 1173-1225, print_rank_last), training/checkpointing.py (save_checkpoint
+# line 1150, the finalized save 1480-1483, load 3186-3192; print_rank_0), training/train.py
+# line 337. Its lines are Megatron-LM's (read by --format megatron); it dumps no arguments,
+# so the sequence length comes from --seq-len or the plan.
+# ---------------------------------------------------------------------------------------
+
+class Bridge:
+    def __init__(self):
+        self.log = Log()
+
+    def iteration(self, t, iteration, consumed, elapsed_s, batch_size):
+        train_iters, per_gpu_tf, learning_rate, loss_scale, grad_norm = 1000, 412.3, 2.9999e-04, 1.0, 0.457
+        log_string = f" [{t.strftime('%Y-%m-%d %H:%M:%S')}]"
+        log_string += " iteration {:8d}/{:8d} |".format(iteration, train_iters)
+        log_string += " consumed samples: {:12d} |".format(consumed)
+        log_string += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_s * 1000.0)
+        log_string += f" throughput per GPU (TFLOP/s/GPU): {per_gpu_tf:.1f} |"
+        log_string += f" learning rate: {learning_rate:.6E} |"
+        log_string += f" global batch size: {batch_size:5d} |"
+        log_string += " {}: {:.6E} |".format("lm loss", 3.123456)
+        log_string += f" loss scale: {loss_scale:.1f} |"
+        log_string += f" grad norm: {grad_norm:.3f} |"
+        log_string += " number of skipped iterations: {:3d} |".format(0)
+        log_string += " number of nan iterations: {:3d} |".format(0)
+        self.log.print(log_string)
+
+    def saving(self, step, save_dir="/ckpt/bridge", ckpt_format="torch_dist"):
+        self.log.print(f"saving checkpoint at iteration {step:7d} to {save_dir} in {ckpt_format} format")
+
+    def saved(self, step, save="/ckpt/bridge"):
+        tp_rank, tp_world_size, pp_rank, pp_world_size = 0, 1, 0, 1
+        self.log.print(f"  successfully saved checkpoint from iteration {step:7d} "
+                       f"to {save} [ t {tp_rank}/{tp_world_size}, p {pp_rank}/{pp_world_size} ]")
+
+    def loaded(self, step, load_dir="/ckpt/bridge"):
+        self.log.print(f"  successfully loaded checkpoint from {load_dir} "
+                       f"[ t {0}/{1}, "
+                       f"p {0}/{1} ] "
+                       f"at iteration {step}")
+
+    def starting(self, start_iteration):
+        self.log.print(f"Starting training loop at iteration {start_iteration}")
+
+
+def bridge(name):
+    """Launch 1 from 00:00: iterations 10, 20 (a save of 20), 30, then a crash. Launch 2 from
+    00:30: loads iteration 20, iterations 30, 40. 512 sequences a step, 10 s an iteration.
+    """
+    g = Bridge()
+    g.starting(0)
+    for it in (10, 20, 30):
+        g.iteration(at(it * 10), it, it * 512, 10.0, 512)
+        if it == 20:
+            g.saving(20)
+            g.saved(20)
+    g.loaded(20)
+    g.starting(20)
+    for it in (30, 40):
+        g.iteration(at(1800 + (it - 20) * 10), it, it * 512, 10.0, 512)
+    g.log.write(name)
+
 
 if __name__ == "__main__":
     megatron_current()
@@ -561,3 +694,5 @@ if __name__ == "__main__":
     deepspeed("v0.16.4", "deepspeed-v0.16.4.log")
     deepspeed("v0.14.5", "deepspeed-v0.14.5.log")
     nemo("nemo-v2.4.0.log")
+    megatron_deepspeed("megatron-deepspeed-bloom.log")
+    bridge("megatron-bridge-v0.6.0.log")

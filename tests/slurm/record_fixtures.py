@@ -10,6 +10,10 @@ one-node cluster of this machine (cluster.py). Each stage of one job's life is s
   5-running        the node resumed, the job released: running (restart 2)
   6-timeout        its time limit set to 1 minute: TIMEOUT once a minute has run
 
+And a job array of two tasks run one at a time (--array=1-2%1, each `sleep 4`, as BLOOM's
+chain of 100-hour jobs ran), every change of `squeue --json --states=all --name=chain`:
+array-1.json (the array waits) to array-5.json (both tasks completed).
+
 Usage: record_fixtures.py [DIR] (default: tests/slurm/fixtures). About two minutes (the time
 limit is Slurm's whole minute). The test reads what this wrote; rerun it to record anew and the
 test's expectations follow the files (they are read from them, not typed in).
@@ -66,4 +70,21 @@ with Cluster() as c:
             f.write(src.read())
     with open(os.path.join(out_dir, "node"), "w") as f:
         f.write(c.node + "\n")
+with Cluster() as c:
+    c.sbatch("--array=1-2%1", "--job-name=chain", "-o", c.path("out-%A_%a.txt"), "--wrap", "sleep 4")
+    last, n = None, 0
+    end = time.time() + 60
+    while time.time() < end:
+        text = c.run("squeue", "--json", "--states=all", "--name=chain")
+        jobs = json.loads(text)["jobs"]
+        shape = [(j["job_id"], j["job_state"]) for j in jobs]
+        if shape != last:
+            n += 1
+            with open(os.path.join(out_dir, f"array-{n}.json"), "w") as f:
+                f.write(text)
+            print(f"recorded array-{n}: {shape}", flush=True)
+            last = shape
+        if sum(1 for j in jobs if j["job_state"] == "COMPLETED") == 2:
+            break
+        time.sleep(0.2)
 print(f"fixtures in {out_dir}")
