@@ -93,6 +93,16 @@ try:
         train = (f"PYTHONPATH={build}/python exec /usr/bin/python3 {repo}/clients/python/examples/train_tiny.py "
                  f"--run {RUN} --server {server} --checkpoint-dir {ckpt} --steps 1000000 --save-every 10 "
                  f"--step-sleep 0.1")
+        # Bad usage and bad references: named, the right exit status, nothing sent.
+        def slurm_cli(*args):
+            return subprocess.run(cli + ["slurm", *args], capture_output=True, text=True, env=c.env)
+        r = slurm_cli("--run", RUN)
+        check(r.returncode == 2 and "--job ID or --name NAME" in r.stderr, f"no job named: exit 2 ({r.stderr.strip()})")
+        r = slurm_cli("--run", "no-such-run", "--job", "1")
+        check(r.returncode == 1 and "NOT_FOUND" in r.stderr, f"an unknown run: exit 1 ({r.stderr.strip()})")
+        r = slurm_cli("--run", RUN, "--job", "99999", "--once")
+        check(r.returncode == 1 and "no job 99999" in r.stderr, f"a job Slurm does not have: exit 1 ({r.stderr.strip()})")
+        check(status()["events"] in ("0", 0), "nothing was sent")
         job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", train)
         first = watcher(1)
 
