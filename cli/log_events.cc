@@ -556,11 +556,7 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   if (std::regex_search(line, m, kElapsedMs)) elapsed_ms = Double(m, 1);
   if (!tokens) {
     const std::string why = absl::StrCat("iteration ", *step, ": ", missing);
-    if (!releasing_) {
-      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
-    } else {
-      Unused(line, why);
-    }
+    TokensUnknown(line, why, status);
     return true;
   }
   status = Iteration(at, *step, *tokens, elapsed_ms, step_tokens);
@@ -684,15 +680,25 @@ bool LogEvents::FeedTorchtitan(const std::string& line, const std::optional<absl
                      ": tokens per step unknown: the log did not print its batch (torchtitan prints it "
                      "once, when a job starts) and neither --tokens-per-step, --plan nor the run's plan gives it: pass "
                      "--tokens-per-step");
-    if (!releasing_) {
-      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
-    } else {
-      Unused(line, why);
-    }
+    TokensUnknown(line, why, status);
     return true;
   }
   status = Iteration(at, *step, *step * per, 0, per);
   return true;
+}
+
+void LogEvents::TokensUnknown(const std::string& line, const std::string& why, absl::Status& status) {
+  if (!releasing_) {
+    status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
+  } else {
+    Unused(line, why);
+  }
+}
+
+void LogEvents::StartPending(absl::Time at) {
+  if (!launch_pending_ && active_) return;
+  Start(launch_time_.value_or(at), launch_pending_ ? pending_restored_ : 0);
+  launch_pending_ = false;
 }
 
 int64_t LogEvents::TokensPerStep(int64_t sequences) const {
@@ -760,17 +766,10 @@ bool LogEvents::FeedDeepSpeed(const std::string& line, const std::optional<absl:
         "step ", *step,
         ": tokens per step unknown: DeepSpeed prints its train_batch_size (in the configuration it dumps at start) "
         "but not the sequence length: pass --seq-len, --tokens-per-step or --plan");
-    if (!releasing_) {
-      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
-    } else {
-      Unused(line, why);
-    }
+    TokensUnknown(line, why, status);
     return true;
   }
-  if (launch_pending_ || !active_) {
-    Start(launch_time_.value_or(at), launch_pending_ ? pending_restored_ : 0);
-    launch_pending_ = false;
-  }
+  StartPending(at);
   status = Iteration(at, *step, *step * per, 0, per);
   return true;
 }
@@ -820,17 +819,10 @@ bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time
         absl::StrCat("step ", step,
                      ": tokens per step unknown: NeMo prints the global batch size but not the sequence length: pass "
                      "--seq-len, --tokens-per-step or --plan");
-    if (!releasing_) {
-      status = absl::FailedPreconditionError(absl::StrCat("line ", lines_, ": ", why));
-    } else {
-      Unused(line, why);
-    }
+    TokensUnknown(line, why, status);
     return true;
   }
-  if (launch_pending_ || !active_) {
-    Start(launch_time_.value_or(at), launch_pending_ ? pending_restored_ : 0);
-    launch_pending_ = false;
-  }
+  StartPending(at);
   // The samples NeMo counted (absent on a launch's first step), else the steps times the
   // batch; in tokens with the sequence length (or the tokens per step given).
   const int64_t tokens = consumed && seq > 0 && o_.tokens_per_step == 0 ? *consumed * seq : step * per;

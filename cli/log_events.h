@@ -137,6 +137,12 @@ class LogEvents {
   // else `sequences` (the log's batch, 0 when unknown) times --seq-len or the plan's, else
   // the plan's tokens per step; 0 when none says. `why` names what to pass.
   int64_t TokensPerStep(int64_t sequences) const;
+  // A step whose tokens cannot be counted: the whole tail's refusal (FAILED_PRECONDITION
+  // saying what to pass) before any line was released, else this line unused.
+  void TokensUnknown(const std::string& line, const std::string& why, absl::Status& status);
+  // The launch a DeepSpeed or NeMo log showed (or the first step of a log that showed none)
+  // begins with its first step.
+  void StartPending(absl::Time at);
   bool FeedTorchtitan(const std::string& line, const std::optional<absl::Time>& stamp, absl::Time at,
                       absl::Status& status);
 
