@@ -79,11 +79,13 @@ struct SlurmOptions {
   std::string job;   // a job id (an array's id follows every task of it)
   std::string name;  // or every job of this name: a chain of dependent jobs, an array
   double interval_seconds = 10;
-  bool once = false;     // one look, then exit
-  std::string jobcomp;   // the completion log (jobcomp/filetxt); default: scontrol show config's
-  std::string timezone;  // slurmctld's zone, for the completion log's times; default: this machine's
+  bool once = false;             // one look, then exit
+  std::string records = "auto";  // where ended runs are read: auto, sacct, jobcomp, none
+  std::string jobcomp;           // the completion log (jobcomp/filetxt); default: scontrol show config's
+  std::string timezone;          // slurmctld's zone, for sacct's and the log's times; default: this machine's
 };
-// Follows the job through squeue --json, sinfo --json and the completion log, and reports
+// Follows the job through squeue --json, sinfo --json and accounting (sacct, sacctmgr) or the
+// completion log, and reports
 // each launch (job_started) and its end (interruption, with Slurm's cause) as events with
 // ids naming the launch, so a restarted watcher resends duplicates and backfills what it
 // missed. Exit 0 when every followed job has ended; 1 when Slurm shows no such job or

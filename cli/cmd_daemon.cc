@@ -234,8 +234,9 @@ void AddDaemonCommands(Commands& c) {
 
   CLI::App* slurm = c.app.add_subcommand(
       "slurm",
-      "Follow a Slurm job (or every job of a name: a chain, an array) through squeue --json, sinfo --json and the "
-      "job completion log, and report each real start and end with Slurm's cause: a node failure (naming the "
+      "Follow a Slurm job (or every job of a name: a chain, an array) through squeue --json, sinfo --json and "
+      "accounting (sacct -D, sacctmgr show event) or the job completion log, and report each real start and end with "
+      "Slurm's cause: a node failure (naming the "
       "node and its reason), a preemption, a time limit (planned when the job comes back by itself), an "
       "operator's requeue or cancel, an OOM kill, an exit code. The time in the queue counts as down time. "
       "Restart-safe: each event's id names its launch, so a restarted watcher resends duplicates and backfills "
@@ -245,10 +246,17 @@ void AddDaemonCommands(Commands& c) {
   slurm->add_option("--name", s->slurm_options.name, "every job of this name (a chain of jobs, an array)");
   slurm->add_option("--interval", s->slurm_options.interval_seconds, "seconds between looks")->capture_default_str();
   slurm->add_flag("--once", s->slurm_options.once, "one look, then exit");
+  slurm
+      ->add_option("--records", s->slurm_options.records,
+                   "where the ended runs are read: sacct (accounting), jobcomp (the completion log), none, or auto: "
+                   "sacct when AccountingStorageType=accounting_storage/slurmdbd, else jobcomp when "
+                   "JobCompType=jobcomp/filetxt, else none")
+      ->check(CLI::IsMember({"auto", "sacct", "jobcomp", "none"}))
+      ->capture_default_str();
   slurm->add_option("--jobcomp", s->slurm_options.jobcomp,
                     "the job completion log (default: JobCompLoc when JobCompType=jobcomp/filetxt)");
   slurm->add_option("--timezone", s->slurm_options.timezone,
-                    "slurmctld's zone, for the completion log's times (default: this machine's)");
+                    "slurmctld's zone, for sacct's and the completion log's times (default: this machine's)");
 
   ClientOptions& client = c.client;
   c.Add(create, [s, &client] { return RunCreate(client, s->create_options, std::cout, std::cerr); });

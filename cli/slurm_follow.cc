@@ -88,6 +88,36 @@ bool Holds(const std::vector<std::string>& held, const std::string& node) {
   return false;
 }
 
+// Slurm's local time (%Y-%m-%dT%H:%M:%S) in slurmctld's zone; "Unknown", "None" and the
+// like are none.
+std::optional<absl::Time> LocalTime(absl::string_view text, absl::TimeZone zone) {
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, zone, &t, &err)) return t;
+  return std::nullopt;
+}
+
+// "node N: reason" for a node the run held that failed when it ended: accounting's event
+// whose span covers the end (it lasts after the node is back), else the node's reason while
+// sinfo still shows one. Slurm's times are whole seconds, and the node is marked down in the
+// second the job is ended, or a few before: a margin of kEventMargin either side.
+constexpr absl::Duration kEventMargin = absl::Seconds(5);
+std::optional<std::string> FailedNodeReason(const std::vector<std::string>& held, std::optional<absl::Time> end,
+                                            const std::vector<SlurmNode>& nodes,
+                                            const std::vector<SlurmNodeEvent>& events) {
+  if (end) {
+    for (const SlurmNodeEvent& e : events) {
+      if (!Holds(held, e.node) || e.reason.empty() || *e.start > *end + kEventMargin) continue;
+      if (e.end && *e.end < *end - kEventMargin) continue;
+      return absl::StrCat("node ", e.node, ": ", e.reason);
+    }
+  }
+  for (const SlurmNode& n : nodes) {
+    if (Holds(held, n.name) && !n.reason.empty()) return absl::StrCat("node ", n.name, ": ", n.reason);
+  }
+  return std::nullopt;
+}
+
 std::string Clip(std::string s, size_t n) {
   if (s.size() > n) s.resize(n);
   return s;
@@ -124,6 +154,15 @@ absl::StatusOr<std::vector<SlurmJob>> ParseSqueueJson(absl::string_view json) {
   return out;
 }
 
+std::vector<SlurmJob> FollowedJobs(std::vector<SlurmJob> jobs, std::optional<int64_t> job_id, const std::string& name) {
+  std::vector<SlurmJob> out;
+  for (SlurmJob& j : jobs) {
+    const bool of_id = job_id && (j.job_id == *job_id || j.array_job_id == *job_id);
+    if (of_id || (!name.empty() && j.name == name)) out.push_back(std::move(j));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<SlurmNode>> ParseSinfoJson(absl::string_view json) {
   absl::StatusOr<Struct> root = ParseJson(json, "sinfo --json's output");
   if (!root.ok()) return root.status();
@@ -141,19 +180,14 @@ absl::StatusOr<std::vector<SlurmNode>> ParseSinfoJson(absl::string_view json) {
   return out;
 }
 
-std::optional<JobCompRecord> ParseJobCompLine(absl::string_view line, absl::TimeZone zone) {
-  JobCompRecord r;
+std::optional<SlurmRunRecord> ParseJobCompLine(absl::string_view line, absl::TimeZone zone) {
+  SlurmRunRecord r;
   bool has_id = false;
   for (absl::string_view kv : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
     const size_t eq = kv.find('=');
     if (eq == absl::string_view::npos) continue;
     const absl::string_view key = kv.substr(0, eq), value = kv.substr(eq + 1);
-    auto time = [&]() -> std::optional<absl::Time> {
-      absl::Time t;
-      std::string err;
-      if (absl::ParseTime("%Y-%m-%dT%H:%M:%S", value, zone, &t, &err)) return t;
-      return std::nullopt;  // "Unknown"
-    };
+    auto time = [&] { return LocalTime(value, zone); };
     if (key == "JobId") {
       has_id = absl::SimpleAtoi(value, &r.job_id);
     } else if (key == "JobState") {
@@ -170,6 +204,71 @@ std::optional<JobCompRecord> ParseJobCompLine(absl::string_view line, absl::Time
   }
   if (!has_id || r.state.empty()) return std::nullopt;
   return r;
+}
+
+absl::StatusOr<std::vector<SlurmRunRecord>> ParseSacct(absl::string_view text, absl::TimeZone zone) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
+  if (lines.empty()) return absl::InvalidArgumentError("sacct printed nothing, not even its header");
+  std::map<std::string, size_t> column;
+  {
+    size_t i = 0;
+    for (absl::string_view name : absl::StrSplit(lines[0], '|')) column[std::string(name)] = i++;
+  }
+  for (const char* need : {"JobIDRaw", "State"}) {
+    if (!column.count(need)) {
+      return absl::InvalidArgumentError(absl::StrCat("sacct's header '", lines[0], "' has no ", need, " column"));
+    }
+  }
+  std::vector<SlurmRunRecord> rows;
+  for (size_t l = 1; l < lines.size(); ++l) {
+    const std::vector<absl::string_view> f = absl::StrSplit(lines[l], '|');
+    auto get = [&](const char* name) -> absl::string_view {
+      auto it = column.find(name);
+      return it == column.end() || it->second >= f.size() ? absl::string_view() : f[it->second];
+    };
+    SlurmRunRecord r;
+    if (!absl::SimpleAtoi(get("JobIDRaw"), &r.job_id)) continue;  // a step's row ("12.batch")
+    // "CANCELLED by 0": the state is its first word.
+    const absl::string_view state = get("State");
+    r.state = std::string(state.substr(0, state.find(' ')));
+    if (r.state.empty() || (!Ended(r.state) && r.state != "REQUEUED")) continue;  // not ended yet
+    r.submit = LocalTime(get("Submit"), zone);
+    r.start = LocalTime(get("Start"), zone);
+    r.end = LocalTime(get("End"), zone);
+    const absl::string_view nodes = get("NodeList");
+    if (nodes != "None assigned" && nodes != "(null)") r.nodes = std::string(nodes);
+    r.exit_code = std::string(get("ExitCode"));
+    rows.push_back(std::move(r));
+  }
+  // Each job's runs in the order they were queued (a requeue's run is queued when it is).
+  std::stable_sort(rows.begin(), rows.end(), [](const SlurmRunRecord& a, const SlurmRunRecord& b) {
+    if (a.job_id != b.job_id) return a.job_id < b.job_id;
+    return a.submit.value_or(absl::InfinitePast()) < b.submit.value_or(absl::InfinitePast());
+  });
+  return rows;
+}
+
+std::vector<SlurmNodeEvent> ParseNodeEvents(absl::string_view text, absl::TimeZone zone) {
+  std::vector<SlurmNodeEvent> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> f = absl::StrSplit(line, '|');
+    if (f.size() < 5 || f[0].empty()) continue;  // the cluster's own events have no node
+    SlurmNodeEvent e;
+    e.node = std::string(f[0]);
+    e.start = LocalTime(f[1], zone);
+    e.end = LocalTime(f[2], zone);
+    e.state = std::string(f[3]);
+    e.reason = std::string(f[4]);
+    if (e.start) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+int32_t ExitStatusOf(absl::string_view exit_code) {
+  const std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(exit_code, absl::MaxSplits(':', 1));
+  int code = 0, signal = 0;
+  if (!absl::SimpleAtoi(p.first, &code) || (!p.second.empty() && !absl::SimpleAtoi(p.second, &signal))) return 0;
+  return static_cast<int32_t>(((code & 0xff) << 8) | (signal & 0x7f));
 }
 
 SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const std::string& nodes, bool resubmits) {
@@ -198,12 +297,14 @@ SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const 
 std::string SlurmLaunchName(int64_t job_id, uint32_t restarts) { return absl::StrCat("slurm:", job_id, ".", restarts); }
 
 void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& launch, absl::Time at) {
-  launch.start = at;
   if (launch.started_sent) return;
+  launch.start = at;
   const std::string name = SlurmLaunchName(key.first, key.second);
   for (const KnownAttempt& known : options_.known_attempts) {
-    // Reported before this watcher started, by an earlier watcher (its start time).
-    if (known.started == at && known.launch == name) {
+    // Reported before this watcher started, by an earlier watcher: at Slurm's time, or later
+    // within its second (placed after the run's latest report then).
+    if (known.launch == name && known.started >= at && known.started < at + absl::Seconds(1)) {
+      launch.start = known.started;
       launch.attempt = known.attempt;
       launch.started_sent = true;
       last_attempt_ = std::max(last_attempt_, known.attempt);
@@ -211,6 +312,11 @@ void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& l
     }
   }
   launch.attempt = options_.number_launch ? options_.number_launch(name, at) : ++last_attempt_;
+  if (options_.latest_event) {
+    const std::optional<absl::Time> latest = options_.latest_event();
+    if (latest && *latest > at && *latest < at + absl::Seconds(1)) at = *latest;
+  }
+  launch.start = at;
   v1::Event e;
   e.set_run(options_.run);
   e.set_id(absl::StrCat("slurm-", key.first, "-", key.second, "-start"));
@@ -240,11 +346,12 @@ void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& lau
 }
 
 std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes,
-                                              const std::vector<JobCompRecord>& records) {
+                                              const std::vector<SlurmRunRecord>& records,
+                                              const std::vector<SlurmNodeEvent>& node_events) {
   std::vector<v1::Event> out;
   // The completion log's records, by job in the log's order: record r is the job's run r.
-  std::map<int64_t, std::vector<JobCompRecord>> by_job;
-  for (const JobCompRecord& r : records) by_job[r.job_id].push_back(r);
+  std::map<int64_t, std::vector<SlurmRunRecord>> by_job;
+  for (const SlurmRunRecord& r : records) by_job[r.job_id].push_back(r);
   for (const SlurmJob& j : jobs) seen_.insert(j.job_id);
 
   std::set<int64_t> active;
@@ -254,12 +361,12 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
     if (j.state == "PENDING") any_waiting = true;
   }
   for (const SlurmJob& j : jobs) {
-    const std::vector<JobCompRecord>& log = by_job[j.job_id];
+    const std::vector<SlurmRunRecord>& log = by_job[j.job_id];
     // Runs of the job that ended before this look: restart counts below the current one.
     for (uint32_t r = 0; r < j.restarts; ++r) {
       Launch& l = launches_[{j.job_id, r}];
       if (l.ended_sent) continue;
-      const JobCompRecord* rec = r < log.size() ? &log[r] : nullptr;
+      const SlurmRunRecord* rec = r < log.size() ? &log[r] : nullptr;
       if (!l.started_sent) {
         // Never seen running (the watcher was away): its record gives its start.
         std::optional<absl::Time> start = rec ? rec->start : std::nullopt;
@@ -273,7 +380,7 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
       SlurmCause cause;
       std::optional<absl::Time> at;
       if (rec) {
-        cause = CauseOfEndState(rec->state, 0, rec->nodes, true);
+        cause = CauseOfEndState(rec->state, ExitStatusOf(rec->exit_code), rec->nodes, true);
         at = rec->end;
       }
       if (!rec || rec->state == "PENDING") {
@@ -289,11 +396,8 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         if (cause.cause.empty()) cause = CauseOfEndState("PENDING", 0, absl::StrJoin(l.nodes, ","), true);
       }
       if (rec && rec->state == "NODE_FAIL") {
-        for (const SlurmNode& n : nodes) {
-          if (Holds(l.nodes, n.name) && !n.reason.empty()) {
-            absl::StrAppend(&cause.detail, ", node ", n.name, ": ", n.reason);
-            break;
-          }
+        if (std::optional<std::string> why = FailedNodeReason(l.nodes, rec->end, nodes, node_events)) {
+          absl::StrAppend(&cause.detail, ", ", *why);
         }
       }
       if (!at) at = r + 1 == j.restarts && j.submit ? j.submit : l.start;
@@ -322,10 +426,16 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
     const int64_t job_id = key.first;  // (clang 14 captures no structured binding)
     const bool shown = std::any_of(jobs.begin(), jobs.end(), [&](const SlurmJob& j) { return j.job_id == job_id; });
     if (shown) continue;
-    const std::vector<JobCompRecord>& log = by_job[key.first];
+    const std::vector<SlurmRunRecord>& log = by_job[key.first];
     if (key.second < log.size()) {
-      const JobCompRecord& rec = log[key.second];
-      End(out, key, l, rec.end.value_or(*l.start), CauseOfEndState(rec.state, 0, rec.nodes, any_waiting));
+      const SlurmRunRecord& rec = log[key.second];
+      SlurmCause cause = CauseOfEndState(rec.state, ExitStatusOf(rec.exit_code), rec.nodes, any_waiting);
+      if (rec.state == "NODE_FAIL") {
+        if (std::optional<std::string> why = FailedNodeReason(l.nodes, rec.end, nodes, node_events)) {
+          absl::StrAppend(&cause.detail, ", ", *why);
+        }
+      }
+      End(out, key, l, rec.end.value_or(*l.start), cause);
     }
   }
   active_ = std::move(active);

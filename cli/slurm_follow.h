@@ -1,6 +1,6 @@
 // Slurm's record of a job, turned into the run's launches and interruptions (the
-// `flightplan slurm` converter). No I/O: the command runs squeue, sinfo and reads the job
-// completion log, and hands what they printed here; events come out. Not thread-safe (one
+// `flightplan slurm` converter). No I/O: the command runs squeue, sinfo, sacct and sacctmgr
+// or reads the job completion log, and hands what they printed here; events come out. Not thread-safe (one
 // per watcher).
 //
 // What it reads is Slurm 22.05's own output, as Debian 12 ships it (the fixtures in
@@ -12,14 +12,24 @@
 //     state, reason, reason_changed_at;
 //   - the job completion log of jobcomp/filetxt (src/plugins/jobcomp/filetxt/
 //     jobcomp_filetxt.c): one line of Key=Value per ended run of a job, with JobId,
-//     JobState, StartTime, EndTime (local time, as %Y-%m-%dT%H:%M:%S), NodeList, ExitCode.
+//     JobState, StartTime, EndTime (local time, as %Y-%m-%dT%H:%M:%S), NodeList, ExitCode;
+//   - accounting, where the site keeps it (AccountingStorageType=accounting_storage/slurmdbd):
+//     `sacct -D -P -X -j IDS -o JobIDRaw,JobName,State,Start,End,NodeList,ExitCode,Submit`,
+//     one row per run of a job (-D keeps the runs a requeue replaced), with the same local
+//     times, states as the job ended ("CANCELLED by 0", REQUEUED for an operator's requeue,
+//     PREEMPTED, NODE_FAIL; src/sacct/print.c's "%s by %u") and "code:signal" exit codes;
+//   - node events from accounting, `sacctmgr -n -P show event Nodes=N Start=T
+//     format=NodeName,TimeStart,TimeEnd,State,Reason`: a node's down or drain reason, kept
+//     after the node is back. Both as Debian 12's 22.05.8 prints them (tests/slurm/fixtures).
 //
 // One launch is one run of a job: (job id, restart count). Its start is squeue's
 // start_time while it runs. Its end, and why, is read where it lasts: the job's own end
-// state while squeue still shows it (TIMEOUT, NODE_FAIL, ...), the completion log's record
-// of that run, or, for a job back in the queue with its restart count up, the state and
-// reason of the nodes it held (a node now down or drained: node) and else an operator's
-// requeue. A requeue's time is the job's new submit_time, which Slurm sets then.
+// state while squeue still shows it (TIMEOUT, NODE_FAIL, ...), accounting's or the
+// completion log's record of that run, or, for a job back in the queue with its restart count
+// up and no record, the state and reason of the nodes it held (a node now down or drained:
+// node) and else an operator's requeue, at the job's new submit_time, which Slurm sets then.
+// A failed node is named with its reason: accounting's event covering the run's end, else
+// the node's reason while sinfo still shows it.
 #ifndef FLIGHTPLAN_CLI_SLURM_FOLLOW_H_
 #define FLIGHTPLAN_CLI_SLURM_FOLLOW_H_
 
@@ -59,20 +69,45 @@ struct SlurmNode {
   std::optional<absl::Time> reason_changed_at;
 };
 
-// One ended run of a job, from the completion log.
-struct JobCompRecord {
+// One ended run of a job, from the completion log or accounting.
+struct SlurmRunRecord {
   int64_t job_id = 0;
-  std::string state;  // as it ended: NODE_FAIL, TIMEOUT, COMPLETED, ... or PENDING (requeued)
+  std::string state;  // as it ended: NODE_FAIL, TIMEOUT, COMPLETED, REQUEUED, ... (the log: PENDING when requeued)
+  std::optional<absl::Time> submit;  // accounting's: when this run was queued
   std::optional<absl::Time> start, end;
   std::string nodes;
   std::string exit_code;  // "code:signal"
 };
 
+// The jobs a watcher follows, out of squeue --json's list: those of the job id (an array's id:
+// its tasks too) or of the name. Debian 12's squeue 22.05 prints every job with --json,
+// whatever --jobs, --name or --states say (tests/slurm/fixtures/preempted.json holds the
+// job that preempted the followed one).
+[[nodiscard]] std::vector<SlurmJob> FollowedJobs(std::vector<SlurmJob> jobs, std::optional<int64_t> job_id,
+                                                 const std::string& name);
+
 // INVALID_ARGUMENT naming what is missing when the text is not that JSON.
 [[nodiscard]] absl::StatusOr<std::vector<SlurmJob>> ParseSqueueJson(absl::string_view json);
 [[nodiscard]] absl::StatusOr<std::vector<SlurmNode>> ParseSinfoJson(absl::string_view json);
 // nullopt for a line that is not a record. Times are read in `zone` (slurmctld's).
-[[nodiscard]] std::optional<JobCompRecord> ParseJobCompLine(absl::string_view line, absl::TimeZone zone);
+[[nodiscard]] std::optional<SlurmRunRecord> ParseJobCompLine(absl::string_view line, absl::TimeZone zone);
+
+// A node's down, drain or failure time as accounting keeps it.
+struct SlurmNodeEvent {
+  std::string node;
+  std::optional<absl::Time> start, end;  // end absent while it lasts
+  std::string state;                     // DOWN, DRAIN, ...
+  std::string reason;
+};
+
+// sacct -P's rows (with its header line, which names the columns) as records, one per ended
+// run, each job's runs in the order they were queued; rows of runs not ended yet (PENDING,
+// RUNNING) are left out. INVALID_ARGUMENT naming the column when JobIDRaw or State is missing.
+[[nodiscard]] absl::StatusOr<std::vector<SlurmRunRecord>> ParseSacct(absl::string_view text, absl::TimeZone zone);
+// sacctmgr -n -P show event's rows in the format above; rows of another shape are skipped.
+[[nodiscard]] std::vector<SlurmNodeEvent> ParseNodeEvents(absl::string_view text, absl::TimeZone zone);
+// "code:signal" (sacct's and the completion log's ExitCode) as a wait(2) status; 0 when unreadable.
+[[nodiscard]] int32_t ExitStatusOf(absl::string_view exit_code);
 
 // A launch's interruption as Slurm names it: cause, planned, detail (docs/contract.md §4).
 struct SlurmCause {
@@ -109,6 +144,12 @@ struct SlurmFollowOptions {
   // and one it lacks (the watcher was killed before sending it) joins the training's report
   // of that stop, or corrects the stop the daemon inferred.
   std::vector<KnownAttempt> known_attempts;
+  // The run's latest event as the daemon has it, read when a launch is numbered. Slurm's
+  // times are whole seconds: a launch Slurm dates in the second the run's latest report
+  // fell in (the training's own stop, a fraction of a second past Slurm's end of the run
+  // before) starts at that report, since its real start lies in that second and after it.
+  // Unset: Slurm's time as it is.
+  std::function<std::optional<absl::Time>()> latest_event;
 };
 
 class SlurmFollower {
@@ -116,12 +157,17 @@ class SlurmFollower {
   explicit SlurmFollower(SlurmFollowOptions options) : options_(std::move(options)) {}
 
   // One look at Slurm: the followed jobs as squeue shows them now (the job, or every job
-  // of the name), the nodes, and the completion log's records of those jobs so far, in the
-  // log's order (the whole log each time: nothing is sent twice). The events this look implies, in time order,
-  // each with an id naming its launch ("slurm-J-R-start", "slurm-J-R-end"), so a watcher
-  // that is restarted sends them again as duplicates.
+  // of the name), the nodes, the records of those jobs' ended runs so far (the completion
+  // log's or accounting's, each job's in order: the whole record each time, nothing is sent
+  // twice), and accounting's node events (a failed node's reason after it is back). The events this look implies, in
+  // time order, each with an id naming its launch ("slurm-J-R-start", "slurm-J-R-end"), so a watcher that is restarted
+  // sends them again as duplicates.
   std::vector<v1::Event> Observe(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes,
-                                 const std::vector<JobCompRecord>& records);
+                                 const std::vector<SlurmRunRecord>& records,
+                                 const std::vector<SlurmNodeEvent>& node_events = {});
+
+  // Every job followed so far (squeue may stop showing one whose record is still wanted).
+  [[nodiscard]] const std::set<int64_t>& followed() const { return seen_; }
 
   // Every launch seen has ended, and no followed job is waiting or running.
   [[nodiscard]] bool Done() const;

@@ -12,6 +12,9 @@ packages=(
   clang-format  # the format check of tests/run_all.sh (.clang-format)
   # a one-node Slurm 22.05 cluster for `flightplan slurm`'s test (tests/slurm/cluster.py)
   slurmctld slurmd slurm-client munge
+  # and its accounting, for sacct and sacctmgr: slurmdbd on a MariaDB the test starts itself
+  # (the -core packages: the server's binaries, no system service)
+  slurmdbd mariadb-server-core mariadb-client-core
   # gRPC 1.51 and protobuf 3.21 (module-mode FindProtobuf, gRPC CMake config)
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the rest of the C++ stack

@@ -2,10 +2,15 @@
 // tests/slurm/fixtures were printed by Debian 12's Slurm 22.05.8 (squeue --json, sinfo
 // --json: openapi/v0.0.38; the jobcomp/filetxt completion log) for one job's life, recorded
 // by tests/slurm/record_fixtures.py: running, requeued by an operator, running, its node set
-// DOWN, running, killed at its time limit. The expected times are read from the same files
-// (the job's start_time, submit_time and end_time at each stage), not typed in.
+// DOWN, running, killed at its time limit; with accounting's record of the same runs (sacct
+// -D -P -X) and the node's events (sacctmgr show event); and, on a cluster that keeps
+// accounting only, a preemption, an operator's scancel, and a --dependency chain of one name
+// that exits 3 and is killed by signal 9. The expected times are read from the same files
+// (the job's start_time, submit_time and end_time at each stage, sacct's Start and End), not
+// typed in.
 #include "cli/slurm_follow.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -42,12 +47,33 @@ Stage Load(const std::string& stage) {
   return s;
 }
 
-std::vector<JobCompRecord> Records() {
-  std::vector<JobCompRecord> out;
+std::vector<SlurmRunRecord> Records() {
+  std::vector<SlurmRunRecord> out;
   std::istringstream in(Read("jobcomp.log"));
   // The recorder runs slurmctld with TZ=UTC (tests/slurm/cluster.py).
   for (std::string line; std::getline(in, line);) {
     if (auto r = ParseJobCompLine(line, absl::UTCTimeZone())) out.push_back(*r);
+  }
+  return out;
+}
+
+// The recorder's sacct and sacctmgr print in slurmctld's zone too: UTC.
+std::vector<SlurmRunRecord> Accounting(const std::string& name) {
+  absl::StatusOr<std::vector<SlurmRunRecord>> r = ParseSacct(Read(name), absl::UTCTimeZone());
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : std::vector<SlurmRunRecord>{};
+}
+
+// The records as they stood at a look: of each job shown, the runs ended by then (those
+// before its restart count, and its current one once it has ended).
+std::vector<SlurmRunRecord> EndedBy(const std::vector<SlurmRunRecord>& all, const std::vector<SlurmJob>& jobs) {
+  std::vector<SlurmRunRecord> out;
+  for (const SlurmJob& j : jobs) {
+    const bool ended = j.state != "PENDING" && j.state != "RUNNING" && j.state != "COMPLETING";
+    size_t n = 0;
+    for (const SlurmRunRecord& r : all) {
+      if (r.job_id == j.job_id && n++ < j.restarts + (ended ? 1u : 0u)) out.push_back(r);
+    }
   }
   return out;
 }
@@ -79,12 +105,12 @@ TEST(SlurmFollow, ParsesSlurm2205sOwnOutput) {
   EXPECT_EQ(down.jobs[0].state, "PENDING");
   EXPECT_EQ(down.jobs[0].restarts, 2u);
   // The completion log: one record per ended run of the job, in order.
-  const std::vector<JobCompRecord> records = Records();
+  const std::vector<SlurmRunRecord> records = Records();
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].state, "PENDING");  // how 22.05 logs an operator's requeue
   EXPECT_EQ(records[1].state, "NODE_FAIL");
   EXPECT_EQ(records[2].state, "TIMEOUT");
-  for (const JobCompRecord& r : records) EXPECT_EQ(r.job_id, j.job_id);
+  for (const SlurmRunRecord& r : records) EXPECT_EQ(r.job_id, j.job_id);
 }
 
 TEST(SlurmFollow, RefusesWhatIsNotSqueuesJson) {
@@ -101,7 +127,7 @@ TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
   for (const char* name : kStages) {
     stages.push_back(Load(name));
     // The completion log as it stood then: the records of the runs ended so far.
-    std::vector<JobCompRecord> records = Records();
+    std::vector<SlurmRunRecord> records = Records();
     records.resize(std::min<size_t>(
         records.size(), stages.back().jobs[0].restarts + (stages.back().jobs[0].state == "TIMEOUT" ? 1 : 0)));
     for (v1::Event& e : follower.Observe(stages.back().jobs, stages.back().nodes, records)) events.push_back(e);
@@ -151,7 +177,7 @@ TEST(SlurmFollow, AWatcherAwayBackfillsFromTheCompletionLog) {
   std::vector<v1::Event> live;
   for (const char* name : kStages) {
     const Stage s = Load(name);
-    std::vector<JobCompRecord> records = Records();
+    std::vector<SlurmRunRecord> records = Records();
     records.resize(std::min<size_t>(records.size(), s.jobs[0].restarts + (s.jobs[0].state == "TIMEOUT" ? 1 : 0)));
     for (v1::Event& e : watched.Observe(s.jobs, s.nodes, records)) live.push_back(e);
   }
@@ -170,8 +196,8 @@ TEST(SlurmFollow, AWatcherAwayBackfillsFromTheCompletionLog) {
   }
 }
 
-std::vector<JobCompRecord> RecordsAt(const Stage& s) {
-  std::vector<JobCompRecord> records = Records();
+std::vector<SlurmRunRecord> RecordsAt(const Stage& s) {
+  std::vector<SlurmRunRecord> records = Records();
   records.resize(std::min<size_t>(records.size(), s.jobs[0].restarts + (s.jobs[0].state == "TIMEOUT" ? 1 : 0)));
   return records;
 }
@@ -249,6 +275,132 @@ TEST(SlurmFollow, AJobArrayFollowedByName) {
   EXPECT_EQ(events[2].job_started().attempt(), 2u);
   EXPECT_EQ(T(events[2]), *second.start);
   EXPECT_EQ(T(events[3]), *second.end);
+  EXPECT_TRUE(follower.Done());
+}
+
+// Accounting's record of the job: one row per run (-D keeps those a requeue replaced), with
+// the completion log's times, and the operator's requeue named REQUEUED where the log says
+// PENDING.
+TEST(SlurmFollow, AccountingRecordsEveryRunAsTheCompletionLogDoes) {
+  const std::vector<SlurmRunRecord> log = Records(), acct = Accounting("sacct.txt");
+  ASSERT_EQ(acct.size(), 3u);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(acct[0].state, "REQUEUED");
+  EXPECT_EQ(acct[1].state, "NODE_FAIL");
+  EXPECT_EQ(acct[2].state, "TIMEOUT");
+  for (size_t i = 0; i < acct.size(); ++i) {
+    EXPECT_EQ(acct[i].job_id, log[i].job_id) << i;
+    EXPECT_EQ(acct[i].start, log[i].start) << i;
+    EXPECT_EQ(acct[i].end, log[i].end) << i;
+    EXPECT_EQ(acct[i].nodes, log[i].nodes) << i;
+    ASSERT_TRUE(acct[i].submit && acct[i].start) << i;
+    EXPECT_LE(*acct[i].submit, *acct[i].start) << i;
+  }
+  // The node's events: the DOWN it was set with, and its reason, kept after it came back.
+  const std::vector<SlurmNodeEvent> events = ParseNodeEvents(Read("node-events.txt"), absl::UTCTimeZone());
+  const std::string node = Read("node").substr(0, Read("node").size() - 1);
+  const auto down = std::find_if(events.begin(), events.end(),
+                                 [](const SlurmNodeEvent& e) { return e.reason == "gpu_xid_79_on_gpu3"; });
+  ASSERT_NE(down, events.end()) << Read("node-events.txt");
+  EXPECT_EQ(down->node, node);
+  EXPECT_EQ(down->state, "DOWN");
+  ASSERT_TRUE(down->start && down->end && acct[1].end);
+  EXPECT_LE(*down->start, *acct[1].end + absl::Seconds(5));
+  EXPECT_GE(*down->end, *acct[1].end);
+  EXPECT_EQ(ParseSacct("JobID|Start\n1|None\n", absl::UTCTimeZone()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExitStatusOf("3:0"), 3 << 8);
+  EXPECT_EQ(ExitStatusOf("0:9"), 9);
+  EXPECT_EQ(ExitStatusOf("junk"), 0);
+}
+
+// Watched throughout, with accounting in place of the completion log: the same launches and
+// ends, ids, times and causes.
+TEST(SlurmFollow, AccountingGivesWhatTheCompletionLogGives) {
+  SlurmFollower by_log(Options()), by_acct(Options());
+  std::vector<v1::Event> a, b;
+  const std::vector<SlurmRunRecord> acct = Accounting("sacct.txt");
+  for (const char* name : kStages) {
+    const Stage s = Load(name);
+    for (v1::Event& e : by_log.Observe(s.jobs, s.nodes, RecordsAt(s))) a.push_back(e);
+    for (v1::Event& e : by_acct.Observe(s.jobs, s.nodes, EndedBy(acct, s.jobs))) b.push_back(e);
+  }
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].id(), a[i].id()) << i;
+    EXPECT_EQ(T(b[i]), T(a[i])) << i;
+    EXPECT_EQ(b[i].interruption().cause(), a[i].interruption().cause()) << i;
+    EXPECT_EQ(b[i].interruption().planned(), a[i].interruption().planned()) << i;
+  }
+}
+
+// A watcher away from the node's failure until the node was back and the job ran again: sinfo
+// no longer has the reason, accounting's node event does.
+TEST(SlurmFollow, AWatcherAwayForANodesFailureNamesItsReasonFromAccounting) {
+  const std::vector<SlurmNodeEvent> events = ParseNodeEvents(Read("node-events.txt"), absl::UTCTimeZone());
+  const std::vector<SlurmRunRecord> acct = Accounting("sacct.txt");
+  auto node_end = [&](const std::vector<SlurmNodeEvent>& with) {
+    SlurmFollower away(Options());
+    const Stage first = Load("1-running"), back = Load("5-running");
+    away.Observe(first.jobs, first.nodes, {});
+    for (const v1::Event& e : away.Observe(back.jobs, back.nodes, EndedBy(acct, back.jobs), with)) {
+      if (e.id() == absl::StrCat("slurm-", back.jobs[0].job_id, "-1-end")) return e;
+    }
+    return v1::Event();
+  };
+  const Stage back = Load("5-running");
+  ASSERT_EQ(back.nodes.size(), 1u);
+  EXPECT_EQ(back.nodes[0].reason, "");  // the node is back: Slurm's node record has no reason
+  const v1::Event with = node_end(events), without = node_end({});
+  EXPECT_EQ(with.interruption().cause(), "node");
+  EXPECT_EQ(T(with), *acct[1].end);
+  EXPECT_NE(with.interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos) << with.interruption().detail();
+  EXPECT_EQ(without.interruption().cause(), "node");
+  EXPECT_EQ(without.interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos);
+}
+
+// Accounting only (no completion log): a preemption, an operator's scancel, and a
+// --dependency chain of the same name followed by it, ending with exit code 3 and signal 9.
+TEST(SlurmFollow, PreemptionCancelAndAChainFromAccounting) {
+  const std::vector<SlurmRunRecord> acct = Accounting("accounting.txt");
+  ASSERT_EQ(acct.size(), 4u);
+  EXPECT_EQ(acct[0].state, "PREEMPTED");
+  EXPECT_EQ(acct[1].state, "CANCELLED");  // sacct: "CANCELLED by 0"
+  EXPECT_EQ(acct[2].state, "FAILED");
+  EXPECT_EQ(acct[2].exit_code, "3:0");
+  EXPECT_EQ(acct[3].exit_code, "0:9");
+  SlurmFollower follower(Options());
+  std::vector<v1::Event> events;
+  for (const char* look : {"preempted.json", "chain-1.json", "chain-2.json"}) {
+    absl::StatusOr<std::vector<SlurmJob>> all = ParseSqueueJson(Read(look));
+    ASSERT_TRUE(all.ok()) << all.status();
+    // squeue --json printed every job, the urgent one that preempted `pretrain` too.
+    const size_t printed = all->size();
+    const std::vector<SlurmJob> jobs = FollowedJobs(*all, std::nullopt, "pretrain");
+    EXPECT_EQ(printed, jobs.size() + 1) << look;
+    for (v1::Event& e : follower.Observe(jobs, {}, EndedBy(acct, jobs))) events.push_back(e);
+  }
+  ASSERT_EQ(events.size(), 8u);
+  const struct {
+    const SlurmRunRecord& run;
+    const char* cause;
+    bool planned;
+  } want[] = {{acct[0], "preemption", false},
+              {acct[1], "operator", true},
+              {acct[2], "exit_code_3", false},
+              {acct[3], "signal_9", false}};
+  for (size_t i = 0; i < 4; ++i) {
+    const v1::Event &start = events[2 * i], &end = events[2 * i + 1];
+    ASSERT_TRUE(start.has_job_started()) << i;
+    EXPECT_EQ(start.job_started().attempt(), i + 1);
+    EXPECT_EQ(T(start), *want[i].run.start) << i;
+    ASSERT_TRUE(end.has_interruption()) << i;
+    EXPECT_EQ(end.attempt(), i + 1);
+    EXPECT_EQ(T(end), *want[i].run.end) << i;
+    EXPECT_EQ(end.interruption().cause(), want[i].cause) << i << " " << end.interruption().detail();
+    EXPECT_EQ(end.interruption().planned(), want[i].planned) << i;
+  }
   EXPECT_TRUE(follower.Done());
 }
 

@@ -12,6 +12,12 @@ the jobs (SlurmUser=root): slurmd must be root to start a job as its user.
         c.wait_job(job, "RUNNING")
         c.scontrol("requeue", job)
 
+With accounting=True it also starts MariaDB (Debian 12's 10.11, on a loopback port, its data
+under the directory) and slurmdbd on it, so that sacct and sacctmgr answer; jobcomp=False leaves
+the completion log out (JobCompType=jobcomp/none), as at a site that keeps accounting only. Two
+partitions, main (the default) and urgent (a higher PriorityTier, PreemptMode=REQUEUE), let a
+job submitted to urgent preempt one running in main.
+
 The configuration keeps the test machine's kernel out of it (ProctrackType=proctrack/linuxproc,
 TaskPlugin=task/none: no cgroups) and makes a node set DOWN by an operator stay down until
 resumed (ReturnToService=1).
@@ -33,12 +39,18 @@ def _free_port():
 
 
 class Cluster:
-    def __init__(self, workdir=None, timeout=60):
+    def __init__(self, workdir=None, timeout=60, accounting=False, jobcomp=True):
         if os.geteuid() != 0:
             raise SystemExit("cluster.py: slurmd must run as root to start jobs (run the test as root)")
         for tool in ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo"):
             if shutil.which(tool) is None:
                 raise SystemExit(f"cluster.py: {tool} is not installed (deploy/install-deps.sh installs it)")
+        if accounting:
+            for tool in ("mariadbd", "mariadb-install-db", "slurmdbd", "sacct", "sacctmgr"):
+                if shutil.which(tool) is None:
+                    raise SystemExit(f"cluster.py: {tool} is not installed (deploy/install-deps.sh installs it)")
+        self.accounting = accounting
+        self.keep_jobcomp = jobcomp
         self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="flightplan-slurm-")
         self.timeout = timeout
@@ -80,6 +92,8 @@ class Cluster:
                         f"--seed-file={self.path('munge', 'munged.seed')}"], check=True)
         self._pids.append(self.path("munge", "munged.pid"))
         self.ctld_port, self.slurmd_port = _free_port(), _free_port()
+        if self.accounting:
+            self.start_accounting()
         with open(self.conf, "w") as f:
             f.write(self.config())
         subprocess.run(["slurmctld", "-c", "-f", self.conf], check=True, env=self.env)
@@ -87,6 +101,47 @@ class Cluster:
         subprocess.run(["slurmd", "-f", self.conf, "-N", self.node], check=True, env=self.env)
         self._pids.append(self.path("slurmd.pid"))
         self.wait("the node to register idle", lambda: self.node_state() == "idle")
+
+    def start_accounting(self):
+        """MariaDB (Debian 12's 10.11) on a loopback port with its data under the directory, and
+        slurmdbd on it: Slurm's accounting, which sacct and sacctmgr read."""
+        data = self.path("mariadb")
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
+                        "--auth-root-authentication-method=normal", "--skip-test-db"], check=True,
+                       capture_output=True)
+        self.db_port, self.dbd_port = _free_port(), _free_port()
+        db_pid = self.path("mariadb.pid")
+        subprocess.Popen(["mariadbd", "--no-defaults", f"--datadir={data}", "--user=root", "--bind-address=127.0.0.1",
+                          f"--port={self.db_port}", f"--socket={self.path('mariadb.sock')}", f"--pid-file={db_pid}",
+                          f"--log-error={self.path('log', 'mariadb.log')}", "--innodb-buffer-pool-size=64M"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+        self._pids.append(db_pid)
+        self.wait("MariaDB to listen", lambda: os.path.exists(db_pid) and _listening(self.db_port))
+        dbd_conf = self.path("slurmdbd.conf")  # read from SLURM_CONF's directory; slurmdbd wants it 0600
+        with open(dbd_conf, "w") as f:
+            f.write(f"""# Written by tests/slurm/cluster.py.
+AuthType=auth/munge
+AuthInfo=socket={self.munge_socket}
+DbdAddr=127.0.0.1
+DbdHost={self.node}
+DbdPort={self.dbd_port}
+SlurmUser=root
+LogFile={self.dir}/log/slurmdbd.log
+PidFile={self.dir}/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={self.db_port}
+StorageUser=root
+StorageLoc=slurm_acct_db
+""")
+        os.chmod(dbd_conf, 0o600)
+        subprocess.run(["slurmdbd"], check=True, env=self.env)
+        self._pids.append(self.path("slurmdbd.pid"))
+        self.wait("slurmdbd to listen", lambda: _listening(self.dbd_port))
+        with open(self.conf, "w") as f:  # sacctmgr reads slurm.conf for the slurmdbd's address
+            f.write(self.config())
+        self.run("sacctmgr", "-i", "add", "cluster", "flightplan-test")
 
     def config(self):
         d = self.dir
@@ -111,9 +166,8 @@ TaskPlugin=task/none
 SelectType=select/linear
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={self.jobcomp}
+{self.accounting_config()}
+{self.jobcomp_config()}
 ReturnToService=1
 SchedulerType=sched/backfill
 SlurmctldTimeout=30
@@ -124,8 +178,24 @@ KillWait=10
 OverTimeLimit=0
 Waittime=0
 NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN
-PartitionName=main Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+PartitionName=main Nodes={self.node} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes={self.node} MaxTime=INFINITE State=UP PriorityTier=2
 """
+
+    def jobcomp_config(self):
+        if not self.keep_jobcomp:
+            return "JobCompType=jobcomp/none"
+        return f"JobCompType=jobcomp/filetxt\nJobCompLoc={self.jobcomp}"
+
+    def accounting_config(self):
+        if not self.accounting:
+            return "AccountingStorageType=accounting_storage/none"
+        return (f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
+                f"AccountingStoragePort={self.dbd_port}\n"
+                # the munge socket for the connection to slurmdbd (slurm.conf(5): AccountingStoragePass)
+                f"AccountingStoragePass={self.munge_socket}")
 
     def stop(self):
         """Cancels every job (waiting up to 20 s for their steps to end), then SIGTERM to each
@@ -176,7 +246,8 @@ PartitionName=main Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
                              capture_output=True, text=True)
         if out.returncode != 0:
             return None
-        jobs = json.loads(out.stdout).get("jobs", [])
+        # Debian 12's squeue 22.05 prints every job with --json, whatever --jobs says.
+        jobs = [j for j in json.loads(out.stdout).get("jobs", []) if j["job_id"] == int(job_id)]
         return jobs[0] if jobs else None
 
     def node_state(self):
@@ -208,12 +279,34 @@ PartitionName=main Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
         """A requeued job waits for a begin time about two minutes out; start it now."""
         self.scontrol("update", f"jobid={job_id}", "StartTime=now")
 
+    # The columns `flightplan slurm` asks sacct for (cli/slurm_command.cc).
+    SACCT_FORMAT = "JobIDRaw,JobName,State,Start,End,NodeList,ExitCode,Submit"
+
+    def sacct(self, *job_ids):
+        """sacct -D -P -X of the jobs, as `flightplan slurm` runs it: one row per run, with a header."""
+        return self.run("sacct", "-D", "-P", "-X", "-j", ",".join(str(j) for j in job_ids), "-o", self.SACCT_FORMAT)
+
+    def sacct_rows(self, *job_ids):
+        lines = self.sacct(*job_ids).strip().splitlines()
+        head = lines[0].split("|")
+        return [dict(zip(head, line.split("|"))) for line in lines[1:]]
+
+    def node_events(self):
+        """The node's events as accounting keeps them, as `flightplan slurm` asks for them."""
+        return self.run("sacctmgr", "-n", "-P", "show", "event", f"Nodes={self.node}", "Start=2020-01-01T00:00:00",
+                        "format=NodeName,TimeStart,TimeEnd,State,Reason")
+
     def jobcomp_records(self):
         """The job completion log's records (jobcomp/filetxt: one line of Key=Value per record)."""
         if not os.path.exists(self.jobcomp):
             return []
         with open(self.jobcomp) as f:
             return [dict(kv.split("=", 1) for kv in line.split() if "=" in kv) for line in f if line.strip()]
+
+
+def _listening(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _alive(pid):

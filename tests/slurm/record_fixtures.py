@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Records the fixtures of slurm_follow_test from a real Slurm: Debian 12's Slurm 22.05 on a
-one-node cluster of this machine (cluster.py). Each stage of one job's life is saved as squeue
---json and sinfo --json printed them, and the job completion log (jobcomp/filetxt) at the end:
+one-node cluster of this machine (cluster.py), with accounting (slurmdbd on MariaDB). Each stage
+of one job's life is saved as squeue --json and sinfo --json printed them, and at the end the
+job completion log (jobcomp/filetxt), accounting's record of its runs (sacct.txt: sacct -D -P
+-X, as `flightplan slurm` asks for it) and the node's events (node-events.txt: sacctmgr show
+event):
 
   1-running        submitted with --requeue, running (restart 0)
   2-requeued       `scontrol requeue` by an operator: pending, restart 1
@@ -13,6 +16,14 @@ one-node cluster of this machine (cluster.py). Each stage of one job's life is s
 And a job array of two tasks run one at a time (--array=1-2%1, each `sleep 4`, as BLOOM's
 chain of 100-hour jobs ran), every change of `squeue --json --states=all --name=chain`:
 array-1.json (the array waits) to array-5.json (both tasks completed).
+
+And, on a cluster that keeps accounting only (no completion log), the other ends a job meets:
+  preempted.json   `pretrain` (--requeue) preempted by a job of the higher-tier partition
+                   (squeue --json --name=pretrain: pending again, restart 1)
+  chain-1.json     released and running again; `fails` (exit 3), then `killed` (signal 9),
+                   queued behind it with --dependency=afterany, both of the name pretrain
+  chain-2.json     `pretrain` cancelled by an operator (scancel); the chain run and ended
+  accounting.txt   sacct -D -P -X of the four jobs at the end
 
 Usage: record_fixtures.py [DIR] (default: tests/slurm/fixtures). About two minutes (the time
 limit is Slurm's whole minute). The test reads what this wrote; rerun it to record anew and the
@@ -39,7 +50,19 @@ def save(c, stage):
     print(f"recorded {stage}", flush=True)
 
 
-with Cluster() as c:
+def write(name, text):
+    with open(os.path.join(out_dir, name), "w") as f:
+        f.write(text)
+    print(f"recorded {name}", flush=True)
+
+
+def squeue(c, name):
+    text = c.run("squeue", "--json", "--states=all", f"--name={name}")
+    json.loads(text)
+    return text
+
+
+with Cluster(accounting=True) as c:
     job = c.sbatch("--requeue", "--job-name=fixture", "-o", c.path("out-%j.txt"), "--wrap", "sleep 600")
     c.wait_job(job, "RUNNING", 0)
     time.sleep(2)  # so that each run lasts a few seconds, and its start and end differ
@@ -70,6 +93,9 @@ with Cluster() as c:
             f.write(src.read())
     with open(os.path.join(out_dir, "node"), "w") as f:
         f.write(c.node + "\n")
+    time.sleep(1)  # slurmctld sends the run's end to slurmdbd
+    write("sacct.txt", c.sacct(job))
+    write("node-events.txt", c.node_events())
 with Cluster() as c:
     c.sbatch("--array=1-2%1", "--job-name=chain", "-o", c.path("out-%A_%a.txt"), "--wrap", "sleep 4")
     last, n = None, 0
@@ -87,4 +113,25 @@ with Cluster() as c:
         if sum(1 for j in jobs if j["job_state"] == "COMPLETED") == 2:
             break
         time.sleep(0.2)
+with Cluster(accounting=True, jobcomp=False) as c:
+    job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", "sleep 600")
+    c.wait_job(job, "RUNNING", 0)
+    time.sleep(2)
+    c.sbatch("--partition=urgent", "--job-name=urgent", "-o", c.path("out-%j.txt"), "--wrap", "sleep 2")
+    c.wait_job(job, "PENDING", 1)
+    write("preempted.json", squeue(c, "pretrain"))
+    c.wait("the urgent job to end", lambda: not c.run("squeue", "-h", "--states=RUNNING").strip())
+    c.release(job)
+    c.wait_job(job, "RUNNING", 1)
+    fails = c.sbatch("--job-name=pretrain", f"--dependency=afterany:{job}", "-o", c.path("out-%j.txt"),
+                     "--wrap", "sleep 2; exit 3")
+    killed = c.sbatch("--job-name=pretrain", f"--dependency=afterany:{fails}", "-o", c.path("out-%j.txt"),
+                      "--wrap", "sleep 2; kill -9 $$")
+    time.sleep(2)
+    write("chain-1.json", squeue(c, "pretrain"))
+    c.run("scancel", str(job))
+    c.wait_job(killed, "FAILED")
+    time.sleep(1)
+    write("chain-2.json", squeue(c, "pretrain"))
+    write("accounting.txt", c.sacct(job, fails, killed))
 print(f"fixtures in {out_dir}")

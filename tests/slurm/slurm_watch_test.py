@@ -98,6 +98,11 @@ try:
             return subprocess.run(cli + ["slurm", *args], capture_output=True, text=True, env=c.env)
         r = slurm_cli("--run", RUN)
         check(r.returncode == 2 and "--job ID or --name NAME" in r.stderr, f"no job named: exit 2 ({r.stderr.strip()})")
+        r = slurm_cli("--run", RUN, "--job", "12abc")
+        check(r.returncode == 2 and "--job '12abc' is not a Slurm job id" in r.stderr,
+              f"a job id that is not one: exit 2 ({r.stderr.strip()})")
+        r = slurm_cli("--run", RUN, "--job", "1", "--records", "slurmdb")
+        check(r.returncode != 0 and "--records" in r.stderr, f"an unknown --records: refused ({r.stderr.strip()})")
         r = slurm_cli("--run", "no-such-run", "--job", "1")
         check(r.returncode == 1 and "NOT_FOUND" in r.stderr, f"an unknown run: exit 1 ({r.stderr.strip()})")
         r = slurm_cli("--run", RUN, "--job", "99999", "--once")
