@@ -74,6 +74,10 @@ void AddSimCommands(Commands& c) {
   knob("--watchdog-seconds", &SO::watchdog_seconds, "watchdog timeout");
   knob("--unreported-fraction", &SO::unreported_fraction, "share of crashes nobody reports");
   knob("--duplicate-fraction", &SO::duplicate_fraction, "share of events sent twice");
+  simulate->add_option("--slow", s->sim.slow,
+                       "a slow stretch (a straggler, throttling): START_DAYS:HOURS:FACTOR[:RAMP_HOURS], e.g. "
+                       "10:72:1.05 is 5% more time per token from day 10 for 72 hours (reached over RAMP_HOURS; "
+                       "0: at once); repeat for several");
   simulate->add_flag("--no-maintenance", s->no_maintenance, "no planned maintenance windows");
   simulate->add_option("--reports", s->sim.simulation.target_reports, "step reports over the run")
       ->capture_default_str();

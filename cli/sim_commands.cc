@@ -1,11 +1,14 @@
 #include "cli/sim_commands.h"
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cli/plan_file.h"
 #include "cli/units.h"
 #include "convert/event_convert.h"
@@ -49,11 +52,42 @@ std::string Hours(double seconds) {
 
 }  // namespace
 
+absl::StatusOr<forecast::SlowStretchSpec> ParseSlowStretch(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 3 && parts.size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slow '", text, "' is not START_DAYS:HOURS:FACTOR[:RAMP_HOURS] (e.g. 10:72:1.05)"));
+  }
+  forecast::SlowStretchSpec spec;
+  double* fields[] = {&spec.start_days, &spec.hours, &spec.factor, &spec.ramp_hours};
+  const char* names[] = {"START_DAYS", "HOURS", "FACTOR", "RAMP_HOURS"};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!absl::SimpleAtod(parts[i], fields[i]) || !std::isfinite(*fields[i]) || *fields[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slow '", text, "': ", names[i], " '", parts[i], "' is not a number of 0 or more"));
+    }
+  }
+  if (spec.factor < 1 || spec.factor > 10) {
+    return absl::InvalidArgumentError(absl::StrCat("--slow '", text, "': FACTOR ", parts[2],
+                                                   " is time per token over normal, from 1 to 10 (1.05: 5% slower)"));
+  }
+  return spec;
+}
+
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
+  forecast::SimulationOptions simulation = options.simulation;
+  for (const std::string& text : options.slow) {
+    absl::StatusOr<forecast::SlowStretchSpec> spec = ParseSlowStretch(text);
+    if (!spec.ok()) {
+      err << "flightplan simulate: " << spec.status().message() << "\n";
+      return 2;
+    }
+    simulation.slow.push_back(*spec);
+  }
   LoadedPlan plan;
   if (int rc = LoadPlan(options.plan_path, "simulate", plan, err); rc != 0) return rc;
   const std::string run = options.run.empty() ? plan.name : options.run;
-  const std::vector<forecast::Event> events = forecast::SimulateRun(plan.spec, plan.report, options.simulation);
+  const std::vector<forecast::Event> events = forecast::SimulateRun(plan.spec, plan.report, simulation);
   std::string lines;
   for (const forecast::Event& e : events) {
     convert::AppendEventJson(convert::EventToProto(e, run), lines);

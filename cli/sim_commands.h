@@ -5,7 +5,9 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "forecast/simulator.h"
 
 namespace flightplan::cli {
@@ -15,8 +17,13 @@ struct SimulateOptions {
   std::string run;       // default: the plan's name
   std::string scenario;  // a named scenario (forecast::Scenarios()); main.cc applies it
   forecast::SimulationOptions simulation;
+  // Slow stretches as given: "START_DAYS:HOURS:FACTOR[:RAMP_HOURS]", added to the scenario's.
+  std::vector<std::string> slow;
 };
-// Prints JSON Lines on `out`. Exit 0; 1 when the plan has error findings; 2 when unreadable.
+// "START_DAYS:HOURS:FACTOR[:RAMP_HOURS]" (e.g. "10:72:1.05"); INVALID_ARGUMENT naming the part.
+[[nodiscard]] absl::StatusOr<forecast::SlowStretchSpec> ParseSlowStretch(const std::string& text);
+// Prints JSON Lines on `out`. Exit 0; 1 when the plan has error findings; 2 when unreadable
+// or a --slow is not one.
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
 
 struct BacktestOptions {

@@ -84,6 +84,28 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         t.productive() > 0 ? Si(tp.tokens_per_second(), "tokens/s") : "-",
                                         t.productive() > 0 ? Si(tp.recent_tokens_per_second(), "tokens/s") : "-",
                                         Si(tp.plan_tokens_per_second(), "tokens/s")));
+  // Slowdowns on the run's own pace (docs/contract.md §5).
+  const v1::Slowdown& sd = s.slowdown();
+  const std::string pace = sd.reference_tokens_per_second() > 0
+                               ? absl::StrCat("own pace ", Si(sd.reference_tokens_per_second(), "tokens/s"), ", noise ",
+                                              Percent(sd.noise(), 1))
+                               : "";
+  if (sd.active()) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s ACTIVE since %s: %s slower than its %s; cost %s so far, %s if it "
+                              "lasts to the finish\n",
+                              "slowdown", Date(convert::TimeFromProto(sd.since())), Percent(sd.factor() - 1, 1), pace,
+                              Duration(sd.seconds()), Duration(sd.projected_seconds())));
+  } else if (sd.count() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %u found, cost %s; the latest %s slower, %s to %s (%s)\n",
+                                          "slowdown", sd.count(), Duration(sd.seconds()), Percent(sd.factor() - 1, 1),
+                                          Date(convert::TimeFromProto(sd.since())),
+                                          Date(convert::TimeFromProto(sd.until())), pace));
+  } else {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s %s\n", "slowdown",
+                              pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")")));
+  }
   const v1::Forecast& fc = s.forecast();
   absl::StrAppend(&out, "\n");
   if (fc.has_finish_p50()) {
@@ -201,8 +223,9 @@ std::string FormatHistory(const v1::ForecastHistory& h) {
   std::string out = absl::StrFormat("run %s: %d forecast point%s, %s to %s\n", h.run(), h.points_size(),
                                     h.points_size() == 1 ? "" : "s", Date(convert::TimeFromProto(h.points(0).as_of())),
                                     Date(convert::TimeFromProto(h.points(h.points_size() - 1).as_of())));
-  absl::StrAppend(&out, absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s\n", "AS OF", "EVENTS", "P10",
-                                        "P50 FINISH", "P90", "CONSUMED", "PROJECTED", "P(EXH)", "BURN"));
+  absl::StrAppend(&out,
+                  absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6s %10s\n", "AS OF", "EVENTS", "P10",
+                                  "P50 FINISH", "P90", "CONSUMED", "PROJECTED", "P(EXH)", "BURN", "SLOWDOWN"));
   auto day = [](const google::protobuf::Timestamp& t, bool has, bool with_time) {
     if (!has) return std::string("-");
     return with_time ? Date(convert::TimeFromProto(t)) : DateOnly(convert::TimeFromProto(t));
@@ -210,11 +233,19 @@ std::string FormatHistory(const v1::ForecastHistory& h) {
   for (const v1::ForecastPoint& p : h.points()) {
     absl::StrAppend(
         &out,
-        absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f%s\n", Date(convert::TimeFromProto(p.as_of())),
-                        Count(static_cast<double>(p.events())), day(p.finish_p10(), p.has_finish_p10(), false),
-                        day(p.finish_p50(), p.has_finish_p50(), true), day(p.finish_p90(), p.has_finish_p90(), false),
-                        Duration(p.budget_consumed_seconds()), Duration(p.projected_at_finish_seconds()),
-                        Percent(p.exhaustion_probability(), 0), p.burn_rate(), p.finished() ? "  finished" : ""));
+        absl::StrFormat("%-20s %9s  %-10s %-20s %-10s %10s %10s %6s %6.2f %10s%s\n",
+                        Date(convert::TimeFromProto(p.as_of())), Count(static_cast<double>(p.events())),
+                        day(p.finish_p10(), p.has_finish_p10(), false), day(p.finish_p50(), p.has_finish_p50(), true),
+                        day(p.finish_p90(), p.has_finish_p90(), false), Duration(p.budget_consumed_seconds()),
+                        Duration(p.projected_at_finish_seconds()), Percent(p.exhaustion_probability(), 0),
+                        p.burn_rate(), Duration(p.slowdown_seconds()), p.finished() ? "  finished" : ""));
+  }
+  for (const v1::SlowStretchMark& m : h.slowdowns()) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("slowdown %s slower, %s to %s, cost %s\n", Percent(m.factor() - 1, 1),
+                                    Date(convert::TimeFromProto(m.start())),
+                                    m.active() ? std::string("now (active)") : Date(convert::TimeFromProto(m.end())),
+                                    Duration(m.seconds())));
   }
   return out;
 }

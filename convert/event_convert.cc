@@ -1,5 +1,7 @@
 #include "convert/event_convert.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "convert/plan_convert.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -10,11 +12,74 @@ namespace {
 
 int64_t Micros(absl::Time t) {
   if (t == absl::InfinitePast()) return INT64_MIN;
+  if (t == absl::InfiniteFuture()) return INT64_MAX;
   return absl::ToUnixMicros(t);
 }
 absl::Time FromMicros(int64_t us) {
   if (us == INT64_MIN) return absl::InfinitePast();
+  if (us == INT64_MAX) return absl::InfiniteFuture();
   return absl::FromUnixMicros(us);
+}
+
+void BinToProto(const forecast::PaceBin& b, v1::RunStateSnapshot::PaceBin* p) {
+  p->set_start_us(Micros(b.start));
+  p->set_end_us(Micros(b.end));
+  p->set_seconds(b.seconds);
+  p->set_tokens(b.tokens);
+}
+forecast::PaceBin BinFromProto(const v1::RunStateSnapshot::PaceBin& p) {
+  forecast::PaceBin b;
+  b.start = FromMicros(p.start_us());
+  b.end = FromMicros(p.end_us());
+  b.seconds = p.seconds();
+  b.tokens = p.tokens();
+  return b;
+}
+
+void SlowdownToProto(const forecast::SlowdownState& s, v1::RunStateSnapshot::Slowdown* p) {
+  BinToProto(s.bin, p->mutable_bin());
+  for (const auto& b : s.recent) BinToProto(b, p->add_recent());
+  for (const auto& b : s.reference) BinToProto(b, p->add_reference());
+  for (const auto& b : s.pending) BinToProto(b, p->add_pending());
+  for (const auto& b : s.back_pending) BinToProto(b, p->add_back_pending());
+  p->set_cusum(s.cusum);
+  p->set_back_cusum(s.back_cusum);
+  for (const auto& st : s.stretches) {
+    auto* ps = p->add_stretches();
+    ps->set_start_us(Micros(st.start));
+    ps->set_end_us(Micros(st.end));
+    ps->set_active(st.active);
+    ps->set_reference_log_pace(st.reference_log_pace);
+    ps->set_seconds(st.seconds);
+    ps->set_tokens(st.tokens);
+  }
+  p->set_evicted_cost(s.evicted_cost);
+  p->set_count(s.count);
+  p->set_tokens_per_step(s.tokens_per_step);
+}
+forecast::SlowdownState SlowdownFromProto(const v1::RunStateSnapshot::Slowdown& p) {
+  forecast::SlowdownState s;
+  s.bin = BinFromProto(p.bin());
+  for (const auto& b : p.recent()) s.recent.push_back(BinFromProto(b));
+  for (const auto& b : p.reference()) s.reference.push_back(BinFromProto(b));
+  for (const auto& b : p.pending()) s.pending.push_back(BinFromProto(b));
+  for (const auto& b : p.back_pending()) s.back_pending.push_back(BinFromProto(b));
+  s.cusum = p.cusum();
+  s.back_cusum = p.back_cusum();
+  for (const auto& ps : p.stretches()) {
+    forecast::SlowStretch st;
+    st.start = FromMicros(ps.start_us());
+    st.end = FromMicros(ps.end_us());
+    st.active = ps.active();
+    st.reference_log_pace = ps.reference_log_pace();
+    st.seconds = ps.seconds();
+    st.tokens = ps.tokens();
+    s.stretches.push_back(st);
+  }
+  s.evicted_cost = p.evicted_cost();
+  s.count = p.count();
+  s.tokens_per_step = p.tokens_per_step();
+  return s;
 }
 
 // Checkpoint marks and step marks share one message.
@@ -173,6 +238,10 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
     pi->set_count(i.count);
   }
   MarksToProto(s.checkpoints, p.mutable_checkpoints());
+  SlowdownToProto(s.slowdown, p.mutable_slowdown());
+  p.set_pace_productive_mark(s.pace_productive_mark);
+  p.set_pace_stalled_mark(s.pace_stalled_mark);
+  p.set_pace_mark_valid(s.pace_mark_valid);
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
     pr->set_time_us(Micros(r.time));
@@ -288,6 +357,11 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.typical_startup = p.typical_startup();
   s.last_kind_rank = p.last_kind_rank();
   if (p.evidence_spacing_us() > 0) s.evidence_spacing = absl::Microseconds(p.evidence_spacing_us());
+  // Snapshots from before the slowdowns have none: the pace is learned from the snapshot on.
+  s.slowdown = SlowdownFromProto(p.slowdown());
+  s.pace_productive_mark = p.pace_productive_mark();
+  s.pace_stalled_mark = p.pace_stalled_mark();
+  s.pace_mark_valid = p.pace_mark_valid();
   return s;
 }
 
@@ -335,6 +409,27 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   tp->set_plan_tokens_per_second(plan_tokens_per_second);
   for (const auto& f : s.flags) p.add_flags(f);
   p.mutable_failure_budget()->set_consumed_seconds(s.failure_budget_consumed_seconds);
+  const forecast::SlowdownReport& sd = s.slowdown;
+  v1::Slowdown* slow = p.mutable_slowdown();
+  const double tokens_left = std::max<double>(0, static_cast<double>(target_tokens - s.tokens));
+  slow->set_seconds(sd.seconds);
+  slow->set_projected_seconds(sd.seconds + tokens_left * sd.excess_seconds_per_token);
+  slow->set_factor(sd.factor);
+  slow->set_active(sd.active);
+  slow->set_count(sd.count);
+  if (sd.since != absl::InfinitePast()) *slow->mutable_since() = TimeToProto(sd.since);
+  if (!sd.active && sd.until != absl::InfinitePast() && sd.until != absl::InfiniteFuture()) {
+    *slow->mutable_until() = TimeToProto(sd.until);
+  }
+  slow->set_reference_tokens_per_second(sd.reference_tokens_per_second);
+  slow->set_plan_tokens_per_second(plan_tokens_per_second);
+  slow->set_noise(sd.noise);
+  for (size_t i = 0; i < 3; ++i) {
+    if (sd.throughput_ratio[i] <= 0) continue;
+    v1::WindowRatio* w = slow->add_throughput_ratio();
+    w->set_window(forecast::kThroughputRatioWindowNames[i]);
+    w->set_ratio(sd.throughput_ratio[i]);
+  }
   return p;
 }
 

@@ -21,6 +21,7 @@ storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forec
   const double seconds[7] = {t.productive,     t.checkpoint,   t.lost,   t.startup,
                              t.down_unplanned, t.down_planned, t.stalled};
   std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
+  point.slowdown_seconds = forecast::ReportSlowdown(state.slowdown, 0, now).seconds;
   return point;
 }
 

@@ -213,11 +213,20 @@ void IngestWriter::KeepBackfillState(RunView& run) const {
   auto step_marks = std::exchange(state.step_marks, {});
   auto attempt_starts = std::exchange(state.attempt_starts, {});
   auto interruption_marks = std::exchange(state.interruption_marks, {});
+  // The slowdown detector's bins too: a point reads only the stretches' cost.
+  auto pace_reference = std::exchange(state.slowdown.reference, {});
+  auto pace_recent = std::exchange(state.slowdown.recent, {});
+  auto pace_pending = std::exchange(state.slowdown.pending, {});
+  auto pace_back_pending = std::exchange(state.slowdown.back_pending, {});
   run.backfill.push_back(std::make_shared<const forecast::RunState>(state));
   state.checkpoints = std::move(checkpoints);
   state.step_marks = std::move(step_marks);
   state.attempt_starts = std::move(attempt_starts);
   state.interruption_marks = std::move(interruption_marks);
+  state.slowdown.reference = std::move(pace_reference);
+  state.slowdown.recent = std::move(pace_recent);
+  state.slowdown.pending = std::move(pace_pending);
+  state.slowdown.back_pending = std::move(pace_back_pending);
   run.backfill_mark = state.last_time;
 }
 

@@ -205,6 +205,7 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
     double elapsed = 0;
     for (const double x : p.seconds) elapsed += x;
     t->set_elapsed(elapsed);
+    q->set_slowdown_seconds(p.slowdown_seconds);
   }
   if (state != nullptr) {
     for (const forecast::InterruptionMark& m : state->interruption_marks) {
@@ -212,6 +213,14 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
       *q->mutable_time() = convert::TimeToProto(m.time);
       q->set_cause(m.cause);
       q->set_planned(m.planned);
+    }
+    for (const forecast::SlowStretch& st : state->slowdown.stretches) {
+      v1::SlowStretchMark* q = out.add_slowdowns();
+      *q->mutable_start() = convert::TimeToProto(st.start);
+      if (!st.active) *q->mutable_end() = convert::TimeToProto(st.end);
+      q->set_active(st.active);
+      q->set_factor(st.Factor());
+      q->set_seconds(st.Cost());
     }
   }
   return out;

@@ -225,6 +225,29 @@ std::vector<MetricFamily> RunCollector::Collect() const {
     f.Add("flightplan_failure_budget_exhaustion_probability", kGauge,
           "Probability that the failure budget runs out before the finish.", {run}, b.exhaustion_probability());
 
+    // Slowdowns on the run's own pace (docs/contract.md §5).
+    const v1::Slowdown& sd = s.slowdown();
+    f.Add("flightplan_slowdown_seconds", kGauge,
+          "What the run's slowdowns have cost so far: the time beyond what the same tokens would have taken at "
+          "its own sustained pace, seconds.",
+          {run}, sd.seconds());
+    f.Add("flightplan_slowdown_projected_seconds", kGauge,
+          "The slowdowns' cost by the finish if the active one continues (their cost so far without one), "
+          "seconds.",
+          {run}, sd.projected_seconds());
+    f.Add("flightplan_slowdown_active", kGauge, "1 while a slowdown on the run's own pace is found and not over.",
+          {run}, sd.active() ? 1 : 0);
+    f.Add("flightplan_slowdown_factor", kGauge,
+          "The active (else the latest) slowdown's time per token over the run's own pace (1.05: 5% slower); "
+          "1 before the first.",
+          {run}, sd.factor());
+    for (const v1::WindowRatio& w : sd.throughput_ratio()) {
+      f.Add("flightplan_throughput_ratio", kGauge,
+            "Tokens per productive second over the window against the run's own sustained pace (1: its own "
+            "pace; 0.95: 5% slower). Absent until that pace is known.",
+            with("window", w.window()), w.ratio());
+    }
+
     const v1::Reliability& r = s.reliability();
     f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
     f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"), r.observed_mtbf_seconds());

@@ -53,10 +53,13 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (unix seconds, value)
 };
 
-struct Area {  // a band between two curves at the same x (stacked categories)
+struct Area {  // a band between two curves at the same x (stacked categories, a marked stretch)
   std::string name;
   const char* color;
   std::vector<double> x, low, high;
+  double opacity = 0.85;
+  bool in_legend = true;  // false: another band's legend entry covers it
+  std::string title;      // its tooltip, when other than its name
 };
 
 struct Line {  // a horizontal reference (a date on a date axis, or a value)
@@ -175,8 +178,9 @@ std::string Svg(const Chart& c) {
       absl::StrAppend(&d, i == 0 ? "M" : " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.high[i])));
     for (size_t i = a.x.size(); i-- > 0;)
       absl::StrAppend(&d, " L", absl::StrFormat("%.1f %.1f", X(a.x[i]), Y(a.low[i])));
-    absl::StrAppend(&out, "<path class=\"area\" d=\"", d, " Z\" fill=\"", a.color, "\" fill-opacity=\"0.85\"><title>",
-                    HtmlEscape(a.name), "</title></path>\n");
+    absl::StrAppend(&out, "<path class=\"area\" d=\"", d, " Z\" fill=\"", a.color, "\" fill-opacity=\"",
+                    absl::StrFormat("%.2f", a.opacity), "\"><title>", HtmlEscape(a.title.empty() ? a.name : a.title),
+                    "</title></path>\n");
   }
   for (const Series& s : c.series) {
     std::string d;
@@ -208,7 +212,7 @@ std::string Svg(const Chart& c) {
     lx += w;
   };
   for (const Area& a : c.areas) {
-    if (a.x.size() >= 2) legend(a.name, a.color, "");
+    if (a.x.size() >= 2 && a.in_legend) legend(a.name, a.color, "");
   }
   for (const Series& s : c.series) legend(s.name, s.color, s.dash);
   for (const Line& l : c.lines) {
@@ -414,6 +418,23 @@ std::string RunPageHtml(const RunPageInput& in) {
                    absl::StrFormat(" (1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f)", b.burn_rate_1h(), b.burn_rate_6h(),
                                    b.burn_rate_1d(), b.burn_rate_3d())));
   row("goodput", Percent(s.reliability().goodput()));
+  {
+    const v1::Slowdown& slow = s.slowdown();
+    std::string text =
+        slow.active()
+            ? absl::StrCat("<span class=\"flag\">", Percent(slow.factor() - 1), " slower than its own pace since ",
+                           Date(Seconds(slow.since())), "</span>, cost ", Hours(slow.seconds()), " so far, ",
+                           Hours(slow.projected_seconds()), " if it lasts to the finish")
+        : slow.count() > 0 ? absl::StrCat(slow.count(), " found, cost ", Hours(slow.seconds()), "; the latest ",
+                                          Percent(slow.factor() - 1), " slower, ", Date(Seconds(slow.since())), " to ",
+                                          Date(Seconds(slow.until())))
+                           : std::string("none found");
+    if (slow.reference_tokens_per_second() > 0) {
+      absl::StrAppend(&text, " (own pace ", Tokens(slow.reference_tokens_per_second()), " tokens/s, plan ",
+                      Tokens(slow.plan_tokens_per_second()), ")");
+    }
+    row("slowdown", text);
+  }
   row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
                            Hours(s.reliability().plan_mtbf_seconds()), " planned"));
   for (const std::string& flag : s.flags())
@@ -496,7 +517,7 @@ std::string RunPageHtml(const RunPageInput& in) {
       {"down, unplanned", kBlack}, {"down, planned", kPurple}, {"stalled", kOrange}};
   std::vector<double> below(stood.size(), 0);
   for (size_t k = 0; k < categories.size(); ++k) {
-    Area a{categories[k].first, categories[k].second, {}, {}, {}};
+    Area a{categories[k].first, categories[k].second, {}, {}, {}, 0.85, true, {}};
     for (size_t i = 0; i < stood.size(); ++i) {
       const v1::TimeSeconds& t = stood[i]->time_seconds();
       const double v[] = {t.productive(),     t.checkpoint(),   t.lost(),   t.startup(),
@@ -508,11 +529,59 @@ std::string RunPageHtml(const RunPageInput& in) {
     }
     time.areas.push_back(std::move(a));
   }
+  // Throughput over the run's life: tokens per productive second between stored points,
+  // against the run's own pace and the plan's, with the slow stretches marked and their cost.
+  Chart pace{"throughput",
+             "Throughput over the run's life, slow stretches marked with their cost",
+             "million tokens per productive second",
+             false,
+             {},
+             {},
+             {},
+             std::nan("")};  // not from 0: a slowdown of a few percent shows
+  Series rate{"tokens per productive second", kBlue, "", {}};
+  for (size_t i = 1; i < stood.size(); ++i) {
+    const double work = stood[i]->time_seconds().productive() - stood[i - 1]->time_seconds().productive();
+    const double gained = static_cast<double>(stood[i]->tokens() - stood[i - 1]->tokens());
+    // A stretch of under ten minutes' work says little; a restore's drop is not a rate.
+    if (work < 600 || gained <= 0) continue;
+    rate.points.emplace_back(Seconds(stood[i]->as_of()), gained / work / 1e6);
+  }
+  pace.series = {rate};
+  const v1::Slowdown& sd = s.slowdown();
+  if (sd.reference_tokens_per_second() > 0) {
+    pace.lines.push_back({"own pace", kGreen, sd.reference_tokens_per_second() / 1e6});
+  }
+  pace.lines.push_back({"plan", kBlack, s.throughput().plan_tokens_per_second() / 1e6});
+  double top = -std::numeric_limits<double>::infinity(), bottom = -top;
+  for (const auto& [x, y] : rate.points) top = std::max(top, y), bottom = std::min(bottom, y);
+  for (const Line& l : pace.lines) {
+    if (l.y > 0) top = std::max(top, l.y), bottom = std::min(bottom, l.y);
+  }
+  double slow_cost = 0;
+  for (const v1::SlowStretchMark& m : in.history.slowdowns()) slow_cost += m.seconds();
+  const std::string bands = absl::StrCat(in.history.slowdowns_size(), " slow stretch",
+                                         in.history.slowdowns_size() == 1 ? "" : "es", ", cost ", Hours(slow_cost));
+  for (const v1::SlowStretchMark& m : in.history.slowdowns()) {
+    const double from = Seconds(m.start()), to = m.active() ? now : Seconds(m.end());
+    if (!(to > from) || !(top >= bottom)) continue;
+    // One legend entry for them all; each band's tooltip says by how much, when, and its cost.
+    pace.areas.push_back(Area{bands,
+                              kOrange,
+                              {from, to},
+                              {bottom, bottom},
+                              {top, top},
+                              0.3,
+                              pace.areas.empty(),
+                              absl::StrCat(Percent(m.factor() - 1), " slower, ", Date(from), " to ",
+                                           m.active() ? "now" : Date(to), ", cost ", Hours(m.seconds()))});
+  }
+
   // The timeline spans the run's history (the interruptions widen it if need be).
   double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
   for (const v1::ForecastPoint& p : in.history.points())
     t0 = std::min(t0, Seconds(p.as_of())), t1 = std::max(t1, Seconds(p.as_of()));
-  absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), TimeBar(s.time_seconds()),
+  absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), Svg(pace), TimeBar(s.time_seconds()),
                   Timeline(in.history, t0, t1));
 
   absl::StrAppend(&out,

@@ -497,6 +497,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         ChargeDown(s, gap);
       }
       Restore(s, e.restored_step, e.attempt);
+      s.pace_mark_valid = false;  // the next interval starts at the launch's first report
       s.phase = Phase::kStarting;
       s.startup_in_attempt = 0;
       s.attempt = e.attempt;
@@ -537,6 +538,11 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.seconds.productive += split.work;
         s.seconds.stalled += split.stalled;
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
+        if (s.pace_mark_valid && split.stalled == 0 && s.seconds.stalled == s.pace_stalled_mark && !s.tokens_inferred &&
+            !s.tokens_uncertain) {
+          AddPace(s.slowdown, e.time, s.seconds.productive - s.pace_productive_mark,
+                  static_cast<double>(e.tokens - s.tokens), covered);
+        }
         if (split.stalled == 0) {
           Ewma(s.typical_step_gap, gap);
           // Seconds per step: since the previous report, less saves.
@@ -552,6 +558,9 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.tokens = e.tokens;
       s.tokens_inferred = false;
       s.saw_step_in_attempt = true;
+      s.pace_productive_mark = s.seconds.productive;
+      s.pace_stalled_mark = s.seconds.stalled;
+      s.pace_mark_valid = true;
       s.last_step_time = e.time;
       s.checkpoint_since_step = 0;
       AddStepMark(s);
@@ -819,6 +828,7 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
   out.flags = s.flags;
   out.last_step_time = s.last_step_time;
   out.typical_step_gap = s.typical_step_gap;
+  out.slowdown = ReportSlowdown(s.slowdown, 0, std::max(now, s.last_time));
   double startup_after_unplanned = s.startup_after_unplanned;
   if (s.events == 0) {
     out.as_of = now;

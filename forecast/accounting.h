@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "forecast/event.h"
+#include "forecast/slowdown.h"
 
 namespace flightplan::forecast {
 
@@ -200,8 +201,16 @@ struct RunState {
   bool tokens_inferred = false;
   std::deque<ThroughputSample> recent;  // within kRecentWindow of the last sample
   std::deque<TokenSample> wall_tokens;  // within kRecentWindow, never cleared
-  std::vector<std::string> flags;       // accepted but suspicious, at most 32
-  uint32_t last_kind_rank = 0;          // fold order of the kind of the latest event
+  // Slowdowns on the run's own pace, fed each clean interval between two step reports of
+  // one launch: the productive seconds charged between them (saves' blocking excluded) and
+  // the tokens gained. Not fed: a launch's first report, an interval with a stall, tokens
+  // inferred or uncertain.
+  SlowdownState slowdown;
+  double pace_productive_mark = 0;  // seconds.productive at the latest step report
+  double pace_stalled_mark = 0;     // seconds.stalled then
+  bool pace_mark_valid = false;     // the interval since it is clean so far
+  std::vector<std::string> flags;   // accepted but suspicious, at most 32
+  uint32_t last_kind_rank = 0;      // fold order of the kind of the latest event
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is
@@ -294,6 +303,9 @@ struct RunSnapshot {
   absl::Time last_step_time = absl::InfinitePast();
   double typical_step_gap = 0;
   std::vector<std::string> flags;
+  // Slowdowns on the run's own pace (projected over no tokens: the caller, who knows the
+  // target, adds tokens_left x excess_seconds_per_token).
+  SlowdownReport slowdown;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
 

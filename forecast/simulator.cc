@@ -81,7 +81,9 @@ const Scenario* FindScenario(std::string_view name) {
   return nullptr;
 }
 
-std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const SimulationOptions& o) {
+std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const SimulationOptions& o,
+                               SimulationTruth* truth) {
+  if (truth) truth->slow_seconds.assign(o.slow.size(), 0.0);
   std::mt19937_64 rng(o.seed);
   // The calendar of bad days has its own stream, so it does not depend on the failures.
   std::mt19937_64 calendar_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
@@ -110,8 +112,8 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const 
                           ? std::max(1, static_cast<int>(std::lround(r.schedule.availability_seconds / window)))
                           : 0;
   int next_window = 1;
-  double next_maintenance = calendar_maintenance ? o.maintenance_every_days * 86400 : INFINITY;
-  double next_intervention = o.intervention_every_days > 0 ? o.intervention_every_days * 86400 : INFINITY;
+  double next_maintenance = calendar_maintenance ? o.maintenance_every_days * 86400 : HUGE_VAL;
+  double next_intervention = o.intervention_every_days > 0 ? o.intervention_every_days * 86400 : HUGE_VAL;
   // Bad days: [start, end) in wall seconds, drawn lazily.
   double bad_start = INFINITY, bad_end = INFINITY;
   auto next_bad_day = [&](double after) {
@@ -189,6 +191,19 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const 
       std::normal_distribution<double> noise(-0.5 * o.step_time_noise * o.step_time_noise, o.step_time_noise);
       chunk_seconds *= std::exp(noise(noise_rng));
     }
+    // Slow stretches, at the interval's start; the first one it falls in gets the excess.
+    double slow = 1;
+    int slow_in = -1;
+    for (size_t i = 0; i < o.slow.size(); ++i) {
+      const SlowStretchSpec& sl = o.slow[i];
+      const double from = sl.start_days * 86400, into = t - from;
+      if (into < 0 || into >= sl.hours * 3600) continue;
+      const double ramp = sl.ramp_hours > 0 ? std::min(1.0, into / (sl.ramp_hours * 3600)) : 1.0;
+      slow *= 1 + (sl.factor - 1) * ramp;
+      if (slow_in < 0) slow_in = static_cast<int>(i);
+    }
+    const double slow_excess = chunk_seconds * (slow - 1);
+    chunk_seconds += slow_excess;
     if (hazard_per_second > 0 && chunk_seconds * hazard_per_second >= hazard_left) {
       // A failure inside this chunk: the work since the last checkpoint is lost.
       t += hazard_left / hazard_per_second;
@@ -218,6 +233,7 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const 
       continue;
     }
     hazard_left -= chunk_seconds * hazard_per_second;
+    if (truth && slow_in >= 0) truth->slow_seconds[static_cast<size_t>(slow_in)] += slow_excess;
     t += chunk_seconds;
     since_ckpt += chunk_seconds;
     step += chunk;

@@ -16,6 +16,23 @@ namespace flightplan::forecast {
 using planner::PlanReport;
 using planner::PlanSpec;
 
+// A slow stretch (a straggler, thermal throttling, a degraded link): from `start_days` after
+// the run's start (wall clock) for `hours`, each report interval takes `factor` times as long
+// (1.05: 5% slower), reached linearly over its first `ramp_hours` (0: at once).
+struct SlowStretchSpec {
+  double start_days = 0;
+  double hours = 0;
+  double factor = 1;
+  double ramp_hours = 0;
+};
+
+// What the simulation did, for tests that score a detector against it.
+struct SimulationTruth {
+  // Per slow stretch (SimulationOptions::slow's order): the seconds the reported step
+  // intervals took beyond what they would have taken without it.
+  std::vector<double> slow_seconds;
+};
+
 struct SimulationOptions {
   uint64_t seed = 1;
   // Reality vs the plan.
@@ -56,6 +73,8 @@ struct SimulationOptions {
   // Step-time noise: each report interval's time is multiplied by a log-normal factor with
   // this sigma (on top of a 2% uniform wobble). 0 = the wobble only.
   double step_time_noise = 0.0;
+  // Slow stretches, several allowed (an overlap multiplies).
+  std::vector<SlowStretchSpec> slow;
   // Step reports per run (the report interval is chosen to give about this many).
   int64_t target_reports = 2000;
 };
@@ -73,8 +92,9 @@ struct Scenario {
 [[nodiscard]] const Scenario* FindScenario(std::string_view name);
 
 // The events of the whole run, in time order, each with an id. Starts at the plan's start.
+// `truth`, when given, receives what the knobs did.
 [[nodiscard]] std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& report,
-                                             const SimulationOptions& options);
+                                             const SimulationOptions& options, SimulationTruth* truth = nullptr);
 
 }  // namespace flightplan::forecast
 

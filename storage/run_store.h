@@ -46,6 +46,8 @@ struct ForecastPoint {
   // stalled), for the page's burn-up and time charts.
   int64_t tokens = 0;
   double seconds[7] = {0, 0, 0, 0, 0, 0, 0};
+  // What the run's slowdowns had cost (schema 6; 0 in older points), seconds.
+  double slowdown_seconds = 0;
 };
 
 // What InsertEvent did: a new event's seq, or (seq 0) the serialized event already stored

@@ -90,6 +90,8 @@ const std::vector<const char*>& Migrations() {
       "ALTER TABLE forecast_history ADD COLUMN down_unplanned_seconds REAL NOT NULL DEFAULT 0;"
       "ALTER TABLE forecast_history ADD COLUMN down_planned_seconds REAL NOT NULL DEFAULT 0;"
       "ALTER TABLE forecast_history ADD COLUMN stalled_seconds REAL NOT NULL DEFAULT 0;",
+      // 6: what the run's slowdowns had cost at each forecast point (forecast/slowdown.h).
+      "ALTER TABLE forecast_history ADD COLUMN slowdown_seconds REAL NOT NULL DEFAULT 0;",
   };
   return *migrations;
 }
@@ -539,7 +541,7 @@ absl::Status SqliteStore::Migrate(bool check) {
   "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, "  \
   "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished, tokens, " \
   "productive_seconds, checkpoint_seconds, lost_seconds, startup_seconds, "            \
-  "down_unplanned_seconds, down_planned_seconds, stalled_seconds"
+  "down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds"
 
 absl::Status SqliteStore::Prepare() {
   struct Entry {
@@ -577,8 +579,8 @@ absl::Status SqliteStore::Prepare() {
        "INSERT INTO forecast_history(run_id, as_of_us, events, finish_p10_us, finish_p50_us, "
        "  finish_p90_us, consumed_seconds, projected_at_finish_seconds, exhaustion_probability, "
        "  burn_rate, finished, tokens, productive_seconds, checkpoint_seconds, lost_seconds, "
-       "  startup_seconds, down_unplanned_seconds, down_planned_seconds, stalled_seconds) "
-       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19 "
+       "  startup_seconds, down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds) "
+       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20 "
        "WHERE NOT EXISTS("
        "  SELECT 1 FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2) "
        "ON CONFLICT(run_id, as_of_us) DO UPDATE SET events = excluded.events, "
@@ -591,7 +593,8 @@ absl::Status SqliteStore::Prepare() {
        "  checkpoint_seconds = excluded.checkpoint_seconds, lost_seconds = excluded.lost_seconds, "
        "  startup_seconds = excluded.startup_seconds, "
        "  down_unplanned_seconds = excluded.down_unplanned_seconds, "
-       "  down_planned_seconds = excluded.down_planned_seconds, stalled_seconds = excluded.stalled_seconds"},
+       "  down_planned_seconds = excluded.down_planned_seconds, stalled_seconds = excluded.stalled_seconds, "
+       "  slowdown_seconds = excluded.slowdown_seconds"},
       {&read_points_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
                       "ORDER BY as_of_us"},
       {&last_point_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
@@ -881,6 +884,7 @@ absl::Status SqliteStore::InsertForecastPoint(int64_t run_id, const ForecastPoin
                         .BindReal(17, p.seconds[4])
                         .BindReal(18, p.seconds[5])
                         .BindReal(19, p.seconds[6])
+                        .BindReal(20, p.slowdown_seconds)
                         .Run("insert forecast point");
   if (!st.ok()) return st;
   if (sqlite3_changes(db_) == 0) {
@@ -908,6 +912,7 @@ ForecastPoint PointFromRow(S& s) {
   p.finished = s.Int(9) != 0;
   p.tokens = s.Int(10);
   for (int i = 0; i < 7; ++i) p.seconds[i] = s.Real(11 + i);
+  p.slowdown_seconds = s.Real(18);
   return p;
 }
 }  // namespace

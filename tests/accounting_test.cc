@@ -237,7 +237,10 @@ TEST(Accounting, AStallDoesNotWidenTheNextStallsThreshold) {
   double t = 0;
   int64_t step = 0;
   auto steps = [&](int n) {
-    for (int i = 0; i < n; ++i) events.push_back(Steps(t += 180, ++step, step * 10));
+    for (int i = 0; i < n; ++i) {
+      ++step;
+      events.push_back(Steps(t += 180, step, step * 10));
+    }
   };
   steps(10);
   t += 3600 - 180;  // a stall: the next report 3,600 s after the last

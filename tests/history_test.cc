@@ -236,16 +236,19 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   ASSERT_TRUE(store_->ForEachRun([&](const storage::StoredRun& r) { runs += r.name == "a"; }).ok());
   EXPECT_EQ(runs, 1);
   ASSERT_TRUE(store_->Begin().ok());
-  EXPECT_TRUE(store_->InsertForecastPoint(a, At(0, 1)).ok());
+  storage::ForecastPoint point = At(0, 1);
+  point.slowdown_seconds = 42.5;  // schema 6's column, added by the migration
+  EXPECT_TRUE(store_->InsertForecastPoint(a, point).ok());
   ASSERT_TRUE(store_->Commit().ok());
-  EXPECT_EQ(Read(a).size(), 1u);
+  ASSERT_EQ(Read(a).size(), 1u);
+  EXPECT_EQ(Read(a)[0].slowdown_seconds, 42.5);
   store_.reset();
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), storage::kSchemaVersion);
-  EXPECT_EQ(storage::kSchemaVersion, 5);
+  EXPECT_EQ(storage::kSchemaVersion, 6);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -196,6 +197,60 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
 // Forecast history of a run drawn from the plan (flightplan simulate), replayed into a
 // daemon on the event clock: served by `flightplan history`, in time order, thinned, ending
 // at the final status, and the same after a restart.
+// A slow stretch drawn by `flightplan simulate --slow` (8% more time per token from day 10
+// for four days, no failures) is found by the real daemon from the replayed events: status
+// JSON and text, and /metrics, while it is active. A --slow that is not one is refused.
+TEST(Process, ASimulatedSlowStretchIsFoundByTheDaemon) {
+  TempDir dir;
+  auto bad = RunProcess({kCli, "simulate", kFlagship, "--slow", "10:96:fast"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("FACTOR 'fast' is not a number"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+  bad = RunProcess({kCli, "simulate", kFlagship, "--slow", "10:96:0.5"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("FACTOR 0.5 is time per token over normal"), std::string::npos) << bad.err;
+  auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "4", "--failure-rate-factor", "0", "--reports", "20000",
+                         "--slow", "10:96:1.08"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  // The events up to day 11.5: a day and a half into the stretch.
+  std::istringstream in(sim.out);
+  std::string line, cut;
+  absl::Time start = absl::InfinitePast();
+  static const std::regex kTime("\"time\":\"([^\"]+)\"");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, kTime)) << line;
+    absl::Time t;
+    std::string error;
+    ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, m[1].str(), &t, &error)) << error;
+    if (start == absl::InfinitePast()) start = t;
+    if (t > start + absl::Hours(24 * 11.5)) break;
+    cut += line + "\n";
+  }
+  const std::string events = dir.Write("slow.jsonl", cut);
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true);
+  ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+  ASSERT_EQ(Cli(d.address(), {"replay", events}).exit_code, 0);
+  const v1::RunStatus s = d.Status();
+  const v1::Slowdown& sd = s.slowdown();
+  EXPECT_TRUE(sd.active());
+  EXPECT_EQ(sd.count(), 1u);
+  EXPECT_NEAR(sd.factor(), 1.08, 0.02);
+  ASSERT_TRUE(sd.has_since());
+  EXPECT_LT(std::abs(sd.since().seconds() - absl::ToUnixSeconds(start + absl::Hours(240))), 3600);
+  // A day and a half at 8%: about 0.08 / 1.08 of 36 hours of work so far.
+  EXPECT_NEAR(sd.seconds(), 36 * 3600 * 0.08 / 1.08, 0.15 * 36 * 3600 * 0.08 / 1.08);
+  EXPECT_GT(sd.projected_seconds(), sd.seconds());
+  EXPECT_GT(sd.reference_tokens_per_second(), 0);
+  ASSERT_EQ(sd.throughput_ratio_size(), 3);
+  EXPECT_NEAR(sd.throughput_ratio(0).ratio(), 1 / 1.08, 0.03);
+  auto text = Cli(d.address(), {"status", kRun});
+  EXPECT_NE(text.out.find("slowdown               ACTIVE since"), std::string::npos) << text.out;
+  const std::string metrics = HttpGet(d.metrics_port(), "/metrics");
+  EXPECT_NE(metrics.find("flightplan_slowdown_active{run=\"dense-70b-10t\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("flightplan_throughput_ratio{run=\"dense-70b-10t\",window=\"6h\"} 0.9"), std::string::npos);
+}
+
 TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
   TempDir dir;
   auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "3", "--failure-rate-factor", "2"});

@@ -7,7 +7,9 @@ bad-rack-40`) in one replay at full speed (the daemon rebuilds the history the r
 have had live), and a second run whose plan is named with a script tag. Then loads /runs/ and both /runs/NAME pages in chromium, keeps the DOM as the
 browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and checks:
   - every chart of the run page is drawn with data: a path through two points or more (or
-    a filled area), date ticks on its time axis, its axis labels; the history behind the
+    a filled area), date ticks on its time axis, its axis labels; the rack's lost tenth of
+    throughput is a slow stretch marked on the throughput chart, its size (8-14%) and cost in
+    its tooltip, and in the summary's slowdown row; the history behind the
     charts spans the run's life (the tokens line through a hundred points or more); the
     interruptions are marks on a timeline, a row per cause;
   - the screenshot shows the page: thousands of pixels in the palette's blue, many colours;
@@ -136,10 +138,10 @@ def main():
         time.sleep(1)  # the last forecasts reach the history
 
         base = f"http://127.0.0.1:{http_port}"
-        dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 2750)
+        dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 3100)
         if console:
             failures.append(f"run page console: {console[:3]}")
-        for chart in ("tokens", "finish", "budget", "time-history"):
+        for chart in ("tokens", "finish", "budget", "time-history", "throughput"):
             m = re.search(rf'<figure id="{chart}">(.*?)</figure>', dom, re.S)
             if not m:
                 failures.append(f"chart {chart}: missing")
@@ -157,6 +159,21 @@ def main():
                 failures.append(f"chart {chart}: axis labels")
             print(f"ok   chart {chart}: {len(drawn)} paths, ticks {ticks[0]} .. {ticks[-1]}" if drawn and ticks else
                   f"FAIL chart {chart}")
+        # The rack that goes bad at 40% takes a tenth off the throughput for good: a slow stretch
+        # marked on the throughput chart, with its size and cost in its tooltip, and its own
+        # pace's line beside the plan's.
+        m = re.search(r'<figure id="throughput">(.*?)</figure>', dom, re.S)
+        bands = re.findall(r'<path class="area" d="[^"]*" fill="[^"]*" fill-opacity="0.30"><title>([^<]*)</title>',
+                           m.group(1)) if m else []
+        slower = [b for b in bands if re.match(r"\d+\.\d% slower, \d{4}-\d{2}-\d{2} .* cost \d", b)]
+        pct = [float(b.split("%")[0]) for b in slower]
+        if not slower or not any(8 <= p <= 14 for p in pct) or "own pace" not in m.group(1):
+            failures.append(f"throughput chart: slow stretches {bands}")
+        else:
+            print(f"ok   throughput chart: {len(slower)} slow stretch(es) marked: {slower[-1]}")
+        summary = re.search(r"<td>slowdown</td><td>(.*?)</td>", dom, re.S)
+        if not summary or "slower" not in summary.group(1):
+            failures.append(f"summary: slowdown row {summary.group(1) if summary else None}")
         m = re.search(r'<figure id="interruptions-timeline">(.*?)</figure>', dom, re.S)
         marks = len(re.findall(r'class="mark"', m.group(1))) if m else 0
         causes = re.findall(r'<text class="tick y"[^>]*>([^<]*)</text>', m.group(1)) if m else []
