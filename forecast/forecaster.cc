@@ -905,6 +905,42 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     sim.throughput_shifted = std::fabs(recent / lifetime - 1) > kShiftThreshold;
     observed = sim.throughput_shifted ? recent : std::exp(0.5 * std::log(recent) + 0.5 * std::log(lifetime));
   }
+  // An active slowdown: the run's own pace before it is the rate once it is found and
+  // fixed, and each draw keeps the slowed pace for a time drawn from how long slowdowns
+  // last. The evidence is its own age and the durations of the run's earlier ones
+  // (productive seconds, each at least a bin): their geometric mean is the scale of the
+  // scale-free law P(it lasts x more) = scale / (scale + x) (Gott 1993, as for a crisis
+  // below), whose median is the scale.
+  // Only one the alert would ticket (3% or more, two hours of work or more): a smaller or
+  // younger one is as likely noise, and the rates as they are already carry it.
+  if (options.slowdown_mixture && !s.slowdown.stretches.empty() && s.slowdown.stretches.back().active &&
+      s.slowdown.stretches.back().Factor() >= 1 + kSlowdownMinShift &&
+      s.slowdown.stretches.back().seconds >= 2 * 3600) {
+    const SlowStretch& st = s.slowdown.stretches.back();
+    double log_sum = 0;
+    int n = 0, ended = 0;
+    for (const SlowStretch& past : s.slowdown.stretches) {
+      log_sum += std::log(std::max(past.seconds, kSlowdownBinSeconds));
+      ++n;
+      ended += past.active ? 0 : 1;
+    }
+    // Its size now: the last 6 hours' pace against the reference (a slowdown that deepens,
+    // as a fleet degrading does, is as slow as it has become), else its average.
+    const double ratio = ThroughputRatio(s.slowdown, sim.as_of, absl::Hours(6));
+    sim.slowdown_factor = ratio > 0 ? std::max(1.0, 1 / ratio) : st.Factor();
+    sim.slowdown_persist_seconds = std::exp(log_sum / n);
+    // Whether it can be fixed at all (a slow node is; a fleet that degrades is not): by
+    // Laplace's rule of succession on the run's earlier slowdowns, all of which ended, the
+    // chance that this one never does is 1 / (ended + 2): a half with no history.
+    sim.slowdown_permanent_probability = 1.0 / (ended + 2);
+    observed = std::exp(-st.reference_log_pace);
+    if (!prior.phases.empty() && target > done) {
+      // Read against the plan's rate for the tokens ahead, as the run's own rates are above.
+      const double window = std::min(done, st.tokens);
+      const double plan_then = Div(window, PlannedActiveSeconds(prior, done - window, done));
+      if (plan_rate > 0 && plan_then > 0) observed *= plan_rate / plan_then;
+    }
+  }
   // A revised plan: the rate before it, scaled to the new plan, until the run shows its
   // own since (weighed like the plan against the first evidence); a trend is read from the
   // evidence since the revision only.
@@ -1040,14 +1076,32 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   auto draw = [&](int i, Mode mode) {
     auto stream = [&](uint64_t stage) { return SplitMix64(base + static_cast<uint64_t>(i) * 16 + stage); };
     SplitMix64 throughput_rng = stream(0), regime_rng = stream(1), rate_rng = stream(2), count_rng = stream(3),
-               loss_rng = stream(4), overhead_rng = stream(5), crisis_rng = stream(6);
+               loss_rng = stream(4), overhead_rng = stream(5), crisis_rng = stream(6), slowdown_rng = stream(7);
     std::normal_distribution<double> normal(0, 1);
     std::uniform_real_distribution<double> uniform(0, 1);
     Outcome out;
     const double rate = center * std::exp(rate_sigma * normal(throughput_rng));
-    const double compute = uniform(regime_rng) < trend.weight ? ComputeWithTrend(remaining_tokens, rate, trend.slope)
-                           : rate > 0                         ? remaining_tokens / rate
-                                                              : 0;
+    double compute = 0;
+    const bool trend_regime = uniform(regime_rng) < trend.weight;
+    if (sim.slowdown_factor > 1 && rate > 0 && !trend_regime) {
+      // The slowdown persists for `persist` productive seconds ahead, then the run's own pace.
+      // In the trend regime's draws the slowdown is a drift's latest step (a run degrading
+      // steadily, which no one fixes), and the trend goes on instead.
+      const double u = uniform(slowdown_rng);
+      const double persist = uniform(slowdown_rng) < sim.slowdown_permanent_probability
+                                 ? std::numeric_limits<double>::infinity()
+                                 : sim.slowdown_persist_seconds * u / std::max(1e-12, 1 - u);
+      const double slow_rate = rate / sim.slowdown_factor;
+      const double slow_tokens = std::min(remaining_tokens, slow_rate * persist);
+      compute = slow_tokens / slow_rate + (remaining_tokens - slow_tokens) / rate;
+    } else {
+      // The trend regime from the run's own rate; in a slowdown's trend draws, from the
+      // slowed rate it has reached.
+      const double from = sim.slowdown_factor > 1 ? rate / sim.slowdown_factor : rate;
+      compute = trend_regime ? ComputeWithTrend(remaining_tokens, from, trend.slope)
+                : rate > 0   ? remaining_tokens / rate
+                             : 0;
+    }
     const double running = compute * (1 + ckpt_ratio);
     const bool recent_failures = uniform(regime_rng) < proc.p_failures;
     const bool recent_losses = uniform(regime_rng) < proc.p_losses;

@@ -126,6 +126,10 @@ struct ForecastOptions {
   // The recent window (kChangepoint, kFutures) or half-life (kDiscounted), as a share of the time
   // elapsed: scale-free, so a week-old run and a three-month one are read alike.
   double recent_share = 0.25;
+  // While a slowdown is active (RunStatus.slowdown), the throughput ahead is a mixture of "it
+  // persists" and "it is found and fixed" (docs/contract.md §6); false: the rates as they
+  // are, the forecaster before issue 26 (the calibration's baseline).
+  bool slowdown_mixture = true;
 };
 
 // Two futures of the failure process, when the run's recent one is far from its plan's
@@ -217,6 +221,11 @@ struct Simulation {
   uint64_t events = 0;
   double forecast_tokens_per_second = 0;
   bool throughput_shifted = false;
+  // An active slowdown taken in: its time per token over the run's own pace (1: none), and
+  // the scale of how long it persists ahead (productive seconds; its median).
+  double slowdown_factor = 1;
+  double slowdown_persist_seconds = 0;
+  double slowdown_permanent_probability = 0;  // the share of draws in which it never ends
   double finish_p10_seconds = 0, finish_p50_seconds = 0, finish_p90_seconds = 0;
   double future_loss_p50_seconds = 0;
   double exhaustion_probability = 0;
