@@ -24,12 +24,9 @@ exiting 0 once both jobs have ended, and no event rejected.
 Bounded: about a minute and a half; gives up after 240 s, and stops every daemon it started.
 Usage: slurm_accounting_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
 """
-import datetime
-import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,66 +35,22 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, ".."))
 from cluster import Cluster  # noqa: E402
-from e2e_support import set_deadline, start_daemon, stop, wait_for  # noqa: E402
+from e2e_support import set_deadline, wait_for  # noqa: E402
+from watch_support import Tracked, check, utc  # noqa: E402
 
 set_deadline(240)
 daemon_bin, cli_bin, repo = sys.argv[1:4]
 work = tempfile.mkdtemp(prefix="flightplan-slurm-acct-test-")
 RUN = "slurm-acct-run"
 
-
-def utc(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-def rfc3339(s):
-    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit(f"FAIL: {what}")
-    print(f"ok: {what}", flush=True)
-
-
-procs = []
-watchers = []
+tracked = None
 try:
     with Cluster(accounting=True, jobcomp=False) as c:
-        daemon, grpc_port, _ = start_daemon(daemon_bin, work, ["--clock", "events"])
-        procs.append(daemon)
-        server = f"127.0.0.1:{grpc_port}"
-        cli = [cli_bin, "--server", server]
-        subprocess.run(cli + ["create", f"{repo}/deploy/examples/dense-70b-10t.yaml", "--run", RUN], check=True,
-                       stdout=subprocess.DEVNULL)
-
-        def watcher(n):
-            log = open(f"{work}/watcher{n}.log", "w")
-            p = subprocess.Popen(cli + ["slurm", "--name", "pretrain", "--run", RUN, "--interval", "0.5"], stdout=log,
-                                 stderr=subprocess.STDOUT, env=c.env)
-            watchers.append(p)
-            return p
-
-        def status():
-            out = subprocess.run(cli + ["status", RUN, "--json", "--no-wait"], check=True, capture_output=True,
-                                 text=True).stdout
-            return json.loads(out)
-
-        def trained(attempt):
-            def check():
-                st = status()
-                return st["attempt"] == attempt and st["state"] == "running" and int(st["progress"]["tokens"]) > 0
-            wait_for(f"attempt {attempt} training in the daemon", check, timeout=60)
-
-        build = os.path.dirname(os.path.dirname(os.path.abspath(cli_bin)))
-        ckpt = os.path.join(work, "ckpt")
-        train = (f"PYTHONPATH={build}/python exec /usr/bin/python3 {repo}/clients/python/examples/train_tiny.py "
-                 f"--run {RUN} --server {server} --checkpoint-dir {ckpt} --steps 1000000 --save-every 10 "
-                 f"--step-sleep 0.1")
-        job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", train)
-        first = watcher(1)
+        tracked = t = Tracked(daemon_bin, cli_bin, repo, work, RUN, c)
+        job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", t.train_command())
+        first = t.watcher(1, "--name", "pretrain")
         c.wait_job(job, "RUNNING", 0)
-        trained(1)
+        t.trained(1)
         time.sleep(2)
         # 2. Preempted by a job of the higher-tier partition.
         c.sbatch("--partition=urgent", "--job-name=urgent", "-o", c.path("out-%j.txt"), "--wrap", "sleep 2")
@@ -105,9 +58,8 @@ try:
         c.wait("the urgent job to end", lambda: not c.run("squeue", "-h", "--states=RUNNING").strip())
         c.release(job)
         c.wait_job(job, "RUNNING", 1)
-        trained(2)
-        wait_for("the watcher to report the preemption",
-                 lambda: "interruption preemption" in open(f"{work}/watcher1.log").read())
+        t.trained(2)
+        wait_for("the watcher to report the preemption", lambda: "interruption preemption" in t.log(1))
         # 3. The watcher dies; the node fails and comes back while it is away.
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -119,26 +71,23 @@ try:
         c.wait("the node to return", lambda: c.node_state() == "idle")
         c.release(job)
         c.wait_job(job, "RUNNING", 2)
-        trained(3)
+        t.trained(3)
         check("gpu_xid_79" not in c.run("sinfo", "-R", "-h"), "the node's reason is gone from sinfo")
-        second = watcher(2)
+        second = t.watcher(2, "--name", "pretrain")
         # 4. A second job of the name waits on the first; the first is cancelled.
         fails = c.sbatch("--job-name=pretrain", f"--dependency=afterany:{job}", "-o", c.path("out-%j.txt"), "--wrap",
                          "sleep 2; exit 3")
-        wait_for("the restarted watcher to see the chain", lambda: os.path.getsize(f"{work}/watcher2.log") > 0)
+        wait_for("the restarted watcher to see the chain", lambda: os.path.getsize(t.log_path(2)) > 0)
         time.sleep(2)
         c.run("scancel", str(job))
         second.wait(timeout=60)  # it exits once both jobs have ended
-        with open(f"{work}/watcher2.log") as f:
-            summary = f.read()
+        summary = t.log(2)
         print(summary)
         check(second.returncode == 0, f"the restarted watcher exits 0 (exit {second.returncode})")
         check("ended runs from accounting (sacct)" in summary, "the watcher reads accounting")
         check(" 0 rejected" in summary, "no event rejected")
-        with open(f"{work}/watcher1.log") as f:
-            check("rejected:" not in f.read(), "no event of the first watcher rejected")
-        rejected = os.path.join(ckpt, "spool", f"{RUN}.rejected.jsonl")
-        check(not os.path.exists(rejected) or not open(rejected).read().strip(), "no event of the trainer rejected")
+        check("rejected:" not in t.log(1), "no event of the first watcher rejected")
+        check(t.trainer_rejected_nothing(), "no event of the trainer rejected")
 
         # Accounting's own record: one row per run.
         time.sleep(1)
@@ -148,10 +97,8 @@ try:
         starts = [utc(r["Start"]) for r in rows]
         ends = [utc(r["End"]) for r in rows]
 
-        s = status()
-        info = json.loads(subprocess.run(cli + ["plans", RUN, "--json"], check=True, capture_output=True,
-                                         text=True).stdout)
-        attempts = [(a["attempt"], rfc3339(a["started"])) for a in info["attempts"]]
+        s = t.status()
+        attempts = t.attempts()
         # Slurm's times are whole seconds: a launch in the second of the training's last report
         # (here the chain's job, started as the cancelled one stopped) starts at that report.
         check([a for a, _ in attempts] == [1, 2, 3, 4] and
@@ -160,29 +107,25 @@ try:
         causes = {(i["cause"], i["planned"]): i["count"] for i in s["interruptions"]}
         check(causes == {("preemption", False): 1, ("node", False): 1, ("operator", True): 1,
                          ("exit_code_3", False): 1}, f"interruptions by cause: {causes}")
-        t = s["time_seconds"]
+        ts = s["time_seconds"]
         waits_unplanned = (starts[1] - ends[0]) + (starts[2] - ends[1])
         # Each wait ends at a whole second and starts at the training's own stop, up to a second
         # past Slurm's: within a second each.
-        check(abs(t["down_unplanned"] - waits_unplanned) < 2,
-              f"down_unplanned {t['down_unplanned']:.3f} s = the waits after the preemption and the node's "
+        check(abs(ts["down_unplanned"] - waits_unplanned) < 2,
+              f"down_unplanned {ts['down_unplanned']:.3f} s = the waits after the preemption and the node's "
               f"failure {waits_unplanned} s")
-        check(abs(t["down_planned"] - (starts[3] - ends[2])) < 1,
-              f"down_planned {t['down_planned']:.3f} s = the wait after the cancel {starts[3] - ends[2]} s")
-        check(abs(t["elapsed"] - (ends[3] - starts[0])) < 1,
-              f"elapsed {t['elapsed']:.3f} s = first start to last end {ends[3] - starts[0]} s")
+        check(abs(ts["down_planned"] - (starts[3] - ends[2])) < 1,
+              f"down_planned {ts['down_planned']:.3f} s = the wait after the cancel {starts[3] - ends[2]} s")
+        check(abs(ts["elapsed"] - (ends[3] - starts[0])) < 1,
+              f"elapsed {ts['elapsed']:.3f} s = first start to last end {ends[3] - starts[0]} s")
         # The node's failure, reported by the watcher that was away for all of it.
-        out = subprocess.run(cli + ["retract", RUN, "--id", f"slurm-{job}-1-end", "--dry-run", "--json"], check=True,
-                             capture_output=True, text=True).stdout
-        detail = json.loads(out[out.index("{"):out.rindex("}") + 1])["events"][0]["event"]["interruption"]["detail"]
+        detail = t.interruption_detail(f"slurm-{job}-1-end")
         check(c.node in detail and "gpu_xid_79" in detail, f"the node's failure names the node and its reason: {detail}")
         check("interruption node" in summary and "gpu_xid_79" in summary,
               "the restarted watcher sent the node's failure, with its reason")
         print("PASS")
 finally:
-    for w in watchers:
-        if w.poll() is None:
-            w.kill()
-    stop(procs)
+    if tracked:
+        tracked.stop()
     if os.environ.get("KEEP_SLURM_DIR") != "1":
         shutil.rmtree(work, ignore_errors=True)

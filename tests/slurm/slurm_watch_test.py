@@ -25,12 +25,9 @@ Bounded: about two and a half minutes (the time limit is Slurm's whole minute); 
 280 s, and stops every daemon it started.
 Usage: slurm_watch_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
 """
-import datetime
-import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,102 +36,50 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, ".."))
 from cluster import Cluster  # noqa: E402
-from e2e_support import set_deadline, start_daemon, stop, wait_for  # noqa: E402
+from e2e_support import set_deadline, wait_for  # noqa: E402
+from watch_support import Tracked, check, utc  # noqa: E402
 
 set_deadline(280)
 daemon_bin, cli_bin, repo = sys.argv[1:4]
 work = tempfile.mkdtemp(prefix="flightplan-slurm-test-")
 RUN = "slurm-run"
 
-
-def utc(s):
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-def rfc3339(s):
-    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit(f"FAIL: {what}")
-    print(f"ok: {what}", flush=True)
-
-
-procs = []
-watchers = []
+tracked = None
 try:
     with Cluster() as c:
-        daemon, grpc_port, _ = start_daemon(daemon_bin, work, ["--clock", "events"])
-        procs.append(daemon)
-        server = f"127.0.0.1:{grpc_port}"
-        cli = [cli_bin, "--server", server]
-        subprocess.run(cli + ["create", f"{repo}/deploy/examples/dense-70b-10t.yaml", "--run", RUN], check=True,
-                       stdout=subprocess.DEVNULL)
-
-        def watcher(n):
-            log = open(f"{work}/watcher{n}.log", "w")
-            p = subprocess.Popen(cli + ["slurm", "--job", str(job), "--run", RUN, "--interval", "0.5"], stdout=log,
-                                 stderr=subprocess.STDOUT, env=c.env)
-            watchers.append(p)
-            return p
-
-        def status():
-            out = subprocess.run(cli + ["status", RUN, "--json", "--no-wait"], check=True, capture_output=True,
-                                 text=True).stdout
-            return json.loads(out)
-
-        def run_info():
-            out = subprocess.run(cli + ["plans", RUN, "--json"], check=True, capture_output=True, text=True).stdout
-            return json.loads(out)
-
-        build = os.path.dirname(os.path.dirname(os.path.abspath(cli_bin)))
-        ckpt = os.path.join(work, "ckpt")
-        train = (f"PYTHONPATH={build}/python exec /usr/bin/python3 {repo}/clients/python/examples/train_tiny.py "
-                 f"--run {RUN} --server {server} --checkpoint-dir {ckpt} --steps 1000000 --save-every 10 "
-                 f"--step-sleep 0.1")
+        tracked = t = Tracked(daemon_bin, cli_bin, repo, work, RUN, c)
         # Bad usage and bad references: named, the right exit status, nothing sent.
-        def slurm_cli(*args):
-            return subprocess.run(cli + ["slurm", *args], capture_output=True, text=True, env=c.env)
-        r = slurm_cli("--run", RUN)
+        r = t.slurm_cli("--run", RUN)
         check(r.returncode == 2 and "--job ID or --name NAME" in r.stderr, f"no job named: exit 2 ({r.stderr.strip()})")
-        r = slurm_cli("--run", RUN, "--job", "12abc")
+        r = t.slurm_cli("--run", RUN, "--job", "12abc")
         check(r.returncode == 2 and "--job '12abc' is not a Slurm job id" in r.stderr,
               f"a job id that is not one: exit 2 ({r.stderr.strip()})")
-        r = slurm_cli("--run", RUN, "--job", "1", "--records", "slurmdb")
+        r = t.slurm_cli("--run", RUN, "--job", "1", "--records", "slurmdb")
         check(r.returncode != 0 and "--records" in r.stderr, f"an unknown --records: refused ({r.stderr.strip()})")
-        r = slurm_cli("--run", "no-such-run", "--job", "1")
+        r = t.slurm_cli("--run", "no-such-run", "--job", "1")
         check(r.returncode == 1 and "NOT_FOUND" in r.stderr, f"an unknown run: exit 1 ({r.stderr.strip()})")
-        r = slurm_cli("--run", RUN, "--job", "99999", "--once")
+        r = t.slurm_cli("--run", RUN, "--job", "99999", "--once")
         check(r.returncode == 1 and "no job 99999" in r.stderr, f"a job Slurm does not have: exit 1 ({r.stderr.strip()})")
-        check(status()["events"] in ("0", 0), "nothing was sent")
-        job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", train)
-        first = watcher(1)
-
-        def trained(attempt):
-            """The daemon has the attempt, and the trainer's steps in it."""
-            def check():
-                st = status()
-                return st["attempt"] == attempt and st["state"] == "running" and int(st["progress"]["tokens"]) > 0
-            wait_for(f"attempt {attempt} training in the daemon", check, timeout=60)
+        check(t.status()["events"] in ("0", 0), "nothing was sent")
+        job = c.sbatch("--requeue", "--job-name=pretrain", "-o", c.path("out-%j.txt"), "--wrap", t.train_command())
+        first = t.watcher(1, "--job", str(job))
 
         starts = [c.wait_job(job, "RUNNING", 0)["start_time"]]
-        trained(1)
+        t.trained(1)
         time.sleep(2)
         c.scontrol("requeue", job)
         c.wait_job(job, "PENDING", 1)
         time.sleep(2)
         c.release(job)
         starts.append(c.wait_job(job, "RUNNING", 1)["start_time"])
-        trained(2)
+        t.trained(2)
         time.sleep(2)
         c.scontrol("update", f"nodename={c.node}", "state=down", "reason=gpu_xid_79")
         c.wait_job(job, "PENDING", 2)
-        wait_for("the node's failure in the daemon", lambda: status()["state"] == "down")
-        # The node's reason lasts in Slurm only while the node is down: the first watcher
-        # reports it before it dies (the restarted one could not).
-        wait_for("the first watcher to report the node's failure",
-                 lambda: "interruption node" in open(f"{work}/watcher1.log").read())
+        wait_for("the node's failure in the daemon", lambda: t.status()["state"] == "down")
+        # Without accounting, the node's reason lasts in Slurm only while the node is down: the
+        # first watcher reports it before it dies (the restarted one could not).
+        wait_for("the first watcher to report the node's failure", lambda: "interruption node" in t.log(1))
         first.send_signal(signal.SIGKILL)  # the watcher dies hard while the job waits
         first.wait()
         time.sleep(2)
@@ -142,21 +87,17 @@ try:
         c.wait("the node to return", lambda: c.node_state() == "idle")
         c.release(job)
         starts.append(c.wait_job(job, "RUNNING", 2)["start_time"])
-        second = watcher(2)  # started again: sends what the daemon lacks, and goes on
-        trained(3)
+        second = t.watcher(2, "--job", str(job))  # started again: sends what the daemon lacks, and goes on
+        t.trained(3)
         c.scontrol("update", f"jobid={job}", "TimeLimit=1")
         c.wait("the time limit", lambda: (c.job(job) or {}).get("job_state") == "TIMEOUT", timeout=150)
         second.wait(timeout=30)  # it exits once the job has ended
         check(second.returncode == 0, f"the restarted watcher exits 0 (exit {second.returncode})")
-        with open(f"{work}/watcher2.log") as f:
-            summary = f.read()
+        summary = t.log(2)
         print(summary)
         check(" 0 rejected" in summary, "no event rejected")
-        rejected = os.path.join(ckpt, "spool", f"{RUN}.rejected.jsonl")
-        check(not os.path.exists(rejected) or not open(rejected).read().strip(),
-              "no event of the trainer rejected")
-        with open(f"{work}/watcher1.log") as f:
-            check("rejected:" not in f.read(), "no event of the first watcher rejected")
+        check(t.trainer_rejected_nothing(), "no event of the trainer rejected")
+        check("rejected:" not in t.log(1), "no event of the first watcher rejected")
 
         # Slurm's own record of the job's three runs.
         records = c.jobcomp_records()
@@ -164,41 +105,34 @@ try:
               f"Slurm's completion log: {[r['JobState'] for r in records]}")
         ends = [utc(r["EndTime"]) for r in records]
 
-        s = status()
-        info = run_info()
-        attempts = [(a["attempt"], rfc3339(a["started"])) for a in info["attempts"]]
+        s = t.status()
+        attempts = t.attempts()
         check(attempts == [(1, starts[0]), (2, starts[1]), (3, starts[2])],
               f"three attempts at squeue's start times: {attempts} vs {starts}")
         causes = {(i["cause"], i["planned"]): i["count"] for i in s["interruptions"]}
         check(causes == {("operator", True): 1, ("node", False): 1, ("time_limit", False): 1},
               f"interruptions by cause: {causes}")
-        t = s["time_seconds"]
+        ts = s["time_seconds"]
         # Slurm's times are whole seconds; the trainer's last report before each stop may be
         # up to a second past the record's end (the stop is placed there).
-        check(abs(t["down_planned"] - (starts[1] - ends[0])) < 1,
-              f"down_planned {t['down_planned']:.3f} s = the wait after the requeue {starts[1] - ends[0]} s")
-        check(abs(t["down_unplanned"] - (starts[2] - ends[1])) < 1,
-              f"down_unplanned {t['down_unplanned']:.3f} s = the wait after the node failure {starts[2] - ends[1]} s")
-        check(abs(t["elapsed"] - (ends[2] - starts[0])) < 1,
-              f"elapsed {t['elapsed']:.3f} s = first start to last end {ends[2] - starts[0]} s")
-        ran = t["startup"] + t["productive"] + t["checkpoint"] + t["lost"] + t["stalled"]
+        check(abs(ts["down_planned"] - (starts[1] - ends[0])) < 1,
+              f"down_planned {ts['down_planned']:.3f} s = the wait after the requeue {starts[1] - ends[0]} s")
+        check(abs(ts["down_unplanned"] - (starts[2] - ends[1])) < 1,
+              f"down_unplanned {ts['down_unplanned']:.3f} s = the wait after the node failure {starts[2] - ends[1]} s")
+        check(abs(ts["elapsed"] - (ends[2] - starts[0])) < 1,
+              f"elapsed {ts['elapsed']:.3f} s = first start to last end {ends[2] - starts[0]} s")
+        ran = ts["startup"] + ts["productive"] + ts["checkpoint"] + ts["lost"] + ts["stalled"]
         check(abs(ran - sum(e - b for b, e in zip(starts, ends))) < 3,
               f"the three runs' {sum(e - b for b, e in zip(starts, ends))} s are work, saves, startup or loss "
               f"({ran:.3f} s)")
-        check(t["lost"] > 0, f"each relaunch resumed from its checkpoint, and lost the steps after it ({t['lost']:.3f} s)")
+        check(ts["lost"] > 0, f"each relaunch resumed from its checkpoint, and lost the steps after it ({ts['lost']:.3f} s)")
         check(s["state"] == "down", f"the run is down after its time limit ({s['state']})")
-        # The node's failure names the node and the reason it was set down with (read back
-        # through a dry-run retraction, which lists the stored event and changes nothing).
-        out = subprocess.run(cli + ["retract", RUN, "--id", f"slurm-{job}-1-end", "--dry-run", "--json"], check=True,
-                             capture_output=True, text=True).stdout
-        detail = json.loads(out[out.index("{"):out.rindex("}") + 1])["events"][0]["event"]["interruption"]["detail"]
+        # The node's failure names the node and the reason it was set down with.
+        detail = t.interruption_detail(f"slurm-{job}-1-end")
         check(c.node in detail and "gpu_xid_79" in detail, f"the node's failure names the node and its reason: {detail}")
-        # Every stored event, listed by a dry-run retraction of all of them: the trainer's own
-        # stops (its SIGTERM hook's "preemption") are there beside the watcher's, and joined
-        # with them (three interruptions above, not more).
-        out = subprocess.run(cli + ["retract", RUN, "--after", "2000-01-01", "--dry-run", "--json"], check=True,
-                             capture_output=True, text=True).stdout
-        stored = json.loads(out[out.index("{"):out.rindex("}") + 1])["events"]
+        # Every stored event: the trainer's own stops (its SIGTERM hook's "preemption") are
+        # there beside the watcher's, and joined with them (three interruptions above, not more).
+        stored = t.stored("--after", "2000-01-01")
         own = [e for e in stored if "interruption" in e["event"] and not e["event"].get("source")]
         launches = [e for e in stored if "job_started" in e["event"] and not e["event"].get("source")]
         check(len(launches) == 3 and len(own) >= 1,
@@ -206,9 +140,7 @@ try:
               f"each joined with the watcher's")
         print("PASS")
 finally:
-    for w in watchers:
-        if w.poll() is None:
-            w.kill()
-    stop(procs)
+    if tracked:
+        tracked.stop()
     if os.environ.get("KEEP_SLURM_DIR") != "1":
         shutil.rmtree(work, ignore_errors=True)
