@@ -34,6 +34,11 @@ const std::regex kMegatronSaveTimer(
     R"(^\s*save-checkpoint(?:-non-persistent)?\s+\.*:\s*(?:\(([\d.]+),\s*([\d.]+)\)|([\d.]+))\s*$)");
 const std::regex kMegatronBatch(R"(global batch size:\s*(\d+))");
 const std::regex kMegatronExit(R"(^\[(exiting program [^\]]*)\] datetime:)");
+// The compute timers in Timers.log's "(min, max) time across ranks (ms):" block
+// (megatron/core/timers.py _get_global_min_max_time_string, "    {name....}: ({min:.2f},
+// {max:.2f})"; the names are megatron/training/training.py's, logged at --timing-log-level 1).
+const std::regex kMegatronRankTimer(
+    R"(^\s*(forward-backward|forward-compute|backward-compute)\s+\.*:\s*\(([\d.]+),\s*([\d.]+)\)\s*$)");
 const std::regex kMegatronArg(R"(^\s{2}(seq_length|global_batch_size|rampup_batch_size) \.+ (.*?)\s*$)");
 
 // torchtitan (torchtitan/components/metrics.py MetricsProcessor.log; train.py / trainer.py
@@ -393,6 +398,8 @@ absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, d
   e.set_attempt(attempt_);
   e.mutable_steps()->set_step(step);
   e.mutable_steps()->set_tokens(tokens);
+  if (rank_spread_ > 0) e.mutable_steps()->set_rank_spread(rank_spread_);
+  rank_spread_ = 0;
   Emit(std::move(e));
   last_step_ = step;
   last_step_time_ = at;
@@ -499,6 +506,17 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
         saved_.insert(*step);
       }
       save_started_.reset();
+      return true;
+    }
+  }
+
+  // A compute timer across ranks: the slowest rank's time over the fastest's is a
+  // straggler's signature. The block follows an iteration line; its spread goes with the
+  // next iteration's report (it covers the interval before it).
+  if (absl::StrContains(line, "-compute") || absl::StrContains(line, "forward-backward")) {
+    if (std::regex_search(line, m, kMegatronRankTimer)) {
+      const double low = Double(m, 2), high = Double(m, 3);
+      if (low > 0 && high >= low) rank_spread_ = std::max(rank_spread_, std::min(100.0, high / low - 1));
       return true;
     }
   }

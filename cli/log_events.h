@@ -9,8 +9,9 @@
 //   size), print_datetime lines, `[saving|successfully saved] checkpoint at|from iteration`
 //   (with or without their timestamp and `[ t i/T, p j/P ]`), async saves (counted when
 //   scheduled: training waits only for that, and the state saved is fixed then), `successfully loaded checkpoint ... at
-//   iteration N`, the save-checkpoint timer, the arguments dump (seq_length, global_batch_size, rampup_batch_size) and
-//   the orderly exits (`[exiting program ...]`). torchtitan,
+//   iteration N`, the save-checkpoint timer, the compute timers across ranks (megatron/core/timers.py's "(min,
+//   max) time across ranks (ms)": the rank spread), the arguments dump (seq_length, global_batch_size,
+//   rampup_batch_size) and the orderly exits (`[exiting program ...]`). torchtitan,
 //   torchtitan/{train.py,trainer.py,components/metrics.py,components/checkpoint.py, components/checkpointer/dcp.py},
 //   v0.2.2 and main: the step line (colours stripped), `Trainer is initialized with ...`, `Training starts at step N`,
 //   the save/staging lines and the last-step save. The lines a dying job prints (PyTorch, NCCL, the driver, Slurm):
@@ -154,6 +155,9 @@ class LogEvents {
   std::optional<absl::Time> last_step_time_;
   int64_t last_tokens_ = -1;      // of the last iteration reported
   int64_t last_step_tokens_ = 0;  // one iteration's tokens at its batch
+  // Megatron's compute timers across ranks since the last iteration line: the widest
+  // spread (slowest over fastest, minus 1), for the next iteration's report; 0 = none.
+  double rank_spread_ = 0;
   std::optional<absl::Time> last_emitted_;
   std::optional<absl::Time> last_stamp_;   // the latest timestamp seen on any line
   std::optional<absl::Time> launch_time_;  // a launch began (print_datetime, "Starting job")

@@ -106,6 +106,10 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
         &out, absl::StrFormat("  %-22s %s\n", "slowdown",
                               pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")")));
   }
+  if (sd.rank_spread() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s the slowest rank %s behind the fastest (usually %s)\n", "ranks",
+                                          Percent(sd.rank_spread(), 1), Percent(sd.typical_rank_spread(), 1)));
+  }
   const v1::Forecast& fc = s.forecast();
   absl::StrAppend(&out, "\n");
   if (fc.has_finish_p50()) {

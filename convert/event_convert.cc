@@ -143,6 +143,7 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.kind = EventKind::kSteps;
       e.step = p.steps().step();
       e.tokens = p.steps().tokens();
+      e.rank_spread = p.steps().rank_spread();
       break;
     case v1::Event::kCheckpointSaved:
       e.kind = EventKind::kCheckpointSaved;
@@ -184,6 +185,7 @@ v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
       p.set_attempt(e.attempt);
       p.mutable_steps()->set_step(e.step);
       p.mutable_steps()->set_tokens(e.tokens);
+      if (e.rank_spread != 0) p.mutable_steps()->set_rank_spread(e.rank_spread);
       break;
     case EventKind::kCheckpointSaved:
       p.set_attempt(e.attempt);
@@ -242,6 +244,8 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_pace_productive_mark(s.pace_productive_mark);
   p.set_pace_stalled_mark(s.pace_stalled_mark);
   p.set_pace_mark_valid(s.pace_mark_valid);
+  p.set_rank_spread(s.rank_spread);
+  p.set_typical_rank_spread(s.typical_rank_spread);
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
     pr->set_time_us(Micros(r.time));
@@ -362,6 +366,8 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.pace_productive_mark = p.pace_productive_mark();
   s.pace_stalled_mark = p.pace_stalled_mark();
   s.pace_mark_valid = p.pace_mark_valid();
+  s.rank_spread = p.rank_spread();
+  s.typical_rank_spread = p.typical_rank_spread();
   return s;
 }
 
@@ -424,6 +430,8 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   slow->set_reference_tokens_per_second(sd.reference_tokens_per_second);
   slow->set_plan_tokens_per_second(plan_tokens_per_second);
   slow->set_noise(sd.noise);
+  slow->set_rank_spread(s.rank_spread);
+  slow->set_typical_rank_spread(s.typical_rank_spread);
   for (size_t i = 0; i < 3; ++i) {
     if (sd.throughput_ratio[i] <= 0) continue;
     v1::WindowRatio* w = slow->add_throughput_ratio();

@@ -237,6 +237,10 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
     return ReadObject(r, [&](std::string_view f) {
       if (f == "step") return once(1) && r.ReadInteger(v, true) && (s->set_step(v), true);
       if (f == "tokens") return once(2) && r.ReadInteger(v, true) && (s->set_tokens(v), true);
+      if (Is(f, "rank_spread", "rankSpread")) {
+        double d = 0;
+        return once(4) && r.ReadDouble(d) && (s->set_rank_spread(d), true);
+      }
       return false;
     });
   }
@@ -440,6 +444,7 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       open("steps");
       if (e.steps().step() != 0) key("step"), AppendInt(e.steps().step(), out, true);
       if (e.steps().tokens() != 0) key("tokens"), AppendInt(e.steps().tokens(), out, true);
+      if (e.steps().rank_spread() != 0) key("rank_spread"), AppendDouble(e.steps().rank_spread(), out);
       out += '}';
       break;
     case v1::Event::kCheckpointSaved:

@@ -241,6 +241,13 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           "The active (else the latest) slowdown's time per token over the run's own pace (1.05: 5% slower); "
           "1 before the first.",
           {run}, sd.factor());
+    if (sd.rank_spread() > 0) {
+      static const char* const kSpreadHelp =
+          "The slowest rank's compute time over the fastest's, minus 1, where the training reports it (Megatron's "
+          "timers): at the latest report, and as usual. A straggler widens it.";
+      f.Add("flightplan_rank_spread_ratio", kGauge, kSpreadHelp, with("kind", "latest"), sd.rank_spread());
+      f.Add("flightplan_rank_spread_ratio", kGauge, kSpreadHelp, with("kind", "typical"), sd.typical_rank_spread());
+    }
     for (const v1::WindowRatio& w : sd.throughput_ratio()) {
       f.Add("flightplan_throughput_ratio", kGauge,
             "Tokens per productive second over the window against the run's own sustained pace (1: its own "

@@ -399,6 +399,10 @@ absl::Status ValidateEvent(const Event& e) {
       if (e.tokens < 0) {
         return absl::InvalidArgumentError(absl::StrCat("steps.tokens ", e.tokens, " is negative"));
       }
+      if (!(e.rank_spread >= 0) || !(e.rank_spread <= 100)) {
+        return absl::InvalidArgumentError(absl::StrCat("steps.rank_spread ", e.rank_spread,
+                                                       " must be a finite number from 0 to 100 (0.05: 5% slower)"));
+      }
       break;
     case EventKind::kCheckpointSaved:
       if (e.step < 0) {
@@ -561,6 +565,10 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.pace_productive_mark = s.seconds.productive;
       s.pace_stalled_mark = s.seconds.stalled;
       s.pace_mark_valid = true;
+      if (e.rank_spread > 0) {
+        s.rank_spread = e.rank_spread;
+        Ewma(s.typical_rank_spread, e.rank_spread);
+      }
       s.last_step_time = e.time;
       s.checkpoint_since_step = 0;
       AddStepMark(s);
@@ -829,6 +837,8 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
   out.last_step_time = s.last_step_time;
   out.typical_step_gap = s.typical_step_gap;
   out.slowdown = ReportSlowdown(s.slowdown, 0, std::max(now, s.last_time));
+  out.rank_spread = s.rank_spread;
+  out.typical_rank_spread = s.typical_rank_spread;
   double startup_after_unplanned = s.startup_after_unplanned;
   if (s.events == 0) {
     out.as_of = now;

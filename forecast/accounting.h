@@ -206,6 +206,10 @@ struct RunState {
   // the tokens gained. Not fed: a launch's first report, an interval with a stall, tokens
   // inferred or uncertain.
   SlowdownState slowdown;
+  // The spread of compute time across ranks, where the training reports it (Steps.rank_spread):
+  // the latest, and the usual one (EWMA of the reports); 0 until one.
+  double rank_spread = 0;
+  double typical_rank_spread = 0;
   double pace_productive_mark = 0;  // seconds.productive at the latest step report
   double pace_stalled_mark = 0;     // seconds.stalled then
   bool pace_mark_valid = false;     // the interval since it is clean so far
@@ -306,6 +310,7 @@ struct RunSnapshot {
   // Slowdowns on the run's own pace (projected over no tokens: the caller, who knows the
   // target, adds tokens_left x excess_seconds_per_token).
   SlowdownReport slowdown;
+  double rank_spread = 0, typical_rank_spread = 0;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
 

@@ -39,8 +39,9 @@ std::string EventKey(const Event& e, uint32_t attempt) {
 
 bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b) {
   return a.time == b.time && a.kind == b.kind && attempt_a == attempt_b && a.restored_step == b.restored_step &&
-         a.step == b.step && a.tokens == b.tokens && a.blocking_seconds == b.blocking_seconds && a.cause == b.cause &&
-         a.planned == b.planned && a.source == b.source && a.launch == b.launch;
+         a.step == b.step && a.tokens == b.tokens && a.rank_spread == b.rank_spread &&
+         a.blocking_seconds == b.blocking_seconds && a.cause == b.cause && a.planned == b.planned &&
+         a.source == b.source && a.launch == b.launch;
 }
 
 std::string FormatUtc(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone()); }

@@ -33,6 +33,8 @@ struct Event {
   // kSteps: step and the lineage's cumulative tokens. kCheckpointSaved: step.
   int64_t step = 0;
   int64_t tokens = 0;
+  // kSteps: the slowest rank's compute time over the fastest's, minus 1; 0 = not said.
+  double rank_spread = 0;
   // kCheckpointSaved.
   double blocking_seconds = 0;
   // kInterruption.

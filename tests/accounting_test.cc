@@ -927,5 +927,35 @@ TEST(JoinReports, LaunchesAndStopsOfAWatchedRunAreFoldedWithTheLog) {
   EXPECT_FALSE(ReportsAKnownLaunch(watched, Launch(Started(50, 2, 0), "slurm:9.1")));
 }
 
+// The spread across ranks the training reports with its steps: the latest and the usual,
+// kept through a snapshot; a spread that is not one is refused, naming the field and value.
+TEST(Accounting, RankSpreadIsKeptAndBadOnesAreRefused) {
+  RunState s;
+  ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
+  double t = 0;
+  for (int i = 1; i <= 10; ++i) {
+    Event e = Steps(t += 60, i, i * 100);
+    e.rank_spread = i <= 5 ? 0.01 : 0.05;
+    ASSERT_TRUE(ApplyEvent(s, e).ok());
+  }
+  ASSERT_TRUE(ApplyEvent(s, Steps(t += 60, 11, 1100)).ok());  // one that does not say
+  EXPECT_DOUBLE_EQ(s.rank_spread, 0.05);
+  EXPECT_GT(s.typical_rank_spread, 0.01);
+  EXPECT_LT(s.typical_rank_spread, 0.05);
+  const RunState restored = convert::StateFromProto(convert::StateToProto(s));
+  EXPECT_DOUBLE_EQ(restored.rank_spread, s.rank_spread);
+  EXPECT_DOUBLE_EQ(restored.typical_rank_spread, s.typical_rank_spread);
+  EXPECT_DOUBLE_EQ(Snapshot(s, s.last_time).rank_spread, 0.05);
+  for (double bad : {-0.1, 1e9, std::nan("")}) {
+    Event e = Steps(t + 60, 12, 1200);
+    e.rank_spread = bad;
+    const RunState before = s;
+    const absl::Status st = ApplyEvent(s, e);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(std::string(st.message()).find("steps.rank_spread"), std::string::npos) << st;
+    EXPECT_EQ(s.events, before.events);
+  }
+}
+
 }  // namespace
 }  // namespace flightplan::forecast

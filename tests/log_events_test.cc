@@ -136,6 +136,33 @@ void ExpectMegatronCurrent(const Tailed& t) {
   EXPECT_EQ(s.tokens, 6400 * 4096);
 }
 
+// Megatron's compute timers across ranks (make_fixtures.py megatron_straggler): the widest
+// spread of a block, slowest over fastest minus 1, goes with the next iteration's report. By
+// hand: 1010/1000 and 2020/2000 give 1% for the reports of 20, 30 and 40 (forward-backward's
+// 3060/3050 is narrower); 1060/1000 and 2120/2000 give 6% from 50 on. The first report has
+// none, and the block after the last iteration has no report to go with.
+TEST(LogEvents, MegatronsTimersAcrossRanksGiveTheRankSpread) {
+  LogOptions o;
+  o.backfill = true;
+  const Tailed t = Feed(ReadLines("megatron-core_v0.19.0-straggler.log"), o);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);  // every timer line is read
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.steps.size(), 8u);
+  const double want[] = {0, 0.01, 0.01, 0.01, 0.06, 0.06, 0.06, 0.06};
+  for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(k.steps[i].steps().rank_spread(), want[i], 1e-9) << i;
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_NEAR(s.rank_spread, 0.06, 1e-9);
+  EXPECT_GT(s.typical_rank_spread, 0.01);
+  EXPECT_LT(s.typical_rank_spread, 0.06);
+  // The same lines without the timers: no spread.
+  std::vector<std::string> plain;
+  for (const std::string& l : ReadLines("megatron-core_v0.19.0-straggler.log")) {
+    if (l.find("-compute") == std::string::npos && l.find("forward-backward") == std::string::npos) plain.push_back(l);
+  }
+  for (const v1::Event& e : Split(Feed(plain, o).events).steps) EXPECT_EQ(e.steps().rank_spread(), 0);
+}
+
 TEST(LogEvents, MegatronCurrentWithItsArgumentsDump) {
   LogOptions o;
   o.backfill = true;

@@ -67,6 +67,15 @@ def timer(log, name, min_time, max_time, logger_prefix):
     log.print(("INFO:megatron.core.timers:" if logger_prefix else "") + output_string)
 
 
+def timers(log, rows, logger_prefix):
+    # The same block for several timers at once, as Timers.log prints the names it is given
+    # (megatron/training/training.py training_log: timers_to_log, after the iteration line).
+    output_string = '(min, max) time across ranks (ms):'
+    for name, min_time, max_time in rows:
+        output_string += '\n    {}: ({:.2f}, {:.2f})'.format((name + ' ').ljust(48, '.'), min_time, max_time)
+    log.print(("INFO:megatron.core.timers:" if logger_prefix else "") + output_string)
+
+
 class Megatron:
     """One of: core_v0.19.0 (5be96267, 2026-08-19), core_v0.15.0 (0d7e02b, 2025-12-05),
     core_v0.5.0 (0acc240e, 2024-02-26)."""
@@ -224,6 +233,31 @@ def megatron_current():
     t = sync_save(t, 100, 19990.00, 20000.00) - 20.5
     m.print_datetime(f'exiting program at iteration {100}', at(t + 21.5))
     m.log.write('megatron-core_v0.19.0.log')
+
+
+def megatron_straggler():
+    """core_v0.19.0 with --timing-log-level 1: after each iteration line (every 10 from 00:02:00,
+    100 s apart), the compute timers across ranks. Until iteration 40 the slowest rank is 1%
+    behind the fastest (forward-compute 1000.00 vs 1010.00 ms, backward-compute 2000.00 vs
+    2020.00); from the block after 40 on, one rank is 6% slower (1060.00, 2120.00).
+    forward-backward, which includes the wait for the slowest, spreads less (3050.00 vs
+    3060.00; then 3180.00 vs 3185.00).
+    """
+    m = Megatron((0, 19))
+    args = {'global_batch_size': 64, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 4096,
+            'train_iters': 500}
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(0))
+    m.print_datetime('before the start of training step', at(20))
+    t = 20.0
+    for it in range(10, 81, 10):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 9.0)
+        slow = it >= 40
+        timers(m.log, [('forward-backward', 3180.00 if slow else 3050.00, 3185.00 if slow else 3060.00),
+                       ('forward-compute', 1000.00, 1060.00 if slow else 1010.00),
+                       ('backward-compute', 2000.00, 2120.00 if slow else 2020.00)], logger_prefix=True)
+    m.log.write('megatron-core_v0.19.0-straggler.log')
 
 
 def megatron_rampup():
@@ -687,6 +721,7 @@ def bridge(name):
 
 if __name__ == "__main__":
     megatron_current()
+    megatron_straggler()
     megatron_rampup()
     megatron_old()
     titan("v0.2.2", "torchtitan-v0.2.2.log")

@@ -102,9 +102,15 @@ class Tracker:
             body["launch"] = launch
         self._enqueue("job_started", body)
 
-    def step(self, step, tokens):
+    def step(self, step, tokens, rank_spread=None):
+        """Training reached `step` with `tokens` in all. `rank_spread`, when the loop measures
+        it: the slowest rank's compute time over the fastest's, minus 1, since the last report
+        (0.05: one rank 5% slower), a straggler's signature."""
         self._last_step = max(getattr(self, "_last_step", -1), int(step))
-        self._enqueue("steps", {"step": int(step), "tokens": int(tokens)}, key=f"s{int(step)}")
+        body = {"step": int(step), "tokens": int(tokens)}
+        if rank_spread:
+            body["rank_spread"] = float(rank_spread)
+        self._enqueue("steps", body, key=f"s{int(step)}")
 
     def checkpoint_saved(self, step, blocking_seconds=0.0, tokens=None):
         """A save of `step`. A loop that reports every N steps and saves in between (at an

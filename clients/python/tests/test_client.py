@@ -22,6 +22,16 @@ def test_events_reach_the_daemon(daemon):
     assert s["attempt"] == 1
 
 
+def test_a_rank_spread_reaches_the_status(daemon):
+    with Tracker(RUN, server=daemon.address) as t:
+        t.job_started(attempt=1, restored_step=0)
+        for step in range(1, 6):
+            t.step(step, step * 1000, rank_spread=0.02 if step < 5 else 0.07)
+    s = daemon.status()
+    assert abs(s["slowdown"]["rank_spread"] - 0.07) < 1e-9
+    assert 0.02 < s["slowdown"]["typical_rank_spread"] < 0.07
+
+
 def test_spools_while_the_daemon_is_away_and_replays_in_order(tmp_path):
     port = free_port()
     t = Tracker(RUN, server=f"127.0.0.1:{port}", spool_dir=str(tmp_path / "spool"), flush_seconds=0.2)
