@@ -79,6 +79,7 @@ forecast::SlowdownState SlowdownFromProto(const v1::RunStateSnapshot::Slowdown& 
   s.evicted_cost = p.evicted_cost();
   s.count = p.count();
   s.tokens_per_step = p.tokens_per_step();
+  forecast::RefreshPaceReference(s);  // its figures follow from its bins
   return s;
 }
 

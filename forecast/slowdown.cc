@@ -86,6 +86,8 @@ void EndActive(SlowdownState& s, absl::Time at) {
   st.end = std::max(at, st.start);
 }
 
+void CloseBinAndRefresh(SlowdownState& s);
+
 void CloseBin(SlowdownState& s) {
   const PaceBin b = s.bin;
   s.bin = PaceBin();
@@ -96,7 +98,8 @@ void CloseBin(SlowdownState& s) {
     PushReference(s, b);
     return;
   }
-  const Reference ref = active ? Reference{s.stretches.back().reference_log_pace, 0} : ReferenceOf(s.reference);
+  const Reference ref =
+      active ? Reference{s.stretches.back().reference_log_pace, 0} : Reference{s.ref_log_pace, s.ref_sigma};
   const double z = b.LogPace() - ref.log_pace;
   if (!active) {
     const double k = Allowance(ref.sigma), h = kSlowdownThresholdSigmas * ref.sigma;
@@ -142,7 +145,7 @@ void CloseBin(SlowdownState& s) {
   // Active: does the pace return to the reference? The test's shift is half the
   // slowdown's, its sigma the reference's as it was.
   SlowStretch& st = s.stretches.back();
-  const Reference before = ReferenceOf(s.reference);
+  const Reference before{s.ref_log_pace, s.ref_sigma};  // frozen while active
   const double m = std::max(std::log(std::max(st.Factor(), 1.0)), std::log1p(kSlowdownMinShift / 2));
   const double h = kSlowdownThresholdSigmas * before.sigma;
   s.back_cusum = std::max(0.0, s.back_cusum + (m / 2 - z));
@@ -160,6 +163,15 @@ void CloseBin(SlowdownState& s) {
     s.back_pending.clear();
     s.back_cusum = 0;
   }
+}
+
+// The reference changes only here and in RestartPace: its figures are refreshed after.
+void CloseBinAndRefresh(SlowdownState& s) {
+  CloseBin(s);
+  const Reference r = ReferenceOf(s.reference);
+  s.ref_log_pace = r.log_pace;
+  s.ref_sigma = r.sigma;
+  s.ref_bins = s.reference.size();
 }
 
 }  // namespace
@@ -188,7 +200,14 @@ void AddPace(SlowdownState& s, absl::Time end, double seconds, double tokens, in
   s.bin.end = end;
   s.bin.seconds += seconds;
   s.bin.tokens += tokens;
-  if (s.bin.seconds >= kSlowdownBinSeconds) CloseBin(s);
+  if (s.bin.seconds >= kSlowdownBinSeconds) CloseBinAndRefresh(s);
+}
+
+void RefreshPaceReference(SlowdownState& s) {
+  const Reference r = ReferenceOf(s.reference);
+  s.ref_log_pace = r.log_pace;
+  s.ref_sigma = r.sigma;
+  s.ref_bins = s.reference.size();
 }
 
 void RestartPace(SlowdownState& s, absl::Time at) {
@@ -200,6 +219,7 @@ void RestartPace(SlowdownState& s, absl::Time at) {
   s.back_pending.clear();
   s.cusum = 0;
   s.back_cusum = 0;
+  RefreshPaceReference(s);
 }
 
 SlowdownReport ReportSlowdown(const SlowdownState& s, double tokens_left, absl::Time now) {
@@ -207,10 +227,9 @@ SlowdownReport ReportSlowdown(const SlowdownState& s, double tokens_left, absl::
   r.count = s.count;
   r.seconds = s.evicted_cost;
   for (const SlowStretch& st : s.stretches) r.seconds += st.Cost();
-  if (!s.reference.empty() && s.reference.size() >= kSlowdownWarmupBins) {
-    const Reference ref = ReferenceOf(s.reference);
-    r.reference_tokens_per_second = std::exp(-ref.log_pace);
-    r.noise = ref.sigma;
+  if (s.ref_bins >= kSlowdownWarmupBins) {
+    r.reference_tokens_per_second = std::exp(-s.ref_log_pace);
+    r.noise = s.ref_sigma;
   }
   r.projected_seconds = r.seconds;
   const bool active = !s.stretches.empty() && s.stretches.back().active;
@@ -218,8 +237,8 @@ SlowdownReport ReportSlowdown(const SlowdownState& s, double tokens_left, absl::
   bool known = active;
   if (active) {
     ref = s.stretches.back().reference_log_pace;
-  } else if (s.reference.size() >= kSlowdownWarmupBins) {
-    ref = ReferenceOf(s.reference).log_pace;
+  } else if (s.ref_bins >= kSlowdownWarmupBins) {
+    ref = s.ref_log_pace;
     known = true;
   }
   if (known) {
@@ -242,8 +261,8 @@ SlowdownReport ReportSlowdown(const SlowdownState& s, double tokens_left, absl::
 
 double ThroughputRatio(const SlowdownState& s, absl::Time now, absl::Duration window) {
   const bool active = !s.stretches.empty() && s.stretches.back().active;
-  if (!active && s.reference.size() < kSlowdownWarmupBins) return 0;
-  return RatioAt(s, now, window, active ? s.stretches.back().reference_log_pace : ReferenceOf(s.reference).log_pace);
+  if (!active && s.ref_bins < kSlowdownWarmupBins) return 0;
+  return RatioAt(s, now, window, active ? s.stretches.back().reference_log_pace : s.ref_log_pace);
 }
 
 namespace {

@@ -94,7 +94,14 @@ struct SlowdownState {
   double evicted_cost = 0;             // cost of stretches dropped from `stretches`
   uint32_t count = 0;                  // stretches ever found
   double tokens_per_step = 0;          // the latest interval's (a change restarts the reference)
+  // The reference's trimmed mean and robust sigma, and its bins, as of its latest change
+  // (RefreshPaceReference): a status reads them without sorting the bins again.
+  double ref_log_pace = 0, ref_sigma = 0;
+  size_t ref_bins = 0;
 };
+
+// Sets the reference's cached figures from its bins (after a snapshot is restored).
+void RefreshPaceReference(SlowdownState& state);
 
 // One productive interval ending at `end`: `seconds` of work that gained `tokens` over
 // `steps` steps (0 when unknown).
