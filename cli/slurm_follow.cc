@@ -118,6 +118,15 @@ std::optional<std::string> FailedNodeReason(const std::vector<std::string>& held
   return std::nullopt;
 }
 
+// A NODE_FAIL record's cause, with the failed node and its reason in the detail.
+void NameFailedNode(SlurmCause& cause, const SlurmRunRecord& rec, const std::vector<std::string>& held,
+                    const std::vector<SlurmNode>& nodes, const std::vector<SlurmNodeEvent>& events) {
+  if (rec.state != "NODE_FAIL") return;
+  if (std::optional<std::string> why = FailedNodeReason(held, rec.end, nodes, events)) {
+    absl::StrAppend(&cause.detail, ", ", *why);
+  }
+}
+
 std::string Clip(std::string s, size_t n) {
   if (s.size() > n) s.resize(n);
   return s;
@@ -395,11 +404,7 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         }
         if (cause.cause.empty()) cause = CauseOfEndState("PENDING", 0, absl::StrJoin(l.nodes, ","), true);
       }
-      if (rec && rec->state == "NODE_FAIL") {
-        if (std::optional<std::string> why = FailedNodeReason(l.nodes, rec->end, nodes, node_events)) {
-          absl::StrAppend(&cause.detail, ", ", *why);
-        }
-      }
+      if (rec) NameFailedNode(cause, *rec, l.nodes, nodes, node_events);
       if (!at) at = r + 1 == j.restarts && j.submit ? j.submit : l.start;
       End(out, {j.job_id, r}, l, *at, cause);
     }
@@ -430,11 +435,7 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
     if (key.second < log.size()) {
       const SlurmRunRecord& rec = log[key.second];
       SlurmCause cause = CauseOfEndState(rec.state, ExitStatusOf(rec.exit_code), rec.nodes, any_waiting);
-      if (rec.state == "NODE_FAIL") {
-        if (std::optional<std::string> why = FailedNodeReason(l.nodes, rec.end, nodes, node_events)) {
-          absl::StrAppend(&cause.detail, ", ", *why);
-        }
-      }
+      NameFailedNode(cause, rec, l.nodes, nodes, node_events);
       End(out, key, l, rec.end.value_or(*l.start), cause);
     }
   }

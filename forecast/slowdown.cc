@@ -86,8 +86,6 @@ void EndActive(SlowdownState& s, absl::Time at) {
   st.end = std::max(at, st.start);
 }
 
-void CloseBinAndRefresh(SlowdownState& s);
-
 void CloseBin(SlowdownState& s) {
   const PaceBin b = s.bin;
   s.bin = PaceBin();
@@ -165,15 +163,6 @@ void CloseBin(SlowdownState& s) {
   }
 }
 
-// The reference changes only here and in RestartPace: its figures are refreshed after.
-void CloseBinAndRefresh(SlowdownState& s) {
-  CloseBin(s);
-  const Reference r = ReferenceOf(s.reference);
-  s.ref_log_pace = r.log_pace;
-  s.ref_sigma = r.sigma;
-  s.ref_bins = s.reference.size();
-}
-
 }  // namespace
 
 double PaceBin::LogPace() const { return tokens > 0 && seconds > 0 ? std::log(seconds / tokens) : 0; }
@@ -200,7 +189,11 @@ void AddPace(SlowdownState& s, absl::Time end, double seconds, double tokens, in
   s.bin.end = end;
   s.bin.seconds += seconds;
   s.bin.tokens += tokens;
-  if (s.bin.seconds >= kSlowdownBinSeconds) CloseBinAndRefresh(s);
+  if (s.bin.seconds >= kSlowdownBinSeconds) {
+    // The reference changes only here and in RestartPace: its figures are refreshed after.
+    CloseBin(s);
+    RefreshPaceReference(s);
+  }
 }
 
 void RefreshPaceReference(SlowdownState& s) {
