@@ -16,6 +16,7 @@ namespace flightplan::daemon {
 using ingest::Annotate;
 using ingest::MakePlan;
 using ingest::Revised;
+using ingest::UsePlan;
 
 absl::Status IngestWriter::ProcessEvents(Request& request, Group& group, BatchResult& result) {
   if (request.stream && request.stream->refused) {
@@ -186,7 +187,7 @@ absl::StatusOr<std::vector<forecast::LoggedEvent>> IngestWriter::LoadRunEvents(i
 absl::Status IngestWriter::RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed) {
   absl::StatusOr<std::vector<forecast::LoggedEvent>> events = LoadRunEvents(run.id);
   if (!events.ok()) return events.status();
-  absl::StatusOr<forecast::RunState> state = forecast::Refold(*events, run.state.max_causes, failed_seq);
+  absl::StatusOr<forecast::RunState> state = forecast::Refold(*events, run.state.settings, failed_seq);
   if (!state.ok()) {
     for (const forecast::LoggedEvent& e : *events) {
       if (e.seq == failed_seq) failed = e.event;
@@ -268,7 +269,7 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
     auto view = std::make_unique<RunView>();
     view->id = *id;
     view->name = request.run;
-    view->plan = request.plan;
+    UsePlan(*view, request.plan);
     view->version = 1;
     group.working.emplace(request.run, std::move(view));
     result.created = true;
@@ -299,7 +300,7 @@ absl::Status IngestWriter::ProcessPlan(Request& request, Group& group, CreateRes
   }
   std::shared_ptr<RunPlan> plan = Revised(*run.plan, *request.plan, effective);
   plan->revision = revision;
-  run.plan = plan;
+  UsePlan(run, plan);
   ++run.version;
   result.created = true;
   result.plan = plan;
@@ -348,7 +349,7 @@ absl::Status IngestWriter::ProcessRetract(Request& request, Group& group, Retrac
         absl::StrCat("no event of run '", request.run, "' is dated after ", forecast::FormatUtc(*spec.after)));
   }
   int64_t failed_seq = 0;
-  absl::StatusOr<forecast::RunState> state = forecast::Refold(kept, run.state.max_causes, failed_seq);
+  absl::StatusOr<forecast::RunState> state = forecast::Refold(kept, run.state.settings, failed_seq);
   if (!state.ok()) {
     std::string what = absl::StrCat("event ", failed_seq);
     for (const forecast::LoggedEvent& e : kept) {

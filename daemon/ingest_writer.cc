@@ -71,6 +71,11 @@ std::shared_ptr<RunPlan> Revised(const RunPlan& previous, const RunPlan& next, s
   return plan;
 }
 
+void UsePlan(RunView& run, std::shared_ptr<const RunPlan> plan) {
+  run.state.settings = forecast::FoldSettingsFor(plan->prior, run.state.settings.max_causes);
+  run.plan = std::move(plan);
+}
+
 absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run, const std::string& id) {
   return absl::Status(st.code(), absl::StrCat("events[", index, "] (run ", run,
                                               id.empty() ? "" : absl::StrCat(", id ", id), "): ", st.message()));
@@ -81,6 +86,7 @@ absl::Status Annotate(const absl::Status& st, size_t index, const std::string& r
 using ingest::Annotate;
 using ingest::MakePlan;
 using ingest::Revised;
+using ingest::UsePlan;
 
 IngestWriter::IngestWriter(std::unique_ptr<storage::RunStore> store, const TrackerOptions& options, Clock* clock,
                            IngestMetrics* metrics, RunBoard* board, ForecastScheduler* forecasts)
@@ -151,6 +157,8 @@ absl::Status IngestWriter::Recover() {
     plan->revision = revision;
     view->plan = plan;
   }
+  // The events after the snapshots fold under each run's plan.
+  for (auto& [id, view] : by_id) UsePlan(*view, view->plan);
   absl::StatusOr<int64_t> watermark = store_->SnapshotWatermark();
   if (!watermark.ok()) return watermark.status();
   last_seq_ = *watermark;

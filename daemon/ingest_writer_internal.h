@@ -70,6 +70,8 @@ namespace ingest {
 [[nodiscard]] absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run,
                                     const std::string& id);
 
+// The run follows `plan` from now on: its fold settings (the plan's pace breaks) with it.
+void UsePlan(RunView& run, std::shared_ptr<const RunPlan> plan);
 }  // namespace ingest
 }  // namespace flightplan::daemon
 

@@ -93,7 +93,7 @@ void CountInterruption(RunState& s, const std::string& cause, bool planned, absl
     }
     causes.insert(c.cause);
   }
-  if (!causes.count(cause) && causes.size() >= s.max_causes && cause != "other") {
+  if (!causes.count(cause) && causes.size() >= s.settings.max_causes && cause != "other") {
     s.interruption_marks.pop_back();  // counted as "other", marked with its own cause
     CountInterruption(s, "other", planned, at);
     s.interruption_marks.back().cause = cause;
@@ -280,6 +280,16 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
 }
 
 // A step report, remembered while a save or a restore may still name it.
+// Whether a plan's pace break (FoldSettings) lies within a report interval: a phase's end
+// in tokens in (from_tokens, to_tokens], or a revision's time in [from_time, to_time).
+bool CrossesPaceBreak(const FoldSettings& f, int64_t from_tokens, int64_t to_tokens, absl::Time from_time,
+                      absl::Time to_time) {
+  if (f.pace_break_time && *f.pace_break_time >= from_time && *f.pace_break_time < to_time) return true;
+  const auto first =
+      std::upper_bound(f.pace_break_tokens.begin(), f.pace_break_tokens.end(), static_cast<double>(from_tokens));
+  return first != f.pace_break_tokens.end() && *first <= static_cast<double>(to_tokens);
+}
+
 void AddStepMark(RunState& s) {
   if (s.tokens_uncertain || s.tokens_inferred) return;
   if (!s.step_marks.empty() && s.step_marks.back().step >= s.step) s.step_marks.pop_back();
@@ -509,7 +519,9 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       if (s.attempt_starts.size() > kMaxAttemptStarts) s.attempt_starts.erase(s.attempt_starts.begin());
       s.saw_step_in_attempt = false;
       break;
-    case EventKind::kSteps:
+    case EventKind::kSteps: {
+      // The plan changes the pace by design between the latest report and this one.
+      const bool pace_break = CrossesPaceBreak(s.settings, s.tokens, e.tokens, s.last_time, e.time);
       if (s.phase == Phase::kStarting) {
         // Launch to first step. A report covers the steps before it: with the usual
         // seconds per step, those steps were work, and only the time before them startup.
@@ -542,8 +554,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         s.seconds.productive += split.work;
         s.seconds.stalled += split.stalled;
         s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
-        if (s.pace_mark_valid && split.stalled == 0 && s.seconds.stalled == s.pace_stalled_mark && !s.tokens_inferred &&
-            !s.tokens_uncertain) {
+        if (s.pace_mark_valid && !pace_break && split.stalled == 0 && s.seconds.stalled == s.pace_stalled_mark &&
+            !s.tokens_inferred && !s.tokens_uncertain) {
           AddPace(s.slowdown, e.time, s.seconds.productive - s.pace_productive_mark,
                   static_cast<double>(e.tokens - s.tokens), covered);
         }
@@ -558,6 +570,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
           }
         }
       }
+      if (pace_break) RestartPace(s.slowdown, e.time);
       s.step = e.step;
       s.tokens = e.tokens;
       s.tokens_inferred = false;
@@ -574,6 +587,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       AddStepMark(s);
       PushSample(s, e.time);
       break;
+    }
     case EventKind::kCheckpointSaved: {
       const double blocking = std::min(e.blocking_seconds, gap);
       s.seconds.checkpoint += blocking;
@@ -781,9 +795,9 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   return out;
 }
 
-absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_causes, int64_t& failed_seq) {
+absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, const FoldSettings& settings, int64_t& failed_seq) {
   RunState state;
-  state.max_causes = max_causes;
+  state.settings = settings;
   failed_seq = 0;
   for (LoggedEvent& l : FoldOrder(std::move(events))) {
     if (absl::Status st = ApplyEvent(state, l.event); !st.ok()) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,10 +134,22 @@ inline constexpr uint32_t kMaxStatusCauses = 1024;
 // limit: later ones are summed as "other" there, never in the status).
 inline constexpr uint32_t kDefaultMaxCauses = 16;
 
-struct RunState {
-  // Set by the state's owner, not part of the history (not snapshotted): distinct
-  // interruption causes kept; later new ones are counted as "other" (kMaxStatusCauses).
+// Set by a state's owner from the run's plan, not part of the history (not snapshotted, and
+// set again on every state the owner folds).
+struct FoldSettings {
+  // Distinct interruption causes kept; later new ones are counted as "other" (kMaxStatusCauses).
   uint32_t max_causes = kMaxStatusCauses;
+  // Where the plan changes the pace by design, so that the slowdown detector's reference
+  // starts again there rather than take the change for a slowdown: the tokens at which a
+  // phase ends whose successor runs at another rate (a longer sequence, a smaller fleet,
+  // with the same tokens per step), ascending; and the time from which a revised plan with
+  // another rate governs the run. A step interval that spans one is not fed to the detector.
+  std::vector<double> pace_break_tokens;
+  std::optional<absl::Time> pace_break_time;
+};
+
+struct RunState {
+  FoldSettings settings;
 
   // A scheduler's report was folded: launches and stops are folded again with the whole
   // log from then on, where two reports of one join (NeedsRefold, FoldOrder).
@@ -268,7 +281,7 @@ struct LoggedEvent {
 // status, with its seq in `failed_seq`. The result equals a fold of the events applied
 // one by one in FoldOrder, so a log delivered late and out of order accounts exactly as
 // the time-ordered one.
-[[nodiscard]] absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, uint32_t max_causes,
+[[nodiscard]] absl::StatusOr<RunState> Refold(std::vector<LoggedEvent> events, const FoldSettings& settings,
                                               int64_t& failed_seq);
 
 // Whether `event` belongs before the run's latest folded event (an earlier time, or an

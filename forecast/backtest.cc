@@ -58,7 +58,8 @@ absl::StatusOr<Backtest> RunBacktest(const std::vector<Event>& events, const For
                                      const ForecastOptions& options) {
   // Folds the log as a daemon would accept it: duplicates (by key) and refused events are
   // skipped. `on_applied` returns false to stop.
-  auto fold = [&events](RunState& s, const auto& on_applied) {
+  auto fold = [&events, &prior](RunState& s, const auto& on_applied) {
+    s.settings = FoldSettingsFor(prior);
     std::set<std::string> keys;
     for (const Event& e : events) {
       if (!keys.insert(EventKey(e, AttemptOf(s, e))).second) continue;

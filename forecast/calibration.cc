@@ -29,6 +29,7 @@ absl::StatusOr<std::vector<ScenarioCalibration>> Calibrate(const PlanSpec& plan,
       const std::vector<Event> events = SimulateRun(plan, report, o);
       // The simulator writes what a daemon accepts: every event applies or is a duplicate.
       RunState folded;
+      folded.settings = FoldSettingsFor(prior);
       std::set<std::string> keys;
       for (const Event& e : events) {
         if (!keys.insert(EventKey(e, AttemptOf(folded, e))).second) continue;

@@ -121,6 +121,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.loss_per_interruption_seconds = r.failures.loss_per_interruption_seconds;
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
+  p.slowdown_fix_seconds = plan.failures.slowdown_fix_hours.value_or(0) * 3600.0;
   p.cost = {plan.cost.gpu_hour_dollars, plan.cost.energy_dollars_per_mwh, r.cost.reserved_gpus,
             r.cost.training_facility_watts, r.cost.idle_facility_watts};
   for (const PlanReport::Phase& ph : r.phases) {
@@ -128,6 +129,21 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
         {static_cast<double>(ph.tokens_before + ph.tokens), ph.schedule_end_seconds, ph.tokens_per_second});
   }
   return p;
+}
+
+FoldSettings FoldSettingsFor(const ForecastPrior& prior, uint32_t max_causes) {
+  FoldSettings f;
+  f.max_causes = max_causes;
+  // 1%: as the detector's test of the tokens per step (slowdown.cc), a change the plan
+  // makes by design is one well above the noise of a rate the plan computes.
+  auto differs = [](double a, double b) { return a > 0 && b > 0 && std::abs(a / b - 1) > 0.01; };
+  for (size_t i = 0; i + 1 < prior.phases.size(); ++i) {
+    if (differs(prior.phases[i + 1].tokens_per_second, prior.phases[i].tokens_per_second)) {
+      f.pace_break_tokens.push_back(prior.phases[i].tokens_end);
+    }
+  }
+  if (prior.revised_at && differs(prior.revision_rate_scale, 1)) f.pace_break_time = prior.revised_at;
+  return f;
 }
 
 RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, absl::Time as_of, absl::Time finish_p50,
@@ -910,7 +926,9 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // last. The evidence is its own age and the durations of the run's earlier ones
   // (productive seconds, each at least a bin): their geometric mean is the scale of the
   // scale-free law P(it lasts x more) = scale / (scale + x) (Gott 1993, as for a crisis
-  // below), whose median is the scale.
+  // below), whose median is the scale. The plan's time to find and fix one
+  // (failures.slowdown_fix_hours), when it gives one, counts as one earlier slowdown of that
+  // length that ended: the team's experience, weighed as one more of the run's own.
   // Only one the alert would ticket (3% or more, two hours of work or more): a smaller or
   // younger one is as likely noise, and the rates as they are already carry it.
   if (options.slowdown_mixture && !s.slowdown.stretches.empty() && s.slowdown.stretches.back().active &&
@@ -924,14 +942,20 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
       ++n;
       ended += past.active ? 0 : 1;
     }
+    if (prior.slowdown_fix_seconds > 0) {
+      log_sum += std::log(std::max(prior.slowdown_fix_seconds, kSlowdownBinSeconds));
+      ++n;
+      ++ended;
+    }
     // Its size now: the last 6 hours' pace against the reference (a slowdown that deepens,
     // as a fleet degrading does, is as slow as it has become), else its average.
     const double ratio = ThroughputRatio(s.slowdown, sim.as_of, absl::Hours(6));
     sim.slowdown_factor = ratio > 0 ? std::max(1.0, 1 / ratio) : st.Factor();
     sim.slowdown_persist_seconds = std::exp(log_sum / n);
     // Whether it can be fixed at all (a slow node is; a fleet that degrades is not): by
-    // Laplace's rule of succession on the run's earlier slowdowns, all of which ended, the
-    // chance that this one never does is 1 / (ended + 2): a half with no history.
+    // Laplace's rule of succession on the run's earlier slowdowns (and the plan's), all of
+    // which ended, the chance that this one never does is 1 / (ended + 2): a half with no
+    // history.
     sim.slowdown_permanent_probability = 1.0 / (ended + 2);
     observed = std::exp(-st.reference_log_pace);
     if (!prior.phases.empty() && target > done) {

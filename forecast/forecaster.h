@@ -39,6 +39,8 @@ struct ForecastPrior {
   double loss_per_interruption_seconds = 0;
   double checkpoint_blocking_seconds = 0;
   double checkpoint_interval_seconds = 0;
+  // The team's time to find and fix a slowdown (failures.slowdown_fix_hours); 0: unknown.
+  double slowdown_fix_seconds = 0;
   // A revised plan (flightplan create --update) governs the work from `revised_at` on.
   // Until the run has shown its own rate under it, the rate it showed before is scaled by
   // `revision_rate_scale`, the new plan's tokens per second over the old one's (a fleet
@@ -69,6 +71,9 @@ struct ForecastPrior {
   } cost;
 };
 [[nodiscard]] ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& report);
+// The fold's settings from the plan (FoldSettings): its phases' ends where the rate changes by
+// more than 1%, and a revision's start when it changed the rate by more than 1%.
+[[nodiscard]] FoldSettings FoldSettingsFor(const ForecastPrior& prior, uint32_t max_causes = kMaxStatusCauses);
 
 // What a run has cost so far, by time category, and what it will cost at a finish: the
 // reserved fleet is paid for every second since the first event; it draws the training

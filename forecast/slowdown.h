@@ -24,7 +24,8 @@
 //     length of about 2,500 bins (26 days of 15-minute bins) between false signals.
 //   - While a slowdown is active the reference is frozen, and a second CUSUM tests a return
 //     to it (allowance half the slowdown's size); it ended where that CUSUM last left zero.
-//   - A change of the tokens per step (a batch ramp) or a plan phase changes the pace by
+//   - A change of the tokens per step (a batch ramp) or of the plan's pace (accounting.h:
+//     FoldSettings: a phase's end, a revision; the fold calls RestartPace) changes the pace by
 //     design: the reference starts again there, and an active slowdown ends.
 //
 // Pure: no I/O, no clock. A SlowdownState is a value inside RunState, bounded per run.

@@ -709,6 +709,9 @@ class Engine {
     if (!(job_per_day_ >= 0)) Invalid("failures.job_interruptions_per_day", job_per_day_, "must be >= 0");
     repair_hours_ = f.spare_repair_hours.value_or(kDefaultRepairHours);
     if (!(repair_hours_ >= 0)) Invalid("failures.spare_repair_hours", repair_hours_, "must be >= 0");
+    if (f.slowdown_fix_hours && !(*f.slowdown_fix_hours > 0 && std::isfinite(*f.slowdown_fix_hours))) {
+      Invalid("failures.slowdown_fix_hours", *f.slowdown_fix_hours, "must be > 0 (or left out)");
+    }
     quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
     if (quantile_ <= 0 || quantile_ >= 1) Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
 

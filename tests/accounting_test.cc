@@ -294,7 +294,7 @@ TEST(Accounting, ASaveAheadOfTheReportsIsAcceptedWithItsTokensInferred) {
 // "other" and nothing is lost from the counts or the time accounting.
 TEST(Accounting, CausesPastTheLimitCountAsOther) {
   RunState s;
-  s.max_causes = 3;
+  s.settings.max_causes = 3;
   ASSERT_TRUE(ApplyEvent(s, Started(0, 1, 0)).ok());
   double t = 0;
   for (int i = 0; i < 10; ++i) {
@@ -822,7 +822,7 @@ RunState FoldLog(const std::vector<Event>& events) {
   std::vector<LoggedEvent> log;
   for (size_t i = 0; i < events.size(); ++i) log.push_back({static_cast<int64_t>(i + 1), events[i]});
   int64_t failed = 0;
-  absl::StatusOr<RunState> state = Refold(log, kMaxStatusCauses, failed);
+  absl::StatusOr<RunState> state = Refold(log, FoldSettings{}, failed);
   EXPECT_TRUE(state.ok()) << state.status() << " at seq " << failed;
   return state.ok() ? *state : RunState{};
 }
@@ -909,7 +909,7 @@ TEST(JoinReports, TwoStopsFromOneSourceAreNotJoined) {
   std::vector<LoggedEvent> log = {
       {1, Started(0, 1, 0)}, {2, Interrupted(100, "software")}, {3, Interrupted(200, "oom")}};
   int64_t failed = 0;
-  EXPECT_EQ(Refold(log, kMaxStatusCauses, failed).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Refold(log, FoldSettings{}, failed).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(failed, 3);
 }
 

@@ -342,6 +342,59 @@ TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
   EXPECT_NEAR(static_cast<double>(Status().progress().plan_tokens()), 7.5e12, 1e3);
 }
 
+TEST_F(DaemonTest, APlanPhasesNewPaceIsNotASlowdown) {
+  // A first phase of 0.5e12 tokens at 8K, then 16K on cp 2, the tokens per step the same:
+  // the run slows per token where the plan says it will. The daemon gives the fold the
+  // plan's phase ends (FoldSettings), so the slowdown detector starts its reference again
+  // there, before and after a restart (the snapshot and the events after it).
+  v1::Plan plan = FlagshipPlan();
+  v1::Phase* first = plan.add_phases();
+  first->set_name("8K");
+  first->set_tokens(500'000'000'000);
+  v1::Phase* second = plan.add_phases();
+  second->set_name("16K");
+  second->set_tokens(9'500'000'000'000);
+  second->mutable_model()->set_seq_len(16384);
+  second->mutable_layout()->set_cp(2);
+  ASSERT_TRUE(Create(plan).ok());
+  const planner::PlanReport report = planner::ComputePlan(convert::PlanFromProto(plan));
+  ASSERT_EQ(report.phases.size(), 2u);
+  const double r1 = report.phases[0].tokens_per_second, r2 = report.phases[1].tokens_per_second;
+  ASSERT_LT(r2, 0.97 * r1);  // a change the detector would otherwise signal
+  const int64_t per_step = 16 << 20;
+  std::vector<v1::Event> batch = {StartedAt(kRun, 0, 1, 0)};
+  double t = 60;
+  int64_t step = 0;
+  // Reports every 100 steps until 1.5 days past the phase's end.
+  double after_end = -1;
+  while (after_end < 0 || t < after_end + 36 * 3600) {
+    const double rate = static_cast<double>(step * per_step) < 5e11 ? r1 : r2;
+    step += 100;
+    t += 100.0 * static_cast<double>(per_step) / rate;
+    if (after_end < 0 && static_cast<double>(step * per_step) >= 5e11) after_end = t;
+    batch.push_back(StepsAt(kRun, t, step, step * per_step));
+    if (batch.size() == 200) {
+      ASSERT_TRUE(Report(batch).ok());
+      batch.clear();
+    }
+  }
+  ASSERT_TRUE(Report(batch).ok());
+  v1::RunStatus s = Status();
+  EXPECT_EQ(s.slowdown().count(), 0u) << s.slowdown().DebugString();
+  EXPECT_NEAR(s.slowdown().reference_tokens_per_second(), r2, 0.01 * r2);
+  Restart();
+  batch.clear();
+  for (int i = 0; i < 24 * 12; ++i) {  // 12 h more at the second phase's pace
+    step += 100;
+    t += 100.0 * static_cast<double>(per_step) / r2;
+    batch.push_back(StepsAt(kRun, t, step, step * per_step));
+  }
+  ASSERT_TRUE(Report(batch).ok());
+  s = Status();
+  EXPECT_EQ(s.slowdown().count(), 0u) << s.slowdown().DebugString();
+  EXPECT_NEAR(s.slowdown().reference_tokens_per_second(), r2, 0.01 * r2);
+}
+
 TEST_F(DaemonTest, DuplicatesAreAcknowledgedAndIgnored) {
   ASSERT_TRUE(Create(FlagshipPlan()).ok());
   v1::Event started = StartedAt(kRun, 0, 1, 0);

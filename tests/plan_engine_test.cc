@@ -559,6 +559,8 @@ const FindingCase kFindingCases[] = {
      {"INVALID_VALUE"},
      Severity::kError},
     {"NegativeRepair", [](PlanSpec& p) { p.failures.spare_repair_hours = -2; }, {"INVALID_VALUE"}, Severity::kError},
+    {"ZeroSlowdownFix", [](PlanSpec& p) { p.failures.slowdown_fix_hours = 0; }, {"INVALID_VALUE"}, Severity::kError},
+    {"NanSlowdownFix", [](PlanSpec& p) { p.failures.slowdown_fix_hours = NAN; }, {"INVALID_VALUE"}, Severity::kError},
     {"PowerFractionAboveOne",
      [](PlanSpec& p) { p.hardware.average_power_fraction = 1.5; },
      {"INVALID_VALUE"},

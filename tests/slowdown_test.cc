@@ -13,6 +13,7 @@
 
 #include "convert/event_convert.h"
 #include "forecast/accounting.h"
+#include "forecast/forecaster.h"
 #include "forecast/simulator.h"
 #include "gtest/gtest.h"
 #include "tests/flagship_plan.h"
@@ -131,6 +132,74 @@ TEST(Slowdown, BadIntervalsAreIgnored) {
   EXPECT_EQ(s.bin.tokens, 0);
   EXPECT_EQ(ReportSlowdown(s, 0, kStart).reference_tokens_per_second, 0);
   EXPECT_EQ(ThroughputRatio(s, kStart, absl::Hours(1)), 0);
+}
+
+// A run folded by the accounting from step reports every 5 minutes of 4 Mi tokens per step,
+// whose time per token rises by `slow` at `break_tokens` (a plan phase with a longer
+// sequence and the same tokens per step), with 2% noise; `settings` as the daemon sets them.
+RunState FoldPhased(const FoldSettings& settings, int64_t break_tokens, double slow, int64_t* total_tokens) {
+  RunState state;
+  state.settings = settings;
+  Event start;
+  start.kind = EventKind::kJobStarted;
+  start.attempt = 1;
+  start.time = kStart;
+  EXPECT_TRUE(ApplyEvent(state, start).ok());
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.02);
+  const int64_t per_step = 4 << 20;
+  const double step_seconds = 2.0;  // 2 Mi tokens per second
+  absl::Time t = kStart + absl::Minutes(5);
+  int64_t step = 0;
+  for (int i = 0; i < 12 * 24 * 4; ++i) {  // 4 days
+    Event e;
+    e.kind = EventKind::kSteps;
+    e.attempt = 1;
+    const int64_t steps = 150;
+    const double factor = step * per_step >= break_tokens ? slow : 1;
+    t += absl::Seconds(static_cast<double>(steps) * step_seconds * factor * std::exp(noise(rng)));
+    step += steps;
+    e.time = t;
+    e.step = step;
+    e.tokens = step * per_step;
+    EXPECT_TRUE(ApplyEvent(state, e).ok());
+  }
+  *total_tokens = step * per_step;
+  return state;
+}
+
+TEST(Slowdown, APlanPhaseThatChangesThePaceIsNotASlowdown) {
+  // Day 2: the sequence doubles and each token takes 15% longer, the tokens per step the
+  // same. Without the plan's break the detector cannot tell it from a slow node (the test
+  // can fail); with it the reference starts again there, at the new pace.
+  const int64_t at = int64_t{150} * (4 << 20) * 12 * 24 * 2;
+  int64_t total = 0;
+  const RunState blind = FoldPhased(FoldSettings{}, at, 1.15, &total);
+  ASSERT_GE(blind.slowdown.count, 1u);
+  FoldSettings settings;
+  settings.pace_break_tokens = {1e9, static_cast<double>(at), 1e18};
+  const RunState told = FoldPhased(settings, at, 1.15, &total);
+  EXPECT_EQ(told.slowdown.count, 0u);
+  const SlowdownReport r = ReportSlowdown(told.slowdown, 0, told.last_time);
+  EXPECT_NEAR(r.reference_tokens_per_second, (4 << 20) / 2.0 / 1.15, 0.02 * (4 << 20) / 2.0);
+  // A break the run never reaches, or one already passed, changes nothing.
+  settings.pace_break_tokens = {static_cast<double>(total) * 2};
+  EXPECT_GE(FoldPhased(settings, at, 1.15, &total).slowdown.count, 1u);
+}
+
+TEST(Slowdown, FoldSettingsBreakWhereThePlansRateChanges) {
+  ForecastPrior prior;
+  prior.phases = {{1e12, 1e5, 1.0e6}, {2e12, 2e5, 1.005e6}, {3e12, 3e5, 0.8e6}, {4e12, 4e5, 0.8e6}};
+  FoldSettings f = FoldSettingsFor(prior, 7);
+  EXPECT_EQ(f.max_causes, 7u);
+  // 0.5% between the first two: within the plan's own rounding; 20% between the second and third.
+  EXPECT_EQ(f.pace_break_tokens, std::vector<double>({2e12}));
+  EXPECT_FALSE(f.pace_break_time.has_value());
+  prior.revised_at = kStart;
+  prior.revision_rate_scale = 1.004;
+  EXPECT_FALSE(FoldSettingsFor(prior).pace_break_time.has_value());
+  prior.revision_rate_scale = 0.5;  // the fleet halved
+  EXPECT_EQ(FoldSettingsFor(prior).pace_break_time, kStart);
 }
 
 // Whole simulated runs, folded by the accounting as the daemon folds them.
@@ -255,6 +324,43 @@ TEST(SlowdownSuite, ASnapshotInsideAStretchRestoresIt) {
   EXPECT_LT(absl::AbsDuration(a.since - b.since), absl::Microseconds(2));
   EXPECT_LT(absl::AbsDuration(a.until - b.until), absl::Microseconds(2));
   EXPECT_NEAR(a.factor, b.factor, 1e-9);
+}
+
+TEST(SlowdownSuite, ThePlansFixTimeWeighsTheForecast) {
+  // 30 h into a 5% stretch of 48 h: the plan's time to find and fix a slowdown counts as one
+  // earlier slowdown that ended, so a team that fixes in 4 h sees an earlier finish than one
+  // that takes 20 days, and both a smaller chance that it never ends than the run alone.
+  const auto& f = testing::FlagshipPlan();
+  SimulationOptions o = Nominal(3);
+  o.slow.push_back({10, 48, 1.05, 0});
+  const std::vector<Event> events = SimulateRun(f.plan, f.report, o);
+  const absl::Time cut = f.report.schedule.start_time + absl::Hours(240 + 30);
+  RunState state;
+  for (size_t i = 0; i < events.size() && events[i].time < cut; ++i) ASSERT_TRUE(ApplyEvent(state, events[i]).ok());
+  ASSERT_FALSE(state.slowdown.stretches.empty());
+  ASSERT_TRUE(state.slowdown.stretches.back().active);
+  ForecastPrior prior = PriorFromPlan(f.plan, f.report);
+  ForecastOptions options;
+  options.draws = 2000;
+  const Simulation alone = Simulate(state, prior, state.last_time, options);
+  PlanSpec told = f.plan;  // as a plan file's failures.slowdown_fix_hours gives it
+  told.failures.slowdown_fix_hours = 4;
+  prior = PriorFromPlan(told, f.report);
+  ASSERT_EQ(prior.slowdown_fix_seconds, 4 * 3600);
+  const Simulation quick = Simulate(state, prior, state.last_time, options);
+  prior.slowdown_fix_seconds = 20 * 86400;
+  const Simulation slow = Simulate(state, prior, state.last_time, options);
+  ASSERT_GT(alone.slowdown_factor, 1.02);
+  EXPECT_NEAR(alone.slowdown_permanent_probability, 0.5, 1e-12);
+  EXPECT_NEAR(quick.slowdown_permanent_probability, 1.0 / 3, 1e-12);
+  EXPECT_LT(quick.slowdown_persist_seconds, alone.slowdown_persist_seconds);
+  EXPECT_GT(slow.slowdown_persist_seconds, alone.slowdown_persist_seconds);
+  std::printf("fix time: none P50 %+.1f h, 4 h P50 %+.1f h, 20 d P50 %+.1f h (persist scale %.1f / %.1f / %.1f h)\n",
+              alone.finish_p50_seconds / 3600, quick.finish_p50_seconds / 3600, slow.finish_p50_seconds / 3600,
+              alone.slowdown_persist_seconds / 3600, quick.slowdown_persist_seconds / 3600,
+              slow.slowdown_persist_seconds / 3600);
+  EXPECT_LT(quick.finish_p50_seconds, slow.finish_p50_seconds);
+  EXPECT_LT(quick.finish_p50_seconds, alone.finish_p50_seconds);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The log, delivered in reverse, folds into the same run.
   std::vector<LoggedEvent> reversed(accepted.rbegin(), accepted.rend());
   int64_t failed = 0;
-  absl::StatusOr<RunState> again = Refold(reversed, s.max_causes, failed);
+  absl::StatusOr<RunState> again = Refold(reversed, s.settings, failed);
   Check(again.ok());
   Check(again->events == s.events && again->tokens == s.tokens && again->step == s.step &&
         again->attempt == s.attempt && again->phase == s.phase);
