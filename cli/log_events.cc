@@ -74,6 +74,14 @@ const std::regex kNemoConsumed(R"(\| consumed_samples: (\d+)\b)");
 const std::regex kNemoBatch(R"(\| global_batch_size: (\d+)\b)");
 const std::regex kNemoSaved(R"(\bAsync checkpoint save for step (\d+) \(.*\) finalized successfully\.)");
 const std::regex kNemoRestoring(R"(\bRestoring states from the checkpoint path at \S*?-step=(\d+)-)");
+// nvidia-resiliency-ext's StragglerDetectionCallback, as NeMo 2's recipe sets it
+// (nemo/collections/llm/recipes/callbacks/common.py straggler_det_callback), through the
+// NeMo logger, whose formatter indents a message's later lines four spaces: "GPU relative
+// performance:" then " Worst performing k/N ranks:" / " Best performing k/N ranks:" and
+// "  Rank={r} Node={node} Score={s:.2f}" (src/nvidia_resiliency_ext/ptl_resiliency/
+// straggler_det_callback.py _format_gpu_scores and line 154, v0.2.0 to v0.5.0).
+const std::regex kStragglerScore(R"(^\s*Rank=\d+ Node=\S+ Score=([\d.]+)\s*$)");
+const std::regex kStragglerRanks(R"(^\s*(?:Worst|Best) performing \d+/\d+ ranks:\s*$)");
 
 std::optional<absl::Time> Stamp(const std::string& line, absl::TimeZone tz) {
   std::smatch m;
@@ -795,6 +803,34 @@ bool LogEvents::FeedDeepSpeed(const std::string& line, const std::optional<absl:
 bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time>&, absl::Time at,
                          absl::Status& status) {
   std::smatch m;
+  // The straggler report's relative scores: each rank's performance against the best's, so
+  // the highest printed over the lowest, minus 1, is the spread across ranks (the lowest and
+  // highest are always printed). Its individual scores (each rank against its own best) are
+  // not, and are read past.
+  if (absl::StrContains(line, "GPU relative performance:")) {
+    straggler_block_ = StragglerBlock::kRelative;
+    block_low_ = block_high_ = 0;
+    return true;
+  }
+  if (absl::StrContains(line, "GPU individual performance:")) {
+    straggler_block_ = StragglerBlock::kIndividual;
+    return true;
+  }
+  if (straggler_block_ != StragglerBlock::kNone) {
+    if (std::regex_search(line, kStragglerRanks)) return true;
+    if (std::regex_search(line, m, kStragglerScore)) {
+      const double score = Double(m, 1);
+      if (straggler_block_ == StragglerBlock::kRelative && score > 0) {
+        block_low_ = block_low_ > 0 ? std::min(block_low_, score) : score;
+        block_high_ = std::max(block_high_, score);
+        rank_spread_ = std::max(rank_spread_, std::min(100.0, block_high_ / block_low_ - 1));
+      }
+      return true;
+    }
+    straggler_block_ = StragglerBlock::kNone;
+  }
+  // The report's own first line (the message begins with a newline) and its timing line.
+  if (absl::StrContains(line, " straggler_det_callback:")) return true;
   // A relaunch restores "...-step=K-..." (Lightning's 0-based step: K+1 steps done).
   if (std::regex_search(line, m, kNemoRestoring)) {
     const std::optional<int64_t> k = Int(m, 1);

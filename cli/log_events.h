@@ -155,9 +155,12 @@ class LogEvents {
   std::optional<absl::Time> last_step_time_;
   int64_t last_tokens_ = -1;      // of the last iteration reported
   int64_t last_step_tokens_ = 0;  // one iteration's tokens at its batch
-  // Megatron's compute timers across ranks since the last iteration line: the widest
-  // spread (slowest over fastest, minus 1), for the next iteration's report; 0 = none.
+  // Megatron's compute timers across ranks, or a straggler report's relative scores (NeMo),
+  // since the last iteration line: the widest spread (slowest over fastest, minus 1), for
+  // the next iteration's report; 0 = none.
   double rank_spread_ = 0;
+  enum class StragglerBlock { kNone, kRelative, kIndividual } straggler_block_ = StragglerBlock::kNone;
+  double block_low_ = 0, block_high_ = 0;  // the relative block's scores so far
   std::optional<absl::Time> last_emitted_;
   std::optional<absl::Time> last_stamp_;   // the latest timestamp seen on any line
   std::optional<absl::Time> launch_time_;  // a launch began (print_datetime, "Starting job")

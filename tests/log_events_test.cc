@@ -393,6 +393,44 @@ TEST(LogEvents, Nemo2TailedLive) {
   EXPECT_EQ(s.step, 20);
 }
 
+// NeMo 2 with nvidia-resiliency-ext's straggler report (tests/logs/make_fixtures.py:
+// nemo_straggler): after every 8th step, relative scores printed to two decimals, 0.97 to
+// 0.99 until step 24, then one rank at 0.91; the individual scores (0.85 to 0.89) beside
+// them are each rank against itself, not a spread across ranks.
+TEST(LogEvents, NemosStragglerReportGivesTheRankSpread) {
+  absl::Time clock = At(0);
+  auto read = [&clock](const std::string& line) {
+    if (absl::StrContains(line, "Training epoch")) clock += absl::Seconds(10);
+    return clock;
+  };
+  LogOptions o;
+  o.format = LogFormat::kNemo;
+  o.seq_len = 4096;
+  const Tailed t = Feed(ReadLines("nemo-v2.4.0-straggler.log"), o, read);
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  EXPECT_EQ(t.unused, 0u);  // every line of the reports is read
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.steps.size(), 40u);
+  for (size_t i = 0; i < k.steps.size(); ++i) {
+    // A report follows steps 8, 16, ...: its spread goes with the step after it.
+    const int64_t step = k.steps[i].steps().step();
+    const double want = step % 8 != 1 || step == 1 ? 0 : step > 24 ? 0.99 / 0.91 - 1 : 0.99 / 0.97 - 1;
+    EXPECT_NEAR(k.steps[i].steps().rank_spread(), want, 1e-9) << "step " << step;
+  }
+  const forecast::RunState s = Fold(t.events);
+  EXPECT_NEAR(s.rank_spread, 0.99 / 0.91 - 1, 1e-9);
+  // Without the relative block, the individual scores alone give no spread.
+  std::vector<std::string> individual;
+  bool relative = false;
+  for (const std::string& l : ReadLines("nemo-v2.4.0-straggler.log")) {
+    if (absl::StrContains(l, "straggler_det_callback:")) relative = absl::StrContains(l, ":154]");
+    if (!relative) individual.push_back(l);
+  }
+  const Tailed alone = Feed(individual, o, read);
+  EXPECT_EQ(alone.unused, 0u);
+  for (const v1::Event& e : Split(alone.events).steps) EXPECT_EQ(e.steps().rank_spread(), 0);
+}
+
 // Megatron-DeepSpeed as BLOOM-176B ran it (tests/logs/make_fixtures.py): the iteration line
 // counts tokens itself ("consumed tokens"), so nothing else is needed; torchrun's
 // "[default7]:" prefix is read through. Its first line equals the one BLOOM's chronicle quotes

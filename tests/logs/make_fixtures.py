@@ -545,7 +545,10 @@ class Nemo:
         self.log = Log()
 
     def info(self, t, module, lineno, message):
-        self.log.print(f"[NeMo I {t.strftime('%Y-%m-%d %H:%M:%S')} {module}:{lineno}] {message}")
+        # BaseFormatter.format ends with formatted.replace("\n", "\n    "): a message's later
+        # lines are indented four spaces.
+        line = f"[NeMo I {t.strftime('%Y-%m-%d %H:%M:%S')} {module}:{lineno}] {message}"
+        self.log.print(line.replace("\n", "\n    "))
 
     def step(self, index, total, batch, first_of_launch):
         # ProgressPrinter.on_train_batch_end / format_string; consumed_samples is logged from
@@ -583,6 +586,54 @@ def nemo(name):
     g.log.print(f"Restored all states from the checkpoint at {ckpt[:-5]}/weights")
     for index in range(10, 20):
         g.step(index, 100, 8, False)
+    g.log.write(name)
+
+def format_gpu_scores(rank_to_score, rank_to_node, num_best, num_worst):
+    """nvidia-resiliency-ext v0.4.1 (the same from v0.2.0 to v0.5.0),
+    src/nvidia_resiliency_ext/ptl_resiliency/straggler_det_callback.py
+    StragglerDetectionCallback._format_gpu_scores."""
+    num_ranks = len(rank_to_score)
+    scores_and_ranks = [(s, r) for r, s in rank_to_score.items()]
+    scores_and_ranks.sort(reverse=True)
+    res = ""
+    if num_ranks > (num_best + num_worst):
+        res += f" Worst performing {num_worst}/{num_ranks} ranks:\n"
+        for s, r in reversed(scores_and_ranks[-num_worst:]):
+            res += f"  Rank={r} Node={rank_to_node[r]} Score={s:.2f}\n"
+        res += f" Best performing {num_best}/{num_ranks} ranks:\n"
+        for s, r in scores_and_ranks[:num_best]:
+            res += f"  Rank={r} Node={rank_to_node[r]} Score={s:.2f}\n"
+    else:
+        for s, r in reversed(scores_and_ranks):
+            res += f"  Rank={r} Node={rank_to_node[r]} Score={s:.2f}\n"
+    return res
+
+
+def nemo_straggler(name):
+    """NeMo 2 with nvidia-resiliency-ext's StragglerDetectionCallback as NeMo's recipe
+    (nemo/collections/llm/recipes/callbacks/common.py straggler_det_callback) sets it: relative
+    and individual scores, 5 best and 5 worst printed, through the "nemo_logger" child logger
+    (straggler_det_callback.py lines 154, 163 and 246 in v0.4.1). 40 steps (global_step 0..39),
+    a report after every 8th, 16 ranks on 2 nodes. Until step 24 the relative scores span 0.97
+    to 0.99; from the report after step 24 on, rank 13 scores 0.91. The individual scores (each
+    rank against its own best) are lower and are not a spread across ranks.
+    """
+    g = Nemo()
+    nodes = {r: f"gpu-node-{r // 8:03d}" for r in range(16)}
+    for index in range(0, 40):
+        g.step(index, 100, 8, index == 0)
+        if (index + 1) % 8 == 0:
+            t = at(10 * (index + 1) + 1)
+            slow = index + 1 >= 24
+            relative = {r: 0.99 - 0.02 * (r % 8) / 7 for r in range(16)}
+            if slow:
+                relative[13] = 0.91
+            individual = {r: 0.85 + 0.01 * (r % 5) for r in range(16)}
+            g.info(t, "straggler_det_callback", 154,
+                   f"\nGPU relative performance:\n{format_gpu_scores(relative, nodes, 5, 5)}")
+            g.info(t, "straggler_det_callback", 163,
+                   f"\nGPU individual performance:\n{format_gpu_scores(individual, nodes, 5, 5)}")
+            g.info(t, "straggler_det_callback", 246, f"Straggler report processing time: {0.012:.3f} sec.")
     g.log.write(name)
 
 # ---------------------------------------------------------------------------------------
@@ -729,5 +780,6 @@ if __name__ == "__main__":
     deepspeed("v0.16.4", "deepspeed-v0.16.4.log")
     deepspeed("v0.14.5", "deepspeed-v0.14.5.log")
     nemo("nemo-v2.4.0.log")
+    nemo_straggler("nemo-v2.4.0-straggler.log")
     megatron_deepspeed("megatron-deepspeed-bloom.log")
     bridge("megatron-bridge-v0.6.0.log")
