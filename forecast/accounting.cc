@@ -699,12 +699,22 @@ Event JoinStop(const Event& a, const Event& b) {
 std::vector<LoggedEvent> JoinReports(std::vector<LoggedEvent> events, std::vector<uint32_t>& attempt) {
   std::vector<bool> joined(events.size(), false);
   bool any = false;
+  // Only named launches and stops join: each is matched against the later ones alone (not
+  // the whole log, which is mostly step reports).
+  std::vector<size_t> joinable;
   for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i].event;
+    if ((e.kind == EventKind::kJobStarted && !e.launch.empty()) || e.kind == EventKind::kInterruption) {
+      joinable.push_back(i);
+    }
+  }
+  for (size_t ci = 0; ci < joinable.size(); ++ci) {
+    const size_t i = joinable[ci];
     if (joined[i]) continue;
     Event& a = events[i].event;
-    const bool launch = a.kind == EventKind::kJobStarted && !a.launch.empty();
-    if (!launch && a.kind != EventKind::kInterruption) continue;
-    for (size_t j = i + 1; j < events.size(); ++j) {
+    const bool launch = a.kind == EventKind::kJobStarted;
+    for (size_t cj = ci + 1; cj < joinable.size(); ++cj) {
+      const size_t j = joinable[cj];
       if (joined[j]) continue;
       const Event& b = events[j].event;
       if (b.kind != a.kind || (a.source == kSchedulerSource) == (b.source == kSchedulerSource)) continue;
@@ -779,19 +789,30 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
     }
     if (last != absl::InfinitePast() && (!scheduler || e.time > next || last > e.time)) e.time = last;
   }
-  std::vector<size_t> order(events.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Event& x = events[a].event;
-    const Event& y = events[b].event;
-    if (x.time != y.time) return x.time < y.time;
-    if (attempt[a] != attempt[b]) return attempt[a] < attempt[b];
-    if (KindRank(x.kind) != KindRank(y.kind)) return KindRank(x.kind) < KindRank(y.kind);
-    return events[a].seq < events[b].seq;
-  });
+  // By time, attempt, kind and seq, sorted on compact keys (the events themselves are large
+  // and scattered); a log already in that order, as one accepted in time order is, is kept.
+  struct Key {
+    absl::Time time;
+    uint32_t attempt;
+    int rank;
+    int64_t seq;
+    size_t index;
+    bool operator<(const Key& o) const {
+      if (time != o.time) return time < o.time;
+      if (attempt != o.attempt) return attempt < o.attempt;
+      if (rank != o.rank) return rank < o.rank;
+      return seq < o.seq;
+    }
+  };
+  std::vector<Key> keys(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    keys[i] = {events[i].event.time, attempt[i], KindRank(events[i].event.kind), events[i].seq, i};
+  }
+  if (std::is_sorted(keys.begin(), keys.end())) return events;
+  std::sort(keys.begin(), keys.end());
   std::vector<LoggedEvent> out;
   out.reserve(events.size());
-  for (size_t i : order) out.push_back(std::move(events[i]));
+  for (const Key& k : keys) out.push_back(std::move(events[k.index]));
   return out;
 }
 
