@@ -165,6 +165,10 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   o.Row("loss per interruption", Duration(f.loss_per_interruption_seconds));
   o.Row("loss",
         absl::StrCat(Duration(f.expected_loss_seconds), " expected, ", Duration(f.budget_seconds), " budgeted"));
+  if (p.failures.slowdown_fix_hours.value_or(0) > 0) {
+    o.Row("slowdown fixed in", absl::StrCat(Duration(*p.failures.slowdown_fix_hours * 3600),
+                                            " (failures.slowdown_fix_hours: the tracker's forecast of a slowdown)"));
+  }
 
   const auto& s = r.schedule;
   o.Section("Schedule");

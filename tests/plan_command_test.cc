@@ -84,6 +84,26 @@ TEST(PlanCommand, WarningsAloneExitZero) {
   EXPECT_NE(report.findings(0).message().find("2 epochs"), std::string::npos) << report.findings(0).message();
 }
 
+// failures.slowdown_fix_hours is read from the file, shown among the failure figures, and a
+// value that cannot be a time is refused naming the key and the value.
+TEST(PlanCommand, ASlowdownFixTimeIsShownAndABadOneRefused) {
+  TempDir dir;
+  const auto plain = RunProcess({kBin, "plan", kFlagship});
+  EXPECT_EQ(plain.out.find("slowdown fixed in"), std::string::npos);
+  const std::string path =
+      dir.Write("fix.yaml", FlagshipWith("  failure_domain: node", "  failure_domain: node\n  slowdown_fix_hours: 72"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("slowdown fixed in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3.0 days"), std::string::npos) << r.out;
+  const std::string bad =
+      dir.Write("bad.yaml", FlagshipWith("  failure_domain: node", "  failure_domain: node\n  slowdown_fix_hours: -5"));
+  const auto b = RunProcess({kBin, "plan", bad});
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_NE(b.out.find("failures.slowdown_fix_hours"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("-5"), std::string::npos) << b.out;
+}
+
 TEST(PlanCommand, ParseErrorExitsTwoNamingLineAndKey) {
   TempDir dir;
   const std::string text = FlagshipWith("  hidden: 8192", "  hiden: 8192");
