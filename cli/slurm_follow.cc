@@ -409,7 +409,13 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
       End(out, {j.job_id, r}, l, *at, cause);
     }
     Launch& now = launches_[{j.job_id, j.restarts}];
-    if (j.state == "RUNNING" || j.state == "COMPLETING" || j.state == "SUSPENDED" || Ended(j.state)) {
+    // A requeue in progress: squeue (22.05) shows the new restart count while the last run
+    // is still completing, with a start_time that is not the new run's (a preempted run
+    // showed its preemption's second, and sacct its real start 3 s later). The new run
+    // starts when squeue shows it running, or from its record.
+    const bool requeue_tail = j.state == "COMPLETING" && j.restarts > 0 && !now.started_sent;
+    if (!requeue_tail &&
+        (j.state == "RUNNING" || j.state == "COMPLETING" || j.state == "SUSPENDED" || Ended(j.state))) {
       const bool never_ran = Ended(j.state) && j.start && j.end && *j.start > *j.end;  // cancelled while waiting
       if (j.start && !never_ran) {
         Start(out, {j.job_id, j.restarts}, now, *j.start);

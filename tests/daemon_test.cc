@@ -51,6 +51,21 @@ v1::Plan FlagshipPlan() {
   return *plan;
 }
 
+// The flagship in two phases: `first` tokens at 8K sequences, the rest at 16K on cp 2 (slower
+// per token: the attention term doubles).
+v1::Plan TwoPhaseFlagship(uint64_t first) {
+  v1::Plan plan = FlagshipPlan();
+  v1::Phase* a = plan.add_phases();
+  a->set_name("8K");
+  a->set_tokens(first);
+  v1::Phase* b = plan.add_phases();
+  b->set_name("16K");
+  b->set_tokens(10'000'000'000'000 - first);
+  b->mutable_model()->set_seq_len(16384);
+  b->mutable_layout()->set_cp(2);
+  return plan;
+}
+
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(); }
@@ -320,15 +335,7 @@ TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
 TEST_F(DaemonTest, ThePlanLineFollowsThePlansPhases) {
   // The flagship in two halves, the second at 16K sequences on cp 2 (slower per token: the
   // attention term doubles), so its share of the schedule is more than half.
-  v1::Plan plan = FlagshipPlan();
-  v1::Phase* first = plan.add_phases();
-  first->set_name("8K");
-  first->set_tokens(5'000'000'000'000);
-  v1::Phase* second = plan.add_phases();
-  second->set_name("16K");
-  second->set_tokens(5'000'000'000'000);
-  second->mutable_model()->set_seq_len(16384);
-  second->mutable_layout()->set_cp(2);
+  const v1::Plan plan = TwoPhaseFlagship(5'000'000'000'000);
   ASSERT_TRUE(Create(plan).ok());
   const planner::PlanReport report = planner::ComputePlan(convert::PlanFromProto(plan));
   ASSERT_EQ(report.phases.size(), 2u);
@@ -347,15 +354,7 @@ TEST_F(DaemonTest, APlanPhasesNewPaceIsNotASlowdown) {
   // the run slows per token where the plan says it will. The daemon gives the fold the
   // plan's phase ends (FoldSettings), so the slowdown detector starts its reference again
   // there, before and after a restart (the snapshot and the events after it).
-  v1::Plan plan = FlagshipPlan();
-  v1::Phase* first = plan.add_phases();
-  first->set_name("8K");
-  first->set_tokens(500'000'000'000);
-  v1::Phase* second = plan.add_phases();
-  second->set_name("16K");
-  second->set_tokens(9'500'000'000'000);
-  second->mutable_model()->set_seq_len(16384);
-  second->mutable_layout()->set_cp(2);
+  const v1::Plan plan = TwoPhaseFlagship(500'000'000'000);
   ASSERT_TRUE(Create(plan).ok());
   const planner::PlanReport report = planner::ComputePlan(convert::PlanFromProto(plan));
   ASSERT_EQ(report.phases.size(), 2u);

@@ -357,21 +357,29 @@ TEST(LogEvents, DeepSpeedWithoutTheSequenceLengthSaysWhatToPass) {
   EXPECT_TRUE(t.events.empty());
 }
 
+// A live tail's clock for NeMo's undated step lines: each read 10 s after the one before, a
+// relaunch's restore at 1800 s.
+std::function<absl::Time(const std::string&)> NemoClock() {
+  return [clock = At(0)](const std::string& line) mutable {
+    if (absl::StrContains(line, "Restoring states from")) clock = At(1800);
+    if (absl::StrContains(line, "Training epoch")) clock += absl::Seconds(10);
+    return clock;
+  };
+}
+
+LogOptions NemoOptions() {
+  LogOptions o;
+  o.format = LogFormat::kNemo;
+  o.seq_len = 4096;
+  return o;
+}
+
 // NeMo 2 (tests/logs/make_fixtures.py: v2.4.0). Its step lines are a bare print with no time:
 // a live tail reads them 10 s apart; the relaunch's restore is read at 1800 s. global_step is
 // the 0-based index of the step, consumed_samples the samples after it (from a launch's
 // second step); the global batch is 8 sequences, --seq-len 4096.
 TEST(LogEvents, Nemo2TailedLive) {
-  absl::Time clock = At(0);
-  auto read = [&clock](const std::string& line) {
-    if (absl::StrContains(line, "Restoring states from")) clock = At(1800);
-    if (absl::StrContains(line, "Training epoch")) clock += absl::Seconds(10);
-    return clock;
-  };
-  LogOptions o;
-  o.format = LogFormat::kNemo;
-  o.seq_len = 4096;
-  const Tailed t = Feed(ReadLines("nemo-v2.4.0.log"), o, read);
+  const Tailed t = Feed(ReadLines("nemo-v2.4.0.log"), NemoOptions(), NemoClock());
   ASSERT_TRUE(t.status.ok()) << t.status;
   EXPECT_EQ(t.unused, 0u);
   const Kinds k = Split(t.events);
@@ -398,15 +406,7 @@ TEST(LogEvents, Nemo2TailedLive) {
 // 0.99 until step 24, then one rank at 0.91; the individual scores (0.85 to 0.89) beside
 // them are each rank against itself, not a spread across ranks.
 TEST(LogEvents, NemosStragglerReportGivesTheRankSpread) {
-  absl::Time clock = At(0);
-  auto read = [&clock](const std::string& line) {
-    if (absl::StrContains(line, "Training epoch")) clock += absl::Seconds(10);
-    return clock;
-  };
-  LogOptions o;
-  o.format = LogFormat::kNemo;
-  o.seq_len = 4096;
-  const Tailed t = Feed(ReadLines("nemo-v2.4.0-straggler.log"), o, read);
+  const Tailed t = Feed(ReadLines("nemo-v2.4.0-straggler.log"), NemoOptions(), NemoClock());
   ASSERT_TRUE(t.status.ok()) << t.status;
   EXPECT_EQ(t.unused, 0u);  // every line of the reports is read
   const Kinds k = Split(t.events);
@@ -426,7 +426,7 @@ TEST(LogEvents, NemosStragglerReportGivesTheRankSpread) {
     if (absl::StrContains(l, "straggler_det_callback:")) relative = absl::StrContains(l, ":154]");
     if (!relative) individual.push_back(l);
   }
-  const Tailed alone = Feed(individual, o, read);
+  const Tailed alone = Feed(individual, NemoOptions(), NemoClock());
   EXPECT_EQ(alone.unused, 0u);
   for (const v1::Event& e : Split(alone.events).steps) EXPECT_EQ(e.steps().rank_spread(), 0);
 }

@@ -299,19 +299,29 @@ TEST(SlowdownSuite, DelaysCostsAndFalseTicketsOnSimulatedRuns) {
   EXPECT_LE(tickets, quarters);
 }
 
+// A flagship run with a 5% stretch of 48 h from day 10 (`ramp` hours in), folded into `state`
+// up to 30 h into the stretch; returns its events and sets `next` to the first not folded.
+std::vector<Event> FoldIntoAFivePercentStretch(uint64_t seed, double ramp, RunState& state, size_t& next) {
+  const auto& f = testing::FlagshipPlan();
+  SimulationOptions o = Nominal(seed);
+  o.slow.push_back({10, 48, 1.05, ramp});
+  std::vector<Event> events = SimulateRun(f.plan, f.report, o);
+  const absl::Time cut = f.report.schedule.start_time + absl::Hours(240 + 30);
+  for (next = 0; next < events.size() && events[next].time < cut; ++next) {
+    EXPECT_TRUE(ApplyEvent(state, events[next]).ok());
+  }
+  EXPECT_FALSE(state.slowdown.stretches.empty());
+  EXPECT_TRUE(!state.slowdown.stretches.empty() && state.slowdown.stretches.back().active);
+  return events;
+}
+
 // A snapshot taken inside a stretch restores it: the rest of the run gives the same
 // slowdowns as a fold that never stopped.
 TEST(SlowdownSuite, ASnapshotInsideAStretchRestoresIt) {
-  const auto& f = testing::FlagshipPlan();
-  SimulationOptions o = Nominal(2);
-  o.slow.push_back({10, 48, 1.05, 6});
-  const std::vector<Event> events = SimulateRun(f.plan, f.report, o);
-  const absl::Time cut = f.report.schedule.start_time + absl::Hours(240 + 30);
   RunState whole;
   size_t i = 0;
-  for (; i < events.size() && events[i].time < cut; ++i) ASSERT_TRUE(ApplyEvent(whole, events[i]).ok());
-  ASSERT_FALSE(whole.slowdown.stretches.empty());
-  ASSERT_TRUE(whole.slowdown.stretches.back().active);
+  const std::vector<Event> events = FoldIntoAFivePercentStretch(2, 6, whole, i);
+  ASSERT_FALSE(HasFailure());
   RunState restored = convert::StateFromProto(convert::StateToProto(whole));
   for (; i < events.size(); ++i) {
     ASSERT_TRUE(ApplyEvent(whole, events[i]).ok());
@@ -331,14 +341,10 @@ TEST(SlowdownSuite, ThePlansFixTimeWeighsTheForecast) {
   // earlier slowdown that ended, so a team that fixes in 4 h sees an earlier finish than one
   // that takes 20 days, and both a smaller chance that it never ends than the run alone.
   const auto& f = testing::FlagshipPlan();
-  SimulationOptions o = Nominal(3);
-  o.slow.push_back({10, 48, 1.05, 0});
-  const std::vector<Event> events = SimulateRun(f.plan, f.report, o);
-  const absl::Time cut = f.report.schedule.start_time + absl::Hours(240 + 30);
   RunState state;
-  for (size_t i = 0; i < events.size() && events[i].time < cut; ++i) ASSERT_TRUE(ApplyEvent(state, events[i]).ok());
-  ASSERT_FALSE(state.slowdown.stretches.empty());
-  ASSERT_TRUE(state.slowdown.stretches.back().active);
+  size_t next = 0;
+  FoldIntoAFivePercentStretch(3, 0, state, next);
+  ASSERT_FALSE(HasFailure());
   ForecastPrior prior = PriorFromPlan(f.plan, f.report);
   ForecastOptions options;
   options.draws = 2000;

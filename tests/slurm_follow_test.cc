@@ -169,6 +169,27 @@ TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
   for (const v1::Event& e : events) EXPECT_EQ(e.source(), "slurm");
 }
 
+// A requeue caught while the last run completes: squeue shows the new restart count in
+// COMPLETING, with the requeue's second as its start (seen on the real cluster under a
+// preemption). The new run starts when it runs, at its own start time, not before.
+TEST(SlurmFollow, ARequeueStillCompletingIsNotTheNewRunsStart) {
+  SlurmFollower follower(Options());
+  const Stage running = Load(kStages[0]), requeued = Load(kStages[1]), again = Load(kStages[2]);
+  std::vector<v1::Event> events = follower.Observe(running.jobs, running.nodes, {});
+  std::vector<SlurmJob> completing = requeued.jobs;
+  completing[0].state = "COMPLETING";
+  completing[0].start = completing[0].submit;
+  for (v1::Event& e : follower.Observe(completing, requeued.nodes, {})) events.push_back(e);
+  for (const v1::Event& e : events)
+    EXPECT_FALSE(e.has_job_started() && e.job_started().attempt() == 2) << e.DebugString();
+  for (v1::Event& e : follower.Observe(again.jobs, again.nodes, {})) events.push_back(e);
+  ASSERT_EQ(events.size(), 3u);
+  ASSERT_TRUE(events[2].has_job_started());
+  EXPECT_EQ(events[2].job_started().attempt(), 2u);
+  EXPECT_EQ(T(events[2]), *again.jobs[0].start);
+  EXPECT_GT(*again.jobs[0].start, *completing[0].start);
+}
+
 // A watcher that was away from the first look to the last: the completion log gives the
 // runs it missed, with the same ids and times as if it had watched (so a restarted
 // watcher's resends are duplicates).
