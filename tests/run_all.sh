@@ -4,8 +4,8 @@
 #   build/       the normal build (gcc, RelWithDebInfo): the whole suite;
 #   build-asan/  clang with AddressSanitizer, its leak checker and UndefinedBehaviorSanitizer
 #                (any report fails the test), the fuzz targets linked with libFuzzer: the
-#                whole suite again, plus each fuzzer for FUZZ_SECONDS (default 20) from the
-#                seed corpus in tests/fuzz/corpus.
+#                suite again but the three calibration sweeps (see below), plus each fuzzer
+#                for FUZZ_SECONDS (default 20) from the seed corpus in tests/fuzz/corpus.
 # The README's test command runs this after deploy/install-deps.sh; so does CI (.ci/run).
 #
 #   tests/run_all.sh            both builds
@@ -37,8 +37,13 @@ stage "build: clang, ASan + UBSan + libFuzzer (build-asan/)"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLIGHTPLAN_FUZZ=ON -DFLIGHTPLAN_FUZZ_SECONDS="$fuzz_seconds"
 cmake --build build-asan -j"$jobs"
-stage "test: build-asan/ (the whole suite under the sanitizers, fuzzers ${fuzz_seconds} s each)"
-ctest --test-dir build-asan --output-on-failure -j"$jobs"
+# Under the sanitizers, all but the three whole-table calibration sweeps: pure arithmetic
+# (the simulator, the backtest and the forecaster over 6-16 seeds of every scenario), five
+# times slower there (540 s of the 2 cores' 1,270 s). The same code runs sanitized in the
+# smaller calibration tests and calibrate_smoke; the sweeps' tables are asserted in build/.
+sweeps='^Calibration\.(EveryScenarioEverySeedEveryTenth|FuturesScoreBetterThanTheChangepointModel|SlowStretchesTheMixtureIsNoWorseAndBetterWhileActive)$'
+stage "test: build-asan/ (the suite under the sanitizers but the calibration sweeps, fuzzers ${fuzz_seconds} s each)"
+ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$sweeps"
 # What the fuzzers did, from their final statistics.
 for target in plan event accounting; do
   log=$(find build-asan/Testing/Temporary -name 'LastTest*.log' -print -quit)
