@@ -4,14 +4,14 @@
 #include <map>
 #include <string>
 
+#include "exporters/timestamp_seconds.h"
+
 namespace flightplan::exporters {
 namespace {
 
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-double Seconds(const google::protobuf::Timestamp& t) { return static_cast<double>(t.seconds()) + t.nanos() / 1e9; }
 
 class Families {
  public:

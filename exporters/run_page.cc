@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "exporters/timestamp_seconds.h"
 
 namespace flightplan::exporters {
 namespace {
@@ -22,8 +23,6 @@ constexpr char kPurple[] = "#CC79A7";
 constexpr char kSky[] = "#56B4E9";
 constexpr char kYellow[] = "#F0E442";
 constexpr char kBlack[] = "#000000";
-
-double Seconds(const google::protobuf::Timestamp& t) { return static_cast<double>(t.seconds()) + t.nanos() * 1e-9; }
 
 std::string Date(double seconds, const char* format = "%Y-%m-%d %H:%M UTC") {
   if (!std::isfinite(seconds)) return "-";

@@ -15,7 +15,8 @@ double Error(absl::Time predicted, absl::Time actual) {
   return std::fabs(absl::ToDoubleSeconds(predicted - actual));
 }
 
-double Median(std::vector<double> v) {
+// The upper median (the upper of the two middle values of an even count).
+double UpperMedian(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
@@ -142,12 +143,12 @@ BacktestSummary Summarize(const std::vector<Backtest>& backtests) {
     s.mean_naive_crps /= n;
     s.mean_naive_interval_score = 10 * s.mean_naive_crps;  // a point's interval: 2/alpha x its error
   }
-  s.median_width_share = Median(width_share);
+  s.median_width_share = UpperMedian(width_share);
   s.coverage = s.points ? static_cast<double>(inside) / static_cast<double>(s.points) : 0;
-  s.median_p50_error_seconds = Median(p50);
-  s.median_naive_lifetime_error_seconds = Median(life);
-  s.median_naive_recent_error_seconds = Median(recent);
-  s.median_interval_width_seconds = Median(width);
+  s.median_p50_error_seconds = UpperMedian(p50);
+  s.median_naive_lifetime_error_seconds = UpperMedian(life);
+  s.median_naive_recent_error_seconds = UpperMedian(recent);
+  s.median_interval_width_seconds = UpperMedian(width);
   return s;
 }
 
