@@ -75,6 +75,13 @@ ForecastScheduler::BackfillWindow ForecastScheduler::BackfillFor(const std::stri
   return w;
 }
 
+void ForecastScheduler::RaiseSimulatedTo(const std::string& run, absl::Time to) {
+  // Never a default-constructed absl::Time (the Unix epoch): a mark of 1970 would let the
+  // writer keep a run's very first state, its job start alone, as a backfill point.
+  absl::Time& mark = simulated_at_.try_emplace(run, absl::InfinitePast()).first->second;
+  mark = std::max(mark, to);
+}
+
 void ForecastScheduler::AddBackfill(const RunView& view,
                                     std::vector<std::shared_ptr<const forecast::RunState>> states) {
   if (states.empty()) return;
@@ -206,8 +213,7 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
     hooks_.offer_point(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
   }
   absl::MutexLock lock(&mu_);
-  absl::Time& mark = simulated_at_[run];
-  mark = std::max(mark, queued[done - 1].state->last_time);
+  RaiseSimulatedTo(run, queued[done - 1].state->last_time);
   if (done < queued.size()) {
     std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
     rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
@@ -258,8 +264,7 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
     absl::MutexLock lock(&mu_);
     last_simulated_[run] = simulated;
     simulations_[run] = Cached{std::move(sim), view->plan->revision};
-    absl::Time& mark = simulated_at_[run];
-    if (view->state.events > 0) mark = std::max(mark, view->state.last_time);
+    if (view->state.events > 0) RaiseSimulatedTo(run, view->state.last_time);
   }
   hooks_.simulated(run);
 }

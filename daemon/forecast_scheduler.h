@@ -97,6 +97,8 @@ class ForecastScheduler {
     std::shared_ptr<const RunPlan> plan;
   };
   void Loop();
+  // Moves run's simulated_to forward to `to` (never back).
+  void RaiseSimulatedTo(const std::string& run, absl::Time to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run to simulate now (removed from what waits), or empty with `next` set to when
   // one will be ready.
   std::string PickLocked(absl::Time now, absl::Time& next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1021,7 +1021,8 @@ TEST_P(BackfillTest, AMonthSentAtFullSpeedKeepsTheRunsWholeHistory) {
   int rising = 0;
   for (int i = 0; i + 1 < history.points_size(); ++i) {
     const v1::ForecastPoint& p = history.points(i);
-    ASSERT_GT(p.tokens(), 0) << i;
+    ASSERT_GT(p.tokens(), 0) << "point " << i << " of " << history.points_size() << ": " << p.DebugString()
+                             << "first event at " << first;
     rising += p.tokens() > tokens_before ? 1 : 0;
     tokens_before = p.tokens();
     EXPECT_NEAR(p.time_seconds().elapsed(), testing::Seconds(p.as_of()) - first, 1) << i;

@@ -132,6 +132,23 @@ TEST(ForecastScheduler, AViewPublishedDuringATurnWaitsForItsStates) {
   EXPECT_EQ(h.scheduler->Latest("a").sim->events, later->state.events);
 }
 
+TEST(ForecastScheduler, ARunSimulatedBeforeItsFirstEventHasNoBackfillMark) {
+  // A plan just created is simulated (urgently) before any event: no state has been
+  // simulated, so the writer's backfill keeps its first state an hour after the first event,
+  // not the job start alone (a mark of 1970 did: a point of 0 tokens at the first event).
+  Harness h(/*events_clock=*/false);
+  h.runs["a"] = View("a", 0);
+  h.scheduler->MarkDue("a", /*urgent=*/true);
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.scheduler->BackfillFor("a").simulated_to, absl::InfinitePast());
+  // Once it has events, the mark is the latest one simulated.
+  h.runs["a"] = View("a", 50, 2);
+  h.clock.Advance(absl::Seconds(1));
+  h.scheduler->MarkDue("a");
+  EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
+  EXPECT_EQ(h.scheduler->BackfillFor("a").simulated_to, h.runs["a"]->state.last_time);
+}
+
 TEST(ForecastScheduler, PastItsBoundABackfillIsThinnedAndItsSpacingDoubles) {
   Harness h(/*events_clock=*/true);
   h.options.max_backfill_states = 4;
