@@ -372,6 +372,12 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     err << "flightplan tail: " << options.path << ": cannot read\n";
     return 2;
   }
+  if (!options.exit_at_eof) {
+    // Said once the file is open: what is written from now on is read (a script may wait
+    // for this line before it writes).
+    err << "flightplan tail: following " << options.path
+        << (options.from_start ? " from its start" : " from its end (new lines only)") << "; Ctrl-C to stop\n";
+  }
   std::string partial;
   auto last_send = std::chrono::steady_clock::now();
   std::optional<absl::Status> fatal;  // tokens cannot be counted: stop, nothing was sent
