@@ -226,10 +226,18 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
 
 void ForecastScheduler::SimulateRun(const std::string& run) {
   // While backfill states wait, the current state's point would close the history to them.
-  const bool backfill_waits = SimulateBackfill(run);
+  if (SimulateBackfill(run)) {
+    // States still wait (requests wait for the writer): so does the current state's
+    // simulation. Published without its point, it let a status read fresh (forecast_events
+    // == events) while the history still ended at a backfill state, the finished point
+    // coming one or more turns later. The run is due again; its turn counts as taken.
+    absl::MutexLock lock(&mu_);
+    last_simulated_[run] = clock_->Now();
+    return;
+  }
   std::shared_ptr<const RunView> view = hooks_.find(run);
   if (!view) return;
-  if (!backfill_waits) {
+  {
     // The writer hands a group's states over before it publishes the group's view: a view
     // newer than the states just simulated may come with states of its own, older than it.
     // The view waits for the next turn, which simulates them first: its point would close
@@ -257,7 +265,7 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
       simulated - view->received < options_.forecast_refresh && options_.backfill_spacing > absl::ZeroDuration();
   // The point goes to the writer before the simulation is published: once a status reads
   // fresh, a history read that follows it sees the point (when it was kept).
-  if (!backfilling && !backfill_waits) {
+  if (!backfilling) {
     hooks_.offer_point(view->id, view->version, HistoryPoint(view->state, view->plan->prior, now, *sim));
   }
   {

@@ -69,6 +69,7 @@ class DaemonProcess {
       if (!st.ok() || !status.forecast().forecast_stale()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
+    EXPECT_FALSE(status.forecast().forecast_stale()) << "the forecast did not catch up in 20 s";
     return status;
   }
 

@@ -84,6 +84,8 @@ TEST(ForecastScheduler, BackfillStatesBecomeHistoryOldestFirstAndYieldToTheWrite
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");
   EXPECT_EQ(h.points.size(), 1u);
   EXPECT_EQ(h.scheduler->BackfillWaiting("a"), 2u);
+  // Nor a simulation of it: a status would read fresh before the history has its point.
+  EXPECT_EQ(h.scheduler->Latest("a").sim, nullptr);
   h.backlog = 0;
   h.clock.Advance(absl::Seconds(1));
   EXPECT_EQ(h.scheduler->SimulateNext().simulated, "a");  // still due: its states wait
