@@ -248,6 +248,53 @@ void TailBasisFromPlan(const v1::PlanRevision& plan, LogOptions& lo, std::ostrea
 extern "C" void TailStop(int) { g_tail_stop = true; }
 }  // namespace
 
+namespace {
+
+// A log none of whose first kRecogniseWithin lines its format's reader recognises is not in
+// that format: the tail says so and stops (a wrong --format once read a Megatron log as
+// torchtitan's, sent nothing and exited 0). A NeMo job's configuration dump before its first
+// step is long, hence thousands.
+constexpr uint64_t kRecogniseWithin = 5000;
+constexpr size_t kHeadKept = 200;  // the first lines, to say what the log looks like
+
+const std::pair<const char*, LogFormat> kFormats[] = {{"megatron", LogFormat::kMegatron},
+                                                      {"torchtitan", LogFormat::kTorchtitan},
+                                                      {"deepspeed", LogFormat::kDeepSpeed},
+                                                      {"nemo", LogFormat::kNemo}};
+
+// The refusal of a log its format does not recognise: the first lines as they are, and the
+// format that recognises most of them, if one does.
+absl::Status NotThisFormat(const std::string& path, const std::string& format, uint64_t lines,
+                           const std::vector<std::string>& head) {
+  std::string guess;
+  uint64_t best = 0;
+  for (const auto& [name, f] : kFormats) {
+    if (name == format) continue;
+    LogOptions o;
+    o.format = f;
+    o.backfill = true;
+    o.seq_len = o.tokens_per_step = 1;  // counting tokens is not the question here
+    LogEvents reader(o);
+    std::vector<v1::Event> ignored;
+    for (const std::string& line : head) (void)reader.Feed(line, absl::UnixEpoch(), ignored);
+    if (reader.recognised() > best) best = reader.recognised(), guess = name;
+  }
+  std::string first;
+  int shown = 0;
+  for (const std::string& line : head) {
+    if (line.empty()) continue;
+    absl::StrAppend(&first, "\n  | ", line.size() > 160 ? line.substr(0, 160) + "..." : line);
+    if (++shown == 3) break;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, ": none of its first ", lines, " lines is a ", format,
+      " line (an iteration, a save, a launch or its arguments, a crash): is it another format?",
+      guess.empty() ? "" : absl::StrCat(" --format ", guess, " recognises ", best, " of its first ", head.size()),
+      ". Its first lines:", first.empty() ? " (all empty)" : first));
+}
+
+}  // namespace
+
 int RunTail(const ClientOptions& client, const TailOptions& options, std::ostream& out, std::ostream& err) {
   LogOptions lo;
   lo.run = options.run;
@@ -396,14 +443,20 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
       err << "flightplan tail: line " << u.line << " not used (" << u.why << "): " << u.text << "\n";
     }
   };
+  std::vector<std::string> head;  // the log's first lines (kHeadKept)
   // One whole line: its events join the pending batch.
   auto feed = [&](const std::string& whole) {
     if (fatal) return;
+    if (head.size() < kHeadKept) head.push_back(whole);
     std::vector<v1::Event> events;
     const absl::Status st = converter.Feed(whole, absl::Now(), events);
     say();
-    if (!st.ok()) {
+    if (st.ok() && converter.recognised() == 0 && converter.lines() >= kRecogniseWithin) {
+      fatal = NotThisFormat(options.path, options.format, converter.lines(), head);
+    } else if (!st.ok()) {
       fatal = st;
+    }
+    if (fatal) {
       g_tail_stop = true;
       return;
     }
@@ -458,6 +511,10 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     }
   }
   if (!partial.empty()) feed(partial);
+  // The whole log read (or the tail stopped) without one line of its format.
+  if (!fatal && converter.lines() > 0 && converter.recognised() == 0) {
+    fatal = NotThisFormat(options.path, options.format, converter.lines(), head);
+  }
   if (fatal) {
     err << "flightplan tail: " << fatal->message() << "\nflightplan tail: nothing was sent\n";
     return 2;

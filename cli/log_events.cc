@@ -139,6 +139,12 @@ v1::Event LogEvents::Base(absl::Time at) const {
 }
 
 void LogEvents::Emit(v1::Event e) {
+  // An event of the launch held back: the launch first, at this event's time at the latest.
+  if (undated_launch_ && !e.has_job_started()) {
+    const uint32_t before = attempt_;
+    DateLaunch(convert::TimeFromProto(e.time()));
+    if (e.attempt() == before && !e.has_interruption()) e.set_attempt(attempt_);  // it was numbered just now
+  }
   // Never before the previous event: lines without a time of their own (a backfill of a log
   // that prints none) must not send the daemon back in time.
   const absl::Time t = convert::TimeFromProto(e.time());
@@ -186,11 +192,33 @@ void LogEvents::Idle(absl::Time now, std::vector<v1::Event>& out) {
 }
 
 void LogEvents::Start(absl::Time at, int64_t restored) {
+  // Lines without a time (one rule, docs/clients.md "Lines without a time"): in a backfill
+  // they take the last time before them, but a launch whose lines so far carry none would
+  // borrow the previous attempt's last time and book the whole gap as its startup, where a
+  // per-job file cut at this launch (its lines waiting for the file's first timestamp)
+  // books it as downtime. So such a launch takes the first timestamp after it, in both.
+  const bool undated = o_.backfill && !current_stamped_ && !launch_time_ && last_stamp_.has_value();
   if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
   launch_time_.reset();
   FlushCrash();
   FlushPendingSave(at);
+  if (undated_launch_) DateLaunch(at);  // two launches with no time between: the first at the second's
+  active_ = true;
+  last_step_ = restored;
+  last_step_time_ = at;
+  pending_save_.reset();
+  save_started_.reset();
+  async_scheduled_.clear();
+  titan_save_started_.reset();
+  titan_last_save_.reset();
+  undated_launch_ = restored;
+  if (!undated) DateLaunch(at);
+}
+
+void LogEvents::DateLaunch(absl::Time at) {
+  const int64_t restored = *std::exchange(undated_launch_, std::nullopt);
   attempt_ = o_.number_launch ? o_.number_launch(at, attempt_) : attempt_ + 1;
+  last_step_time_ = std::max(last_step_time_.value_or(at), at);
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);
@@ -201,14 +229,6 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
     o_.launch.clear();
   }
   Emit(std::move(e));
-  active_ = true;
-  last_step_ = restored;
-  last_step_time_ = at;
-  pending_save_.reset();
-  save_started_.reset();
-  async_scheduled_.clear();
-  titan_save_started_.reset();
-  titan_last_save_.reset();
 }
 
 void LogEvents::FlushPendingSave(std::optional<absl::Time> bound) {
@@ -326,6 +346,8 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
   const std::optional<absl::Time> stamp = Stamp(line, o_.timezone);
   const absl::Time at = When(stamp, read_time);
   if (stamp) last_stamp_ = stamp;
+  current_stamped_ = stamp.has_value();
+  if (stamp && undated_launch_) DateLaunch(*stamp);
   // A line that says what is killing the attempt: remembered (the most telling of them)
   // until the attempt's end shows.
   if (active_) {
@@ -336,24 +358,27 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
         crash_line_ = lines_;
       }
       if (!crash_ || c->rank > crash_->rank) crash_ = std::move(c);
+      ++recognised_;
       return absl::OkStatus();
     }
   }
   absl::Status status;
+  bool known = false;
   switch (o_.format) {
     case LogFormat::kMegatron:
-      FeedMegatron(line, stamp, at, status);
+      known = FeedMegatron(line, stamp, at, status);
       break;
     case LogFormat::kTorchtitan:
-      FeedTorchtitan(line, stamp, at, status);
+      known = FeedTorchtitan(line, stamp, at, status);
       break;
     case LogFormat::kDeepSpeed:
-      FeedDeepSpeed(line, stamp, at, status);
+      known = FeedDeepSpeed(line, stamp, at, status);
       break;
     case LogFormat::kNemo:
-      FeedNemo(line, stamp, at, status);
+      known = FeedNemo(line, stamp, at, status);
       break;
   }
+  if (known) ++recognised_;
   return status;
 }
 
@@ -361,12 +386,14 @@ void LogEvents::CaughtUp(std::vector<v1::Event>& out) {
   if (!o_.backfill) return;
   out_ = &out;
   if (!undated_.empty()) DropUndated("the file's end came first");
+  if (undated_launch_) DateLaunch(*last_stamp_);
   o_.backfill = false;
 }
 
 void LogEvents::Finish(std::vector<v1::Event>& out) {
   out_ = &out;
   if (!undated_.empty()) DropUndated("the log shows none");
+  if (undated_launch_) DateLaunch(*last_stamp_);  // no time after it: the last before it
   FlushCrash();
   current_ = nullptr;
   const absl::Time end = last_stamp_ ? *last_stamp_ : last_step_time_ ? *last_step_time_ : absl::Now();

@@ -107,6 +107,10 @@ class LogEvents {
   // A backfill waits this many lines at most for the log's first timestamp.
   static constexpr size_t kMaxUndatedLines = 10000;
   uint64_t unused() const { return unused_count_; }
+  // Lines the format's reader recognised (used or deliberately read past: an iteration, a
+  // save, a launch, a crash, its arguments dump). None within a log's first lines means the
+  // log is not in that format (the tail says so and stops).
+  uint64_t recognised() const { return recognised_; }
   const std::vector<UnusedLine>& unused_lines() const { return unused_; }
   // Things worth saying that are not errors (the log and the plan disagree on seq_length);
   // taken by the caller.
@@ -118,6 +122,8 @@ class LogEvents {
   // The lines of a backfill before its first timestamp, given up: said, not dated.
   void DropUndated(const char* why);
   void Start(absl::Time at, int64_t restored);
+  // The launch Start held back (undated_launch_), at `at`: numbered and sent.
+  void DateLaunch(absl::Time at);
   v1::Event Base(absl::Time at) const;
   void Emit(v1::Event e);
   void Save(absl::Time at, int64_t step, double blocking);
@@ -164,7 +170,12 @@ class LogEvents {
   std::optional<absl::Time> last_emitted_;
   std::optional<absl::Time> last_stamp_;   // the latest timestamp seen on any line
   std::optional<absl::Time> launch_time_;  // a launch began (print_datetime, "Starting job")
-  std::set<int64_t> saved_;                // checkpoint steps
+  // A backfill's launch seen on a line without a time, none of its lines dated before it:
+  // the checkpoint it restores, until the first timestamp after it dates it (DateLaunch).
+  std::optional<int64_t> undated_launch_;
+  bool current_stamped_ = false;  // the line being fed has a timestamp of its own
+  uint64_t recognised_ = 0;
+  std::set<int64_t> saved_;  // checkpoint steps
   // The events of this Feed, and those held until the token basis is known.
   std::vector<v1::Event>* out_ = nullptr;
   const std::string* current_ = nullptr;  // the line being fed
