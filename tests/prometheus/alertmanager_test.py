@@ -2,18 +2,26 @@
 """Alerts delivered: the real flightpland, Prometheus with the project's rules and Alertmanager
 with the project's routing, and a local webhook standing for the pager and the ticket queue.
 
-Two runs of the flagship plan, on the wall clock. "quiet" trains on plan. "burning" trained
-nine hours without a checkpoint, then lost its job an hour ago; while Prometheus watches, it
-relaunches from scratch, and the nine hours of work are lost at once. The test expects:
-  - the page (FlightplanFailureBudgetBurnFast) for "burning" on the page webhook, linking the
-    run's page on flightpland (which serves it);
+Two runs of the flagship plan, on the wall clock. "quiet" trains on plan (a checkpoint after
+every 10-minute step). "burning" trained nine hours without a checkpoint, then lost its job an
+hour ago. The test expects:
+  - the page FlightplanRunDown for "burning" on the page webhook (down 59 minutes, past its
+    plan's 15-minute allowance), linking the run's page on flightpland (which serves it);
+  - then, once it has arrived, "burning" relaunches from scratch and the nine hours of work are
+    lost at once: FlightplanRunDown resolves (the webhook hears it), and the slow-burn page
+    (FlightplanFailureBudgetBurnSlow: 10 of the last 6 hours' worth charged, rework included)
+    arrives on the page webhook;
   - the day-burn ticket (FlightplanFailureBudgetBurnDay) firing in Prometheus for "burning",
     but held back by Alertmanager (inhibited by the page) and never on the ticket webhook;
   - nothing at all for "quiet".
+No fast-burn page: it counts time out of training (not the rework a restore charges at once)
+over the last hour, and this Prometheus has watched seconds of the outage, not an hour. In
+production, watching the whole outage, it would have paged too, at about 56 minutes.
 
 The rules and routing are the project's files with their waits scaled down, a minute to a
-second (`for: 2m` -> 2s, group_wait 30s -> 1s), so the test takes a minute, not an hour;
-expressions, labels, routes and inhibition are unchanged. Bounded: gives up after 120 s.
+second (`for: 5m` -> 5s, group_wait 30s -> 1s), so the test takes a minute, not an hour;
+expressions, labels, routes and inhibition are unchanged (the windows too: the relaunch's
+charge stays in the 30-minute window for the whole test). Bounded: gives up after 120 s.
 Usage: alertmanager_test.py FLIGHTPLAND FLIGHTPLAN REPO_DIR
 """
 import datetime
@@ -61,15 +69,17 @@ class Webhook(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def got(path, alertname, run):
+def got(path, alertname, run, status=None):
     with Webhook.lock:
         return [a for p, a in Webhook.received
-                if p == path and a["labels"].get("alertname") == alertname and a["labels"].get("run") == run]
+                if p == path and a["labels"].get("alertname") == alertname and a["labels"].get("run") == run
+                and (status is None or a.get("status") == status)]
 
 
 def events(run, now, burning):
     """JSON Lines: a launch 10 h ago, a step every 10 minutes at the plan's rate (3.45 Mtokens/s),
-    checkpoints for the quiet run; the burning one stops an hour ago."""
+    a checkpoint after each for the quiet run (the plan's interval is 518 s: FlightplanCheckpointStale
+    tickets past twice that); the burning one stops an hour ago."""
     t0 = now - datetime.timedelta(hours=10)
     out = []
 
@@ -84,7 +94,7 @@ def events(run, now, burning):
     for i in range(1, last + 1):
         t = t0 + datetime.timedelta(minutes=10 * i)
         add(t, "steps", {"step": str(100 * i), "tokens": str(int(3.45e6 * 600 * i))})
-        if not burning and i % 3 == 0:
+        if not burning:
             add(t + datetime.timedelta(seconds=10), "checkpoint_saved", {"step": str(100 * i), "blocking_seconds": 10})
     if burning:
         add(t0 + datetime.timedelta(hours=9, minutes=1), "interruption", {"cause": "gpu", "detail": "Xid 79"})
@@ -142,8 +152,21 @@ def main():
             except OSError:
                 return False
 
-        # A few scrapes of the runs as they stand, so that the 5-minute window sees the loss.
+        # A few scrapes of the runs as they stand, so that the 30-minute window sees the loss.
         wait_for("Prometheus to scrape both runs", scraped)
+        down = wait_for("the page FlightplanRunDown for 'burning' on the page webhook",
+                        lambda: got("/page", "FlightplanRunDown", "burning", "firing"), timeout=30)
+        print(f"ok   page delivered at {time.monotonic() - START:.1f} s: {down[0]['annotations']['summary']}")
+        assert down[0]["labels"]["severity"] == "page", down[0]
+        # The notification links the run's page, which flightpland serves.
+        link = down[0]["annotations"].get("page")
+        if link != f"http://127.0.0.1:{metrics_port}/runs/burning":
+            raise SystemExit(f"FAIL: the page's link is {link}")
+        with urllib.request.urlopen(link, timeout=10) as r:
+            if r.status != 200 or b"Run burning" not in r.read():
+                raise SystemExit(f"FAIL: {link} does not serve the run's page")
+        print(f"ok   the notification links {link}, which serves the run's page")
+
         relaunch = os.path.join(work, "relaunch.jsonl")
         at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         open(relaunch, "w").write(json.dumps({"run": "burning", "time": at,
@@ -151,18 +174,12 @@ def main():
         subprocess.run([cli_bin, *server, "replay", relaunch, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         print(f"relaunched 'burning' from scratch at {time.monotonic() - START:.1f} s")
 
-        page = wait_for("the page for 'burning' on the page webhook",
-                        lambda: got("/page", "FlightplanFailureBudgetBurnFast", "burning"), timeout=60)
-        print(f"ok   page delivered at {time.monotonic() - START:.1f} s: {page[0]['annotations']['summary']}")
-        assert page[0]["labels"]["severity"] == "page", page[0]
-        # The notification links the run's page, which flightpland serves.
-        link = page[0]["annotations"].get("page")
-        if link != f"http://127.0.0.1:{metrics_port}/runs/burning":
-            raise SystemExit(f"FAIL: the page's link is {link}")
-        with urllib.request.urlopen(link, timeout=10) as r:
-            if r.status != 200 or b"Run burning" not in r.read():
-                raise SystemExit(f"FAIL: {link} does not serve the run's page")
-        print(f"ok   the notification links {link}, which serves the run's page")
+        slow = wait_for("the slow-burn page for 'burning' on the page webhook",
+                        lambda: got("/page", "FlightplanFailureBudgetBurnSlow", "burning", "firing"), timeout=60)
+        print(f"ok   page delivered at {time.monotonic() - START:.1f} s: {slow[0]['annotations']['summary']}")
+        wait_for("FlightplanRunDown for 'burning' to resolve on the page webhook",
+                 lambda: got("/page", "FlightplanRunDown", "burning", "resolved"), timeout=30)
+        print(f"ok   FlightplanRunDown resolved after the relaunch at {time.monotonic() - START:.1f} s")
 
         wait_for("the day-burn ticket to fire in Prometheus", lambda: query(
             prom_port, 'ALERTS{alertname="FlightplanFailureBudgetBurnDay",run="burning",alertstate="firing"}'),
