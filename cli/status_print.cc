@@ -47,6 +47,15 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
       &out, absl::StrFormat("  %-22s %s of %s tokens (%s), step %s\n", "progress", Sci(static_cast<double>(p.tokens())),
                             Sci(static_cast<double>(p.target_tokens())), Percent(p.fraction(), 2),
                             Count(static_cast<double>(p.step()))));
+  if (const v1::Outage& o = s.outage(); o.seconds() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s %s without training since %s (%s): %s\n", "OUTAGE", Duration(o.seconds()),
+                              Date(convert::TimeFromProto(o.since())),
+                              s.state() == "new" ? "the plan's start, never started" : "an unplanned stop, no relaunch",
+                              o.seconds() > o.allowance_seconds()
+                                  ? absl::StrCat("past the ", Duration(o.allowance_seconds()), " allowed: paged")
+                                  : absl::StrCat(Duration(o.allowance_seconds()), " allowed before a page")));
+  }
   if (s.has_as_of()) {
     absl::StrAppend(&out,
                     absl::StrFormat("  %-22s %s (first event %s)\n", "as of", Date(convert::TimeFromProto(s.as_of())),
@@ -163,11 +172,24 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   absl::StrAppend(
       &out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n", "reliability",
                             elapsed > 0 ? Percent(r.goodput()) : "-",
-                            r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "-",
+                            r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "none yet",
                             Duration(r.plan_mtbf_seconds()), Duration(r.mean_loss_per_interruption_seconds())));
-  absl::StrAppend(&out, absl::StrFormat("  %-22s every %s (plan: %s)\n", "checkpoint interval",
-                                        Duration(r.recommended_checkpoint_interval_seconds()),
-                                        Duration(r.plan_checkpoint_interval_seconds())));
+  // What the saves do (cadence, the last one, the work a failure now would lose) beside the
+  // plan's interval and Daly's advice for the observed MTBF and save cost.
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "  %-22s observed every %s, plan %s, Daly's advice %s (for the MTBF and save cost seen)\n",
+                "checkpoint interval",
+                r.observed_checkpoint_interval_seconds() > 0 ? Duration(r.observed_checkpoint_interval_seconds()) : "-",
+                Duration(r.plan_checkpoint_interval_seconds()), Duration(r.recommended_checkpoint_interval_seconds())));
+  if (r.has_last_checkpoint_time()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s last %s; %s of work unsaved\n", "checkpoint",
+                                          Date(convert::TimeFromProto(r.last_checkpoint_time())),
+                                          Duration(r.unsaved_work_seconds())));
+  } else if (!empty) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s none yet; %s of work unsaved\n", "checkpoint",
+                                          Duration(r.unsaved_work_seconds())));
+  }
   const v1::RunCost& c = s.cost();
   if (c.gpu_hour_dollars() > 0 || c.energy_dollars_per_mwh() > 0) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s $%s spent (badput $%s, %s), %s MWh; at finish $%s P50, $%s P90\n",

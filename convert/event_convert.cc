@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "convert/plan_convert.h"
+#include "forecast/causes.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -156,6 +157,7 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.cause = p.interruption().cause();
       e.planned = p.interruption().planned();
       e.detail = p.interruption().detail();
+      forecast::NormalizeCause(e);  // a word outside the vocabulary: "other", the word in the detail
       break;
     case v1::Event::kRunFinished:
       e.kind = EventKind::kRunFinished;
@@ -247,6 +249,8 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_pace_mark_valid(s.pace_mark_valid);
   p.set_rank_spread(s.rank_spread);
   p.set_typical_rank_spread(s.typical_rank_spread);
+  p.set_last_checkpoint_time_us(Micros(s.last_checkpoint_time));
+  p.set_typical_checkpoint_gap(s.typical_checkpoint_gap);
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
     pr->set_time_us(Micros(r.time));
@@ -369,6 +373,9 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.pace_mark_valid = p.pace_mark_valid();
   s.rank_spread = p.rank_spread();
   s.typical_rank_spread = p.typical_rank_spread();
+  s.last_checkpoint_time =
+      p.last_checkpoint_time_us() == 0 ? absl::InfinitePast() : FromMicros(p.last_checkpoint_time_us());
+  s.typical_checkpoint_gap = p.typical_checkpoint_gap();
   return s;
 }
 
@@ -478,6 +485,7 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
   v1::FailureBudget* b = p.mutable_failure_budget();
   b->set_budget_seconds(f.budget_seconds);
   b->set_schedule_seconds(f.schedule_seconds);
+  if (f.budget_seconds > 0) b->set_burn_rate_ceiling(f.schedule_seconds / f.budget_seconds);
   b->set_consumed_seconds(f.consumed_seconds);
   b->set_remaining_seconds(f.remaining_seconds);
   b->set_burn_rate(f.burn_rate);

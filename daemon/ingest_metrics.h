@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 
@@ -15,9 +16,11 @@ namespace flightplan::daemon {
 class IngestMetrics {
  public:
   virtual ~IngestMetrics() = default;
-  // A request's outcome: events stored, events ignored as duplicates, and, when refused,
-  // its events counted as rejected under the status code.
-  virtual void CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code) = 0;
+  // A request's outcome: events stored, and events ignored as duplicates.
+  virtual void CountBatch(uint32_t accepted, uint32_t duplicates) = 0;
+  // Events refused for good, by the run the refusal names ("" for a run this daemon does
+  // not have: its name is the client's, unbounded) and the status code: bounded labels.
+  virtual void CountRejected(const std::string& run, uint32_t events, absl::StatusCode code) = 0;
   // The events of a batch refused with a status its client resolves by resending (the
   // queue was full, the batch was over the limit and is split, a stream resends from its
   // first refusal, the storage was away): counted apart from rejected events, which are

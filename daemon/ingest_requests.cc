@@ -128,9 +128,16 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
       }
     } else {
       KeepBackfillState(run);
+      const size_t flags_before = run.state.flags.size();
+      const std::string last_flag = run.state.flags.empty() ? "" : run.state.flags.back();
       if (absl::Status applied = forecast::ApplyEvent(run.state, item.event); !applied.ok()) {
         status = Annotate(applied, item.index, item.run, item.event.id);
         break;
+      }
+      // A flag it raised goes back to the client too (the run's flags are capped: compare
+      // the newest).
+      if (!run.state.flags.empty() && (run.state.flags.size() != flags_before || run.state.flags.back() != last_flag)) {
+        result.flags.push_back(absl::StrCat("run ", item.run, ": ", run.state.flags.back()));
       }
     }
     stored[static_cast<size_t>(&item - request.items.data())] = inserted->seq;
@@ -162,6 +169,7 @@ absl::Status IngestWriter::ProcessEventsInOrder(Request& request, Group& group, 
     for (auto& [name, copy] : before) group.working[name] = std::move(copy);
     result.accepted = 0;
     result.duplicates = 0;
+    result.flags.clear();
   }
   return status;
 }

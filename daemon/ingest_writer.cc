@@ -77,8 +77,10 @@ void UsePlan(RunView& run, std::shared_ptr<const RunPlan> plan) {
 }
 
 absl::Status Annotate(const absl::Status& st, size_t index, const std::string& run, const std::string& id) {
-  return absl::Status(st.code(), absl::StrCat("events[", index, "] (run ", run,
-                                              id.empty() ? "" : absl::StrCat(", id ", id), "): ", st.message()));
+  absl::Status out(st.code(), absl::StrCat("events[", index, "] (run ", run,
+                                           id.empty() ? "" : absl::StrCat(", id ", id), "): ", st.message()));
+  out.SetPayload(IngestWriter::kRefusedRunPayload, absl::Cord(run));  // whose refusal it is, for the count and the log
+  return out;
 }
 
 }  // namespace ingest
@@ -213,13 +215,15 @@ absl::Status IngestWriter::SubmitEvents(std::vector<IngestEvent> events, std::fu
                                         std::shared_ptr<OrderedStream> stream, uint64_t sequence) {
   const uint32_t count = static_cast<uint32_t>(events.size());
   const bool oversized = events.size() > options_.max_batch_events;
+  const std::string first_run = events.empty() ? "" : events.front().run;
   absl::Status st = Submit(std::move(events), std::move(done), std::move(stream), sequence);
   // Refusals before the queue are counted here; the writer counts its own.
-  if (!st.ok() && metrics_) {
+  if (!st.ok()) {
     if (oversized || st.code() == absl::StatusCode::kResourceExhausted || st.code() == absl::StatusCode::kUnavailable) {
-      metrics_->CountRetried(count, st.code());  // the client splits, or waits and resends
+      if (metrics_) metrics_->CountRetried(count, st.code());  // the client splits, or waits and resends
     } else {
-      metrics_->CountBatch(0, 0, count, st.code());
+      if (metrics_) metrics_->CountBatch(0, 0);
+      NoteRefusedBatch(st, first_run, count);
     }
   }
   return st;
@@ -550,6 +554,20 @@ void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
   Complete(requests);
 }
 
+void IngestWriter::NoteRefused(const std::string& run, uint32_t events, absl::StatusCode code, absl::string_view kind,
+                               absl::string_view message) {
+  // A name this daemon does not have is the client's word (a typo per event, unbounded):
+  // counted without a run label, named in the log.
+  if (metrics_) metrics_->CountRejected(board_->Find(run) ? run : "", events, code);
+  refusals_.Note(run, kind, events, message);
+}
+
+void IngestWriter::NoteRefusedBatch(const absl::Status& st, const std::string& first_run, uint32_t events) {
+  const auto named = st.GetPayload(kRefusedRunPayload);
+  NoteRefused(named ? std::string(*named) : first_run, events, st.code(), absl::StatusCodeToString(st.code()),
+              st.message());
+}
+
 void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
   for (std::unique_ptr<Request>& r : requests) {
     switch (r->kind) {
@@ -561,8 +579,13 @@ void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
           const bool retried =
               b.status.code() == absl::StatusCode::kAborted || b.status.code() == absl::StatusCode::kUnavailable;
           const uint32_t refused = b.status.ok() ? 0 : static_cast<uint32_t>(r->items.size());
-          metrics_->CountBatch(b.accepted, b.duplicates, retried ? 0 : refused, b.status.code());
+          metrics_->CountBatch(b.accepted, b.duplicates);
           if (retried) metrics_->CountRetried(refused, b.status.code());
+        }
+        if (!b.status.ok() && b.status.code() != absl::StatusCode::kAborted &&
+            b.status.code() != absl::StatusCode::kUnavailable) {
+          NoteRefusedBatch(b.status, r->items.empty() ? "" : r->items.front().run,
+                           static_cast<uint32_t>(r->items.size()));
         }
         r->events_done(b);
         break;

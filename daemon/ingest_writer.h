@@ -29,11 +29,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/forecast_history.h"
 #include "daemon/forecast_scheduler.h"
 #include "daemon/ingest_metrics.h"
+#include "daemon/refusal_log.h"
 #include "daemon/run_board.h"
 #include "daemon/run_view.h"
 #include "forecast/accounting.h"
@@ -73,6 +75,7 @@ struct BatchResult {
   absl::Status status;  // OK, or why the whole batch was refused (nothing stored)
   uint32_t accepted = 0;
   uint32_t duplicates = 0;
+  std::vector<std::string> flags;  // flags the batch's events raised on their runs (RunState::flags)
 };
 
 // What to retract from a run's log: events by id (an explicit id, or a natural key as
@@ -131,6 +134,16 @@ class IngestWriter {
   // Every run from the store (snapshots, then the events after them) onto the board;
   // before Start.
   absl::Status Recover();
+
+  // Refused for good: `events` events (0 for a call that carries none) that named `run`,
+  // as `kind` (a status code's name, or "UNAUTHENTICATED on RPC"), with the client's
+  // message. Counted under the run when this daemon has it (flightplan_ingest_rejected_
+  // events_total{run,code}) and said on stderr once per run and kind a minute
+  // (RefusalLog). Any thread.
+  void NoteRefused(const std::string& run, uint32_t events, absl::StatusCode code, absl::string_view kind,
+                   absl::string_view message);
+  // The payload of an event batch's refusal that names the run it is about.
+  static constexpr char kRefusedRunPayload[] = "flightplan/refused-run";
   void Start();
   // Refuses new requests (UNAVAILABLE), finishes the queued ones and the pending history
   // points, snapshots every changed run and ends the thread. Idempotent.
@@ -184,6 +197,9 @@ class IngestWriter {
   absl::Status RecordForecastPoints(const std::vector<PendingPoint>& points, Group& group);
   // Answers history reads and calls every request's completion.
   void Complete(std::vector<std::unique_ptr<Request>>& requests);
+  // NoteRefused for a refused event batch: the run its status names (Annotate), else the
+  // batch's first event's.
+  void NoteRefusedBatch(const absl::Status& st, const std::string& first_run, uint32_t events);
   absl::Status ProcessEvents(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessEventsInOrder(Request& request, Group& group, BatchResult& result);
   absl::Status ProcessPlan(Request& request, Group& group, CreateResult& result);
@@ -207,6 +223,7 @@ class IngestWriter {
   const TrackerOptions& options_;
   Clock* const clock_;
   IngestMetrics* const metrics_;
+  RefusalLog refusals_{clock_};
   std::unique_ptr<storage::RunStore> store_;  // writer thread only (and Recover, before it)
   uint64_t events_since_round_ = 0;           // writer thread only
   int64_t last_seq_ = 0;                      // writer thread only

@@ -82,6 +82,9 @@ RunStatus RunBoard::StatusOf(const RunView& view) const {
   status.prices = view.plan->prior.cost;
   status.cost = forecast::CostOfRun(status.snapshot.seconds, status.prices, f.as_of, f.finish_p50, f.finish_p90);
   status.flags = forecast::PlausibilityFlags(status.snapshot, view.plan->prior);
+  const forecast::ForecastPrior& prior = view.plan->prior;
+  status.outage = forecast::OutageOf(view.state, prior.plan_start, prior.outage_allowance_seconds, now);
+  status.checkpoints = forecast::CheckpointsOf(view.state, status.snapshot);
   return status;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
+#include "forecast/outage.h"
 #include "forecast/whatif.h"
 
 namespace flightplan::daemon {
@@ -34,6 +35,8 @@ struct RunStatus {
   forecast::RunCost cost;
   forecast::ForecastPrior::Cost prices;
   std::vector<std::string> flags;  // forecast::PlausibilityFlags
+  forecast::OutageReport outage;
+  forecast::CheckpointReport checkpoints;
 };
 
 // The run's forecast under proposed changes (forecast::WhatIf), and for a deadline the

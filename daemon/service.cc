@@ -267,11 +267,22 @@ class TrackerService::WatchReactor final : public grpc::ServerWriteReactor<v1::R
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
+absl::Status TrackerService::Authorize(absl::Status checked, absl::string_view rpc, const std::string& run,
+                                       uint32_t events) {
+  if (!checked.ok()) {
+    tracker_->NoteRefused(run, events, checked.code(),
+                          absl::StrCat(absl::StatusCodeToString(checked.code()), " on ", rpc), checked.message());
+  }
+  return checked;
+}
+
 grpc::ServerUnaryReactor* TrackerService::CreateRun(grpc::CallbackServerContext* context,
                                                     const v1::CreateRunRequest* request,
                                                     v1::CreateRunResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckWrite(*context), "CreateRun",
+                                      request->run().empty() ? request->plan().name() : request->run(), 0);
+      !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -295,7 +306,7 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
                                                      const v1::UpdatePlanRequest* request,
                                                      v1::UpdatePlanResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckWrite(*context), "UpdatePlan", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -315,7 +326,7 @@ grpc::ServerUnaryReactor* TrackerService::UpdatePlan(grpc::CallbackServerContext
 
 grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* TrackerService::ReportEvents(
     grpc::CallbackServerContext* context) {
-  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckWrite(*context), "ReportEvents", std::string(), 0); !denied.ok()) {
     return new RefusedStream(ToGrpc(denied));
   }
   return new EventsReactor(tracker_);
@@ -324,7 +335,10 @@ grpc::ServerBidiReactor<v1::EventBatch, v1::BatchAck>* TrackerService::ReportEve
 grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContext* context,
                                                       const v1::EventBatch* request, v1::BatchAck* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckWrite(*context), "ReportBatch",
+                                      request->events().empty() ? std::string() : request->events(0).run(),
+                                      static_cast<uint32_t>(request->events_size()));
+      !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -350,7 +364,7 @@ grpc::ServerUnaryReactor* TrackerService::ReportBatch(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext* context,
                                                     const v1::GetStatusRequest* request, v1::RunStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "GetStatus", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -363,7 +377,7 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
 grpc::ServerWriteReactor<v1::RunStatus>* TrackerService::WatchStatus(grpc::CallbackServerContext* context,
                                                                      const v1::GetStatusRequest* request) {
   auto* w = new WatchReactor(this, tracker_, request->run());
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "WatchStatus", request->run(), 0); !denied.ok()) {
     {
       absl::MutexLock lock(&watches_mu_);
       watches_.insert(w);  // OnDone unregisters it
@@ -388,7 +402,7 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
                                                      const v1::GetHistoryRequest* request,
                                                      v1::ForecastHistory* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "GetHistory", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -410,7 +424,7 @@ grpc::ServerUnaryReactor* TrackerService::GetHistory(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* context, const v1::WhatIfRequest* request,
                                                  v1::WhatIfResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "WhatIf", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -428,7 +442,7 @@ grpc::ServerUnaryReactor* TrackerService::WhatIf(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* context,
                                                   const v1::GetPlanRequest* request, v1::PlanRevision* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "GetPlan", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -456,7 +470,7 @@ grpc::ServerUnaryReactor* TrackerService::GetPlan(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* TrackerService::GetRun(grpc::CallbackServerContext* context, const v1::GetRunRequest* request,
                                                  v1::RunInfo* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "GetRun", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -476,7 +490,7 @@ grpc::ServerUnaryReactor* TrackerService::RetractEvents(grpc::CallbackServerCont
                                                         const v1::RetractRequest* request,
                                                         v1::RetractResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckWrite(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckWrite(*context), "RetractEvents", request->run(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
@@ -497,7 +511,7 @@ grpc::ServerUnaryReactor* TrackerService::RetractEvents(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* context, const v1::ListRunsRequest*,
                                                    v1::ListRunsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status denied = auth_.CheckRead(*context); !denied.ok()) {
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "ListRuns", std::string(), 0); !denied.ok()) {
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }

@@ -61,6 +61,9 @@ class TrackerService final : public v1::Tracker::CallbackService {
   class WatchReactor;
 
  private:
+  // `checked` (an Auth check) as it is; a refusal is counted and logged against `run` (the
+  // request's, "" when it names none) with `events`, the events the call carried.
+  absl::Status Authorize(absl::Status checked, absl::string_view rpc, const std::string& run, uint32_t events);
   void Unregister(WatchReactor* w);
   // Posts `w`'s Pump to the watch pump (never under w's lock).
   void Wake(WatchReactor* w);

@@ -103,6 +103,13 @@ class Tracker {
   uint64_t Subscribe(const std::string& run, std::function<void()> fn);
   void Unsubscribe(uint64_t id);
 
+  // A call refused before it reached the core (authentication): counted and logged as
+  // IngestWriter::NoteRefused does.
+  void NoteRefused(const std::string& run, uint32_t events, absl::StatusCode code, absl::string_view kind,
+                   absl::string_view message) {
+    writer_->NoteRefused(run, events, code, kind, message);
+  }
+
   [[nodiscard]] size_t QueueDepth() const;
   [[nodiscard]] const TrackerOptions& options() const { return options_; }
 

@@ -72,6 +72,15 @@ v1::RunStatus RunStatusToProto(const RunStatus& s) {
   }
   convert::CostToProto(s.cost, s.prices, status);
   for (const std::string& flag : s.flags) status.add_flags(flag);
+  v1::Outage* outage = status.mutable_outage();
+  outage->set_seconds(s.outage.seconds);
+  outage->set_allowance_seconds(s.outage.allowance_seconds);
+  if (s.outage.seconds > 0) *outage->mutable_since() = convert::TimeToProto(s.outage.since);
+  v1::Reliability* r = status.mutable_reliability();
+  if (s.checkpoints.last != absl::InfinitePast())
+    *r->mutable_last_checkpoint_time() = convert::TimeToProto(s.checkpoints.last);
+  r->set_unsaved_work_seconds(s.checkpoints.unsaved_work_seconds);
+  r->set_observed_checkpoint_interval_seconds(s.checkpoints.observed_interval_seconds);
   return status;
 }
 
@@ -133,6 +142,7 @@ void BatchAckToProto(uint64_t sequence, const BatchResult& r, v1::BatchAck& ack)
   ack.set_code(static_cast<int32_t>(r.status.code()));
   ack.set_message(std::string(r.status.message()));
   ack.set_max_batch_events(static_cast<uint32_t>(BatchLimitOf(r.status)));
+  for (const std::string& flag : r.flags) ack.add_flags(flag);
 }
 
 v1::Plan PlanToProto(const RunPlan& plan) {

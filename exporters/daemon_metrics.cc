@@ -30,8 +30,9 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
       duplicates_(Events(registry).Add({{"result", "duplicate"}})),
       rejected_(BuildCounter()
                     .Name("flightplan_ingest_rejected_events_total")
-                    .Help("Events refused for good (their batch stored nothing), by gRPC status "
-                          "code; refusals that clients resolve by resending are "
+                    .Help("Events refused for good (their batch stored nothing), by the run the refusal "
+                          "names (none for a run this daemon does not have) and gRPC status code; "
+                          "refusals that clients resolve by resending are "
                           "flightplan_ingest_retried_events_total.")
                     .Register(registry)),
       retried_(BuildCounter()
@@ -74,8 +75,7 @@ DaemonMetrics::DaemonMetrics(prometheus::Registry& registry)
   // a series before the first refusal.
   for (absl::StatusCode code : {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
                                 absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAlreadyExists}) {
-    rejected_by_code_[static_cast<size_t>(code)] =
-        &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
+    CountRejected("", 0, code);
   }
   for (absl::StatusCode code : {absl::StatusCode::kInvalidArgument, absl::StatusCode::kResourceExhausted,
                                 absl::StatusCode::kAborted, absl::StatusCode::kUnavailable}) {
@@ -95,19 +95,20 @@ void DaemonMetrics::CountRetried(uint32_t events, absl::StatusCode code) {
 
 void DaemonMetrics::CountRefold() { refolds_.Increment(); }
 
-void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code) {
+void DaemonMetrics::CountBatch(uint32_t accepted, uint32_t duplicates) {
   batches_.Increment();
   if (accepted) accepted_.Increment(accepted);
   if (duplicates) duplicates_.Increment(duplicates);
-  if (rejected) {
-    const size_t i = static_cast<size_t>(code);
-    if (i < rejected_by_code_.size()) {
-      if (rejected_by_code_[i] == nullptr) {
-        rejected_by_code_[i] = &rejected_.Add({{"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
-      }
-      rejected_by_code_[i]->Increment(rejected);
-    }
+}
+
+void DaemonMetrics::CountRejected(const std::string& run, uint32_t events, absl::StatusCode code) {
+  absl::MutexLock lock(&rejected_mu_);
+  prometheus::Counter*& counter = rejected_by_run_[{run, code}];
+  if (counter == nullptr) {
+    // run="" is no run label at all: a name the daemon does not have is not a series.
+    counter = &rejected_.Add({{"run", run}, {"code", absl::AsciiStrToLower(absl::StatusCodeToString(code))}});
   }
+  if (events) counter->Increment(events);
 }
 
 void DaemonMetrics::SetQueueDepth(size_t depth) { queue_depth_.Set(static_cast<double>(depth)); }

@@ -6,10 +6,14 @@
 #define FLIGHTPLAN_EXPORTERS_DAEMON_METRICS_H_
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/ingest_metrics.h"
 
 namespace prometheus {
@@ -29,7 +33,8 @@ class DaemonMetrics final : public daemon::IngestMetrics {
   // Registers the families in `registry` (names: flightplan_ingest_*, flightplan_storage_*).
   explicit DaemonMetrics(prometheus::Registry& registry);
 
-  void CountBatch(uint32_t accepted, uint32_t duplicates, uint32_t rejected, absl::StatusCode code) override;
+  void CountBatch(uint32_t accepted, uint32_t duplicates) override;
+  void CountRejected(const std::string& run, uint32_t events, absl::StatusCode code) override;
   void CountRetried(uint32_t events, absl::StatusCode code) override;
   void CountRefold() override;
   void SetQueueDepth(size_t depth) override;
@@ -41,7 +46,9 @@ class DaemonMetrics final : public daemon::IngestMetrics {
   prometheus::Counter& accepted_;
   prometheus::Counter& duplicates_;
   prometheus::Family<prometheus::Counter>& rejected_;
-  std::array<prometheus::Counter*, 17> rejected_by_code_{};
+  absl::Mutex rejected_mu_;  // CountRejected runs on the writer and on gRPC threads
+  std::map<std::pair<std::string, absl::StatusCode>, prometheus::Counter*> rejected_by_run_
+      ABSL_GUARDED_BY(rejected_mu_);
   prometheus::Family<prometheus::Counter>& retried_;
   std::array<prometheus::Counter*, 17> retried_by_code_{};
   prometheus::Counter& refolds_;

@@ -43,9 +43,11 @@ class Families {
 
 constexpr MetricType kGauge = MetricType::Gauge;
 constexpr char kMtbfHelp[] =
-    "Mean time between unplanned interruptions of the job: observed (0 before the first), the "
+    "Mean time between unplanned interruptions of the job: observed (absent before the first), the "
     "plan's, and the posterior the forecast uses.";
-constexpr char kIntervalHelp[] = "Checkpoint interval: Daly's for the observed cost and MTBF, and the plan's.";
+constexpr char kIntervalHelp[] =
+    "Checkpoint interval: Daly's advice for the observed save cost and MTBF, the plan's, and the observed "
+    "cadence between saves.";
 constexpr MetricType kCounter = MetricType::Counter;
 
 }  // namespace
@@ -82,6 +84,13 @@ std::vector<MetricFamily> RunCollector::Collect() const {
       f.Add("flightplan_run_state", kGauge, "1 for the run's current state, else 0.", with("state", state),
             s.state() == state ? 1 : 0);
     }
+    f.Add("flightplan_outage_seconds", kGauge,
+          "Seconds the run has not trained when it should: since its latest unplanned stop while down (no "
+          "relaunch yet), or since the plan's start while it never started; 0 otherwise.",
+          {run}, s.outage().seconds());
+    f.Add("flightplan_outage_allowance_seconds", kGauge,
+          "The outage the plan allows a relaunch before a page: max(detect + restart, 15 minutes).", {run},
+          s.outage().allowance_seconds());
 
     const v1::TimeSeconds& t = s.time_seconds();
     const std::pair<const char*, double> categories[] = {
@@ -218,6 +227,12 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             "planned schedule the window is; 1 = on plan ('total': since the start).",
             with("window", window), rate);
     }
+    if (b.burn_rate_ceiling() > 0) {
+      f.Add("flightplan_failure_budget_burn_rate_ceiling", kGauge,
+            "The highest burn rate a window can show: planned schedule / failure budget (the job down the whole "
+            "window). The alert rules' thresholds are shares of it.",
+            {run}, b.burn_rate_ceiling());
+    }
     f.Add("flightplan_failure_budget_projected_seconds", kGauge,
           "Failure budget projected to be used by the finish (consumed plus the median loss to "
           "come), seconds.",
@@ -257,7 +272,11 @@ std::vector<MetricFamily> RunCollector::Collect() const {
 
     const v1::Reliability& r = s.reliability();
     f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
-    f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"), r.observed_mtbf_seconds());
+    // Absent before the first unplanned interruption: no failure seen is no MTBF (a 0 would
+    // read as a failure every instant).
+    if (r.observed_mtbf_seconds() > 0) {
+      f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "observed"), r.observed_mtbf_seconds());
+    }
     f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "plan"), r.plan_mtbf_seconds());
     f.Add("flightplan_mtbf_seconds", kGauge, kMtbfHelp, with("kind", "posterior"), r.posterior_mtbf_seconds());
     f.Add("flightplan_loss_per_interruption_seconds", kGauge,
@@ -267,6 +286,17 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           r.recommended_checkpoint_interval_seconds());
     f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp, with("kind", "plan"),
           r.plan_checkpoint_interval_seconds());
+    if (r.observed_checkpoint_interval_seconds() > 0) {
+      f.Add("flightplan_checkpoint_interval_seconds", kGauge, kIntervalHelp, with("kind", "observed"),
+            r.observed_checkpoint_interval_seconds());
+    }
+    if (r.has_last_checkpoint_time()) {
+      f.Add("flightplan_last_checkpoint_timestamp_seconds", kGauge, "Unix time of the run's latest durable checkpoint.",
+            {run}, Seconds(r.last_checkpoint_time()));
+    }
+    f.Add("flightplan_unsaved_work_seconds", kGauge,
+          "Productive seconds since the lineage's newest checkpoint: what a failure now would lose.", {run},
+          r.unsaved_work_seconds());
 
     const v1::Throughput& tp = s.throughput();
     const std::pair<const char*, double> rates[] = {{"lifetime", tp.tokens_per_second()},

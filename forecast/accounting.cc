@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "forecast/plausibility.h"
 
 namespace flightplan::forecast {
 
@@ -520,6 +521,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.saw_step_in_attempt = false;
       break;
     case EventKind::kSteps: {
+      if (std::optional<std::string> flag = ImplausibleSteps(s, e)) AddFlag(s, *std::move(flag));
       // The plan changes the pace by design between the latest report and this one.
       const bool pace_break = CrossesPaceBreak(s.settings, s.tokens, e.tokens, s.last_time, e.time);
       if (s.phase == Phase::kStarting) {
@@ -601,6 +603,12 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       }
       if (e.step > s.step) SaveAhead(s, e.step);
       AddMark(s, e.step);
+      // The cadence within one launch (a relaunch's first save follows a restore, not a save).
+      if (s.last_checkpoint_time != absl::InfinitePast() && !s.attempt_starts.empty() &&
+          s.attempt_starts.back().time <= s.last_checkpoint_time) {
+        Ewma(s.typical_checkpoint_gap, absl::ToDoubleSeconds(e.time - s.last_checkpoint_time));
+      }
+      s.last_checkpoint_time = e.time;
       break;
     }
     case EventKind::kInterruption:

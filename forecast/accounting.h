@@ -146,6 +146,9 @@ struct FoldSettings {
   // another rate governs the run. A step interval that spans one is not fed to the detector.
   std::vector<double> pace_break_tokens;
   std::optional<absl::Time> pace_break_time;
+  // The plan's fleet at 100% MFU, tokens per second (0: unknown): tokens arriving faster
+  // than that are flagged (ImplausibleSteps, forecast/plausibility.h).
+  double peak_tokens_per_second = 0;
 };
 
 struct RunState {
@@ -226,8 +229,12 @@ struct RunState {
   double pace_productive_mark = 0;  // seconds.productive at the latest step report
   double pace_stalled_mark = 0;     // seconds.stalled then
   bool pace_mark_valid = false;     // the interval since it is clean so far
-  std::vector<std::string> flags;   // accepted but suspicious, at most 32
-  uint32_t last_kind_rank = 0;      // fold order of the kind of the latest event
+  // The latest save (InfinitePast before one) and the usual time between two saves of one
+  // launch (EWMA; 0 until two): the observed cadence beside the plan's and Daly's.
+  absl::Time last_checkpoint_time = absl::InfinitePast();
+  double typical_checkpoint_gap = 0;
+  std::vector<std::string> flags;  // accepted but suspicious, at most 32
+  uint32_t last_kind_rank = 0;     // fold order of the kind of the latest event
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "forecast/outage.h"
 #include "planner/formulas.h"
 
 namespace flightplan::forecast {
@@ -122,6 +123,9 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
   p.slowdown_fix_seconds = plan.failures.slowdown_fix_hours.value_or(0) * 3600.0;
+  p.outage_allowance_seconds =
+      OutageAllowanceSeconds(plan.failures.detect_seconds.value_or(planner::kDefaultDetectSeconds),
+                             plan.failures.restart_seconds.value_or(planner::kDefaultRestartSeconds));
   p.cost = {plan.cost.gpu_hour_dollars, plan.cost.energy_dollars_per_mwh, r.cost.reserved_gpus,
             r.cost.training_facility_watts, r.cost.idle_facility_watts};
   for (const PlanReport::Phase& ph : r.phases) {
@@ -134,6 +138,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
 FoldSettings FoldSettingsFor(const ForecastPrior& prior, uint32_t max_causes) {
   FoldSettings f;
   f.max_causes = max_causes;
+  f.peak_tokens_per_second = prior.peak_tokens_per_second;
   // 1%: as the detector's test of the tokens per step (slowdown.cc), a change the plan
   // makes by design is one well above the noise of a rate the plan computes.
   auto differs = [](double a, double b) { return a > 0 && b > 0 && std::abs(a / b - 1) > 0.01; };

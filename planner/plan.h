@@ -15,6 +15,12 @@
 
 namespace flightplan::planner {
 
+// Defaults of failures.detect_seconds and failures.restart_seconds (plan.proto): the
+// planner's and the tracker's (the outage a relaunch is allowed before a page).
+inline constexpr double kDefaultDetectSeconds = 120;
+// Meta reports 5-20 minutes of restart overhead in large clusters (Kokolis et al. 2024).
+inline constexpr double kDefaultRestartSeconds = 600;
+
 struct PlanSpec {
   std::string name;
   std::optional<absl::Time> start_time;

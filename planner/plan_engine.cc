@@ -29,9 +29,6 @@ namespace {
 // Defaults of optional plan fields (documented in plan.proto).
 constexpr uint32_t kDefaultGpusPerNode = 8;
 constexpr double kDefaultPue = 1.2;  // BLOOM's Jean Zay reported 1.2 (docs/reference-figures.md, power)
-constexpr double kDefaultDetectSeconds = 120;
-// Meta reports 5-20 minutes of restart overhead in large clusters (Kokolis et al. 2024).
-constexpr double kDefaultRestartSeconds = 600;
 constexpr double kDefaultBudgetQuantile = 0.9;
 constexpr double kDefaultContingency = 0.05;
 // Device-to-host copy per GPU for an async snapshot: PCIe Gen4 x16 carries ~25 GB/s in

@@ -153,7 +153,7 @@ TEST(Disorder, AnIdNamesOneEventAndAnAttemptOneLaunch) {
   CreateRun(d.address());
   auto stub = Stub(d.address());
   ASSERT_TRUE(
-      Send(*stub, {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 600, 10, 10000), InterruptedAt(kRun, 700, "xid79")}).ok());
+      Send(*stub, {StartedAt(kRun, 0, 1, 0), StepsAt(kRun, 600, 10, 10000), InterruptedAt(kRun, 700, "gpu")}).ok());
   const v1::RunStatus down = StatusOf(*stub, kRun);
   ASSERT_EQ(down.state(), "down");
   // A hand-reported relaunch that reuses attempt 1: refused, naming the current attempt.
@@ -200,13 +200,13 @@ TEST(Disorder, ALateFailureIsChargedToItsOwnAttempt) {
   };
   // The reference: the failure filed in time.
   std::vector<v1::Event> ordered = job("ordered");
-  ordered.insert(ordered.begin() + 4, InterruptedAt("ordered", 1300, "xid79"));
+  ordered.insert(ordered.begin() + 4, InterruptedAt("ordered", 1300, "gpu"));
   ASSERT_TRUE(Send(*stub, ordered).ok());
   // The relaunch and its steps first, the failure (dated when it happened) an hour later.
   for (const v1::Event& e : job("late")) ASSERT_TRUE(Send(*stub, {e}).ok());
   const v1::RunStatus before = StatusOf(*stub, "late");
   ASSERT_EQ(before.interruptions(0).cause(), "unknown");  // inferred from the relaunch
-  const grpc::Status late = Send(*stub, {InterruptedAt("late", 1300, "xid79")});
+  const grpc::Status late = Send(*stub, {InterruptedAt("late", 1300, "gpu")});
   ASSERT_TRUE(late.ok()) << late.error_message();
   // The running attempt is untouched; the failure counts once, with its cause.
   const v1::RunStatus after = StatusOf(*stub, "late");
@@ -218,11 +218,11 @@ TEST(Disorder, ALateFailureIsChargedToItsOwnAttempt) {
   // Filed with the filing time but naming attempt 1: still attempt 1's, placed at its last
   // sign of life (the step at 1,200 s), never the running attempt's.
   for (const v1::Event& e : job("filed-now")) ASSERT_TRUE(Send(*stub, {e}).ok());
-  ASSERT_TRUE(Send(*stub, {OfAttempt(InterruptedAt("filed-now", 4300, "xid79"), 1)}).ok());
+  ASSERT_TRUE(Send(*stub, {OfAttempt(InterruptedAt("filed-now", 4300, "gpu"), 1)}).ok());
   const v1::RunStatus filed = StatusOf(*stub, "filed-now");
   EXPECT_EQ(filed.state(), "running");
   ASSERT_EQ(filed.interruptions_size(), 1);
-  EXPECT_EQ(filed.interruptions(0).cause(), "xid79");
+  EXPECT_EQ(filed.interruptions(0).cause(), "gpu");
   EXPECT_EQ(filed.interruptions(0).count(), 1u);
   // A late event that would contradict what is stored is refused and changes nothing:
   // steps of attempt 1 dated after attempt 2 launched.
@@ -362,9 +362,9 @@ TEST(Disorder, ASmallBatchLimitIsSplitByTheClientsNotRejected) {
       metrics, m, std::regex("flightplan_ingest_retried_events_total\\{code=\"invalid_argument\"\\} ([0-9.e+]+)")));
   EXPECT_GT(std::stod(m[1].str()), 0);
   for (const char* code : {"invalid_argument", "failed_precondition", "already_exists", "not_found"}) {
-    ASSERT_TRUE(std::regex_search(
-        metrics, m,
-        std::regex(std::string("flightplan_ingest_rejected_events_total\\{code=\"") + code + "\"\\} ([0-9.e+]+)")));
+    ASSERT_TRUE(std::regex_search(metrics, m,
+                                  std::regex(std::string("flightplan_ingest_rejected_events_total\\{code=\"") + code +
+                                             "\",run=\"\"\\} ([0-9.e+]+)")));
     EXPECT_EQ(std::stod(m[1].str()), 0) << code;
   }
 }
@@ -456,7 +456,7 @@ TwoSources MakeTwoSources(const std::string& run, uint32_t seed) {
       const bool planned = roll >= 0.03;
       const double failed_at = t + 3 * u(rng);
       v1::Event stop =
-          InterruptedAt(run, failed_at, planned ? "maintenance" : (u(rng) < 0.5 ? "xid79" : "nccl"), planned);
+          InterruptedAt(run, failed_at, planned ? "maintenance" : (u(rng) < 0.5 ? "gpu" : "nccl"), planned);
       if (u(rng) < 0.5) stop.set_attempt(attempt);
       emit(stop, 3600 * u(rng));
       t = failed_at + 60 + 3000 * u(rng);

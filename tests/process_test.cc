@@ -326,7 +326,12 @@ TEST(Process, HistoryOfASimulatedReplayIsMonotoneThinnedAndSurvivesARestart) {
     std::printf("history of a %zu-event replay: %d points\n", lines, history.points_size());
     ASSERT_GT(history.points_size(), 1);
     EXPECT_TRUE(testing::MonotoneAndThinned(history));
-    EXPECT_LT(static_cast<size_t>(history.points_size()), lines / 20);
+    // Far fewer points than events. Not lines / 20: how many the backfill keeps depends on
+    // how far the forecaster fell behind the replay (past 512 waiting states every other one
+    // goes and the spacing doubles), measured 283 points for this replay in 0.4 s, 866 paced
+    // over 7.6 s (lines / 20 = 759). Whatever the timing, the contract allows one point per
+    // 10 min of the run's time (5,389 in its 37 days) but for large moves, checked above.
+    EXPECT_LT(static_cast<size_t>(history.points_size()), lines / 2);
     EXPECT_TRUE(testing::EndsAtFinalStatus(history, final_status));
 
     r = Cli(d.address(), {"history", kRun});
@@ -765,7 +770,9 @@ TEST(Process, MetricsShowIngestAndStorage) {
   EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"accepted\"} ", n)), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find(absl::StrCat("flightplan_ingest_events_total{result=\"duplicate\"} ", n)), std::string::npos);
-  EXPECT_NE(metrics.find("flightplan_ingest_rejected_events_total{code=\"failed_precondition\"} 1"), std::string::npos)
+  EXPECT_NE(
+      metrics.find("flightplan_ingest_rejected_events_total{code=\"failed_precondition\",run=\"dense-70b-10t\"} 1"),
+      std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("flightplan_storage_commit_seconds_count"), std::string::npos);
   EXPECT_NE(metrics.find("flightplan_runs 1"), std::string::npos);

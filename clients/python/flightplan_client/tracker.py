@@ -45,7 +45,12 @@ class Tracker:
 
     def __init__(self, run, server=None, spool_dir=None, attempt=None, batch_size=500,
                  flush_seconds=1.0, max_queue=100_000, spool_max_bytes=64 << 20,
-                 call_timeout_seconds=5.0, all_ranks=False, token=None, tls_ca=None):
+                 call_timeout_seconds=5.0, all_ranks=False, token=None, tls_ca=None,
+                 check_run=False):
+        """`check_run=True` asks the daemon for the run before anything is sent and raises
+        UnknownRunError (naming the runs it has, the nearest first) when it has no such run:
+        a typo'd name fails at the start of the job, not hours later in a rejected file. A
+        daemon that cannot be reached is not checked (the events spool as usual)."""
         self.run = run
         self.server = server or os.environ.get("FLIGHTPLAN_SERVER", "127.0.0.1:50051")
         token = token or os.environ.get("FLIGHTPLAN_TOKEN")
@@ -70,6 +75,9 @@ class Tracker:
         self._idle.set()
         self.sent = 0
         self.dropped = 0
+        # What the daemon flagged in delivered events (tokens that do not grow, a rate no
+        # fleet reaches), each naming the step; logged as warnings as they come.
+        self.flags = []
         # Events the daemon refused for good: kept in <spool_dir>/<run>.rejected.jsonl (with
         # the reason) to fix and `flightplan replay`, never silently lost.
         self.rejected = 0
@@ -78,6 +86,8 @@ class Tracker:
         self._channel = None
         self._stub = None
         self._thread = None
+        if self.enabled and check_run:
+            self._check_run()
         if self.enabled:
             if self._spool_path:
                 os.makedirs(spool_dir, exist_ok=True)
@@ -192,6 +202,23 @@ class Tracker:
             signal.signal(signal.SIGTERM, on_term)
 
     # ---- internals ----------------------------------------------------------------------
+    def _check_run(self):
+        stub = self._connect()
+        try:
+            stub.GetRun(tracker_pb2.GetRunRequest(run=self.run), timeout=self._timeout, metadata=self._metadata)
+            return
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:
+                log.warning("flightplan_client: cannot check run %r (%s: %s); events spool until the daemon answers",
+                            self.run, err.code().name, err.details())
+                return
+        try:
+            runs = [r.run for r in stub.ListRuns(tracker_pb2.ListRunsRequest(), timeout=self._timeout,
+                                                 metadata=self._metadata).runs]
+        except grpc.RpcError:
+            runs = []
+        raise UnknownRunError(self.run, self.server, runs)
+
     def _enqueue(self, kind, body, key=None):
         if not self.enabled:
             return
@@ -283,7 +310,7 @@ class Tracker:
             except grpc.RpcError as err:
                 if err.code() in _RETRY:
                     raise _Unreachable(err.details()) from None
-                raise
+                raise _Refused(err.code().name, err.details()) from None  # no such run: the batch is refused
             number = max(info.attempt, self._last_launch) + 1
             at = timestamp_pb2.Timestamp()
             at.FromJsonString(e["time"])
@@ -302,7 +329,13 @@ class Tracker:
         """Sends one batch; returns True, or raises _Unreachable. A batch over the daemon's
         limit is split to it; events refused for good are kept in the rejected file."""
         stub = self._connect()
-        self._number_launches(stub, events)
+        try:
+            self._number_launches(stub, events)
+        except _Refused as refused:
+            # Every event of the batch is kept, with the reason (an unknown run, usually).
+            for e in events:
+                self._reject(e, refused.code, refused.reason)
+            return True
         if len(events) > self._batch_size:
             for i in range(0, len(events), self._batch_size):
                 self._send(events[i:i + self._batch_size])
@@ -311,8 +344,11 @@ class Tracker:
         for e in events:
             json_format.ParseDict(e, batch.events.add())
         try:
-            stub.ReportBatch(batch, timeout=self._timeout, metadata=self._metadata)
+            ack = stub.ReportBatch(batch, timeout=self._timeout, metadata=self._metadata)
             self.sent += len(events)
+            for flag in ack.flags:  # accepted, but a person should look (named in the status too)
+                self.flags.append(flag)
+                log.warning("flightplan_client: the daemon flags %s", flag)
             return True
         except grpc.RpcError as err:
             if err.code() in _RETRY:
@@ -322,21 +358,21 @@ class Tracker:
                 self._batch_size = limit
                 return self._send(events)
             if len(events) == 1:
-                self._reject(events[0], err)
+                self._reject(events[0], err.code().name, err.details())
                 return True
             for e in events:  # tell the bad event from the good ones
                 self._send([e])
             return True
 
-    def _reject(self, event, err):
+    def _reject(self, event, code, reason):
         self.rejected += 1
-        log.warning("flightplan_client: event refused (%s): %s", err.code().name, err.details())
+        log.warning("flightplan_client: event refused (%s): %s", code, reason)
         if not self._rejected_path:
             self.dropped += 1
             return
         try:
             with open(self._rejected_path, "a") as f:
-                f.write(json.dumps({"event": event, "code": err.code().name, "reason": err.details()},
+                f.write(json.dumps({"event": event, "code": code, "reason": reason},
                                    separators=(",", ":")) + "\n")
         except OSError:
             self.dropped += 1
@@ -357,6 +393,10 @@ class Tracker:
                 with self._lock:
                     self._queue.extendleft(reversed(batch))
                 raise
+            except Exception as exc:  # a bug of ours or a reply we cannot read: keep the events
+                log.exception("flightplan_client: delivery failed; %d events kept as refused", len(batch))
+                for e in batch:
+                    self._reject(e, "CLIENT_ERROR", f"{type(exc).__name__}: {exc}")
 
     def _spool_pending(self):
         return bool(self._spool_path) and os.path.exists(self._spool_path) and os.path.getsize(self._spool_path) > 0
@@ -402,6 +442,35 @@ class Tracker:
 
 class _Unreachable(Exception):
     pass
+
+
+class _Refused(Exception):
+    """A batch refused for good before it was sent (its launch could not be numbered)."""
+
+    def __init__(self, code, reason):
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
+class UnknownRunError(LookupError):
+    """The daemon has no run of that name (Tracker(check_run=True))."""
+
+    def __init__(self, run, server, runs):
+        self.run, self.server, self.runs = run, server, list(runs)
+        near = sorted(self.runs, key=lambda r: (r.lower() != run.lower(), _distance(r.lower(), run.lower())))
+        known = ", ".join(repr(r) for r in near[:5]) if near else "none"
+        super().__init__(f"flightpland at {server} has no run {run!r} (runs: {known}); "
+                         f"create it first (flightplan create PLAN.yaml --run {run}) or fix the name")
+
+
+def _distance(a, b):
+    """Levenshtein distance, for the nearest run names."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
 
 
 def slurm_launch(environ=None):

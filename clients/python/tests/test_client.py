@@ -216,3 +216,55 @@ def test_tls(tmp_path):
         assert int(s["events"]) == 2
     finally:
         d.stop()
+
+
+def test_a_typoed_run_loses_nothing_every_event_is_kept_as_refused(daemon, tmp_path):
+    """Issue 37: the run is RUN; the job names it in capitals. Before, the launch's batch (the
+    launch and the steps sent with it) went nowhere: only the later batches were kept."""
+    typo = RUN.upper()
+    t = Tracker(typo, server=daemon.address, spool_dir=str(tmp_path / "spool"), flush_seconds=0.2)
+    t.job_started()
+    for step in range(1, 6):
+        t.step(step, step * 1000)
+    t.flush(timeout=10)
+    for step in range(6, 9):
+        t.step(step, step * 1000)
+    t.checkpoint_saved(8, blocking_seconds=0.5)
+    t.close()
+    kept = [json.loads(line) for line in open(tmp_path / "spool" / f"{typo}.rejected.jsonl")]
+    assert (t.sent, t.rejected, t.dropped) == (0, 10, 0)
+    assert len(kept) == 10
+    assert [next(k for k in ("job_started", "steps", "checkpoint_saved") if k in r["event"]) for r in kept] == \
+        ["job_started"] + ["steps"] * 8 + ["checkpoint_saved"]
+    assert all(r["code"] == "NOT_FOUND" and typo in r["reason"] for r in kept)
+    assert int(daemon.status()["events"]) == 0
+
+
+def test_check_run_fails_fast_on_an_unknown_run_naming_the_nearest(daemon):
+    from flightplan_client.tracker import UnknownRunError
+    with pytest.raises(UnknownRunError) as err:
+        Tracker(RUN.upper(), server=daemon.address, check_run=True)
+    assert repr(RUN) in str(err.value) and "flightplan create" in str(err.value)
+    assert err.value.runs == [RUN]
+    with Tracker(RUN, server=daemon.address, check_run=True) as t:  # the right name passes
+        t.job_started(attempt=1)
+    assert int(daemon.status()["events"]) == 1
+
+
+def test_check_run_does_not_fail_when_the_daemon_is_away(tmp_path):
+    t = Tracker(RUN, server=f"127.0.0.1:{free_port()}", spool_dir=str(tmp_path), check_run=True,
+                call_timeout_seconds=0.5)
+    t.close(timeout=1)
+
+
+def test_the_daemons_flags_reach_the_clients_log(daemon, caplog):
+    """Per-step tokens instead of cumulative ones: flagged by the daemon, naming the step, and
+    logged by the client."""
+    with caplog.at_level("WARNING", logger="flightplan_client"):
+        with Tracker(RUN, server=daemon.address) as t:
+            t.job_started(attempt=1)
+            for step in range(1, 4):
+                t.step(step, 4194304)
+    assert len(t.flags) == 1 and "from step 1 to step 2" in t.flags[0], t.flags
+    assert any("did not grow from step 1 to step 2" in r.getMessage() for r in caplog.records)
+    assert any("did not grow" in f for f in daemon.status()["flags"])
