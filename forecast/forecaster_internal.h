@@ -1,0 +1,110 @@
+// What the forecaster's files share: the priors' strengths, the Monte Carlo's generator and
+// small helpers (forecaster.cc: the simulation; prior.cc: the plan as the prior, the plan's
+// line, cost and the status's flags; now.cc: the cheap part of a forecast, at any read).
+// Not the interface: that is forecast/forecaster.h.
+#ifndef FLIGHTPLAN_FORECAST_FORECASTER_INTERNAL_H_
+#define FLIGHTPLAN_FORECAST_FORECASTER_INTERNAL_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "forecast/accounting.h"
+
+namespace flightplan::forecast::forecaster_internal {
+
+// Prior strength of the plan's failure rate, in interruptions: the evidence outweighs the
+// plan once a few real interruptions have been seen (Gamma-Poisson conjugate update).
+constexpr double kPriorInterruptions = 2.0;
+// Prior strength of the plan's loss per interruption, in incidents.
+constexpr double kPriorIncidents = 2.0;
+// Spread (log-normal sigma) of the plan's loss per interruption before any is observed.
+constexpr double kPlanLossSigma = 0.5;
+// Throughput: uncertainty of the plan's rate before any is observed (plans are optimistic
+// by about this much), and a floor for the observed one.
+constexpr double kPlanRateSigma = 0.15;
+constexpr double kObservedRateSigma = 0.01;
+// Productive seconds of evidence at which observed throughput outweighs the plan's.
+constexpr double kRateEvidenceSeconds = 900;
+// The recent rate counts as a shift when it differs from the lifetime rate by this much.
+constexpr double kShiftThreshold = 0.03;
+// Unforeseeable change ahead: extra log-normal spread of the future rate per unit of
+// remaining fraction of the run (a slower rack, a new data mix happen; the past can't say
+// when).
+constexpr double kFutureRateSigma = 0.06;
+// Once the run has shown how steady it is (kFutures): what its own history cannot show.
+constexpr double kUnforeseenRateSigma = 0.03;
+
+inline double Div(double a, double b) { return b > 0 ? a / b : 0; }
+
+// A small, fast generator (SplitMix64, Steele, Lea and Flood 2014, as in Vigna's
+// xoshiro reference code) for the Monte Carlo: one per stage of each draw, seeded cheaply.
+class SplitMix64 {
+ public:
+  using result_type = uint64_t;
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  result_type operator()() { return Mix(state_ += 0x9E3779B97F4A7C15ULL); }
+
+ private:
+  uint64_t state_;
+};
+
+inline double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+inline double Incidents(const RunState& s) { return s.incidents + (s.incident_open ? 1 : 0); }
+
+inline absl::Time AtOffset(absl::Time t, double seconds) {
+  if (!std::isfinite(seconds)) return absl::InfiniteFuture();
+  return t + absl::Seconds(seconds);
+}
+
+// Budget consumed at `t`, from the samples (linear between them; 0 before the run).
+inline double ConsumedAt(const RunState& s, absl::Time t, double consumed_now, absl::Time now) {
+  if (t >= now) return consumed_now;
+  if (s.budget_samples.empty() || t <= s.first_time) return 0;
+  const BudgetSample* before = nullptr;
+  const BudgetSample* after = nullptr;
+  for (const BudgetSample& b : s.budget_samples) {
+    if (b.time <= t) before = &b;
+    if (b.time > t) {
+      after = &b;
+      break;
+    }
+  }
+  if (before == nullptr) return 0;
+  const double c1 = before->consumed_seconds;
+  const double c2 = after ? after->consumed_seconds : consumed_now;
+  const absl::Time t2 = after ? after->time : now;
+  const double span = absl::ToDoubleSeconds(t2 - before->time);
+  if (span <= 0) return c1;
+  return c1 + (c2 - c1) * absl::ToDoubleSeconds(t - before->time) / span;
+}
+
+// The lineage's tokens per wall second over the last hour (0 before an hour has passed).
+inline double LastHourWallRate(const RunState& s, absl::Time now) {
+  const absl::Time from = now - absl::Hours(1);
+  if (s.wall_tokens.empty() || s.wall_tokens.front().time > from) return 0;
+  int64_t then = s.wall_tokens.front().tokens;
+  for (const TokenSample& t : s.wall_tokens) {
+    if (t.time <= from) then = t.tokens;
+  }
+  return std::max(0.0, static_cast<double>(s.tokens - then) / 3600.0);
+}
+
+}  // namespace flightplan::forecast::forecaster_internal
+
+#endif  // FLIGHTPLAN_FORECAST_FORECASTER_INTERNAL_H_
