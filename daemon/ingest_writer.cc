@@ -536,7 +536,7 @@ void IngestWriter::ProcessGroup(std::vector<std::unique_ptr<Request>>& requests,
     const absl::Status unavailable =
         absl::UnavailableError(absl::StrCat("storage failed; nothing of this request was stored: ", cause.message()));
     for (std::unique_ptr<Request>& r : requests) {
-      r->batch_result = BatchResult{unavailable, 0, 0};
+      r->batch_result = BatchResult{unavailable, 0, 0, {}};
       r->create_result = CreateResult{unavailable, false, nullptr};
       r->retract_result = RetractResult{unavailable, 0, {}};
       if (r->stream && !r->stream->refused) {

@@ -64,7 +64,7 @@ class EventsReactor final : public grpc::ServerBidiReactor<v1::EventBatch, v1::B
         refused_since_ = sequence;
       }
     }
-    if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0});
+    if (!st.ok()) Acknowledge(sequence, BatchResult{st, 0, 0, {}});
     // Read on, or pause (Decide resumes when acks drain); never after a cancel.
     Decide([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { paused_ = true; });
   }

@@ -28,11 +28,12 @@ std::optional<std::string> ImplausibleSteps(const RunState& s, const Event& e) {
   }
   // Against the oldest token sample of the last hour (the launch, or an hour ago).
   const double peak = s.settings.peak_tokens_per_second;
-  if (peak > 0 && !s.wall_tokens.empty() && !Carries(s, kBurst)) {
+  if (peak > 0 && !s.wall_tokens.empty()) {
     const TokenSample& from = s.wall_tokens.front();
     const double seconds = std::max(0.0, absl::ToDoubleSeconds(e.time - from.time));
     const double tokens = static_cast<double>(e.tokens - from.tokens);
-    if (tokens > peak * (seconds + kBurstSlackSeconds)) {
+    // The flags are looked through only for a step that would raise one (not at every step).
+    if (tokens > peak * (seconds + kBurstSlackSeconds) && !Carries(s, kBurst)) {
       return absl::StrFormat(
           "%s than the plan's fleet trains them: %.4g tokens in %.3g s up to step %d (%.3g tokens/s; at 100%% MFU the "
           "fleet does %.3g): check that the steps are reported as they happen and that tokens count tokens, not "

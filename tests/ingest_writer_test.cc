@@ -61,7 +61,7 @@ struct Writer {
       out = std::move(r);
       done.Notify();
     });
-    if (!st.ok()) return BatchResult{st, 0, 0};
+    if (!st.ok()) return BatchResult{st, 0, 0, {}};
     done.WaitForNotification();
     return out;
   }

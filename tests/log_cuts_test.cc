@@ -166,7 +166,9 @@ TEST(LogCuts, AnUndatedRelaunchIsDatedByOneRuleWholeAndCut) {
     ASSERT_NE(first, k.steps.end());
     EXPECT_EQ(k.starts[1].time().DebugString(), first->time().DebugString());
     for (const v1::Event& e : whole.events) {
-      if (e.attempt() == 1) EXPECT_LE(convert::TimeFromProto(e.time()), convert::TimeFromProto(k.starts[1].time()));
+      if (e.attempt() == 1) {
+        EXPECT_LE(convert::TimeFromProto(e.time()), convert::TimeFromProto(k.starts[1].time()));
+      }
     }
   }
   EXPECT_EQ(cut, 2);

@@ -33,7 +33,7 @@ import zlib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from e2e_support import deadline, set_deadline, start_daemon, stop, wait_for  # noqa: E402
 
-set_deadline(150)
+set_deadline(220)
 
 
 def png_pixels(path, max_rows):
@@ -128,7 +128,7 @@ def main():
             settled = n > 0 and len(seen) >= 7 and len(set(seen[-7:])) == 1
             return n if settled else None
 
-        points = wait_for("the backfill's history to settle", history_settled, interval=0.5, timeout=120)
+        points = wait_for("the backfill's history to settle", history_settled, interval=0.5, timeout=180)
         print(f"ok   history after the backfill: {points} points")
         hostile = "<script>document.title='pwned'</script>"
         plan_text = re.sub(r"^name: .*$", f'name: "{hostile}"', open(plan).read(), flags=re.M)
