@@ -144,7 +144,10 @@ TEST(Process, SimulateReplayForecastAndBacktest) {
     ++lines;
   }
   const std::string first_half = dir.Write("half.jsonl", sim.out.substr(0, at));
-  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true);
+  // No backfill history (--backfill-spacing 0): this test reads the forecast, and a fresh
+  // one would first wait for every backfill state to be simulated (over 90 s under ASan
+  // with both cores loaded besides); the history has tests of its own.
+  DaemonProcess d(dir.path() + "/f.db", dir.path() + "/d.log", /*metrics=*/true, {"--backfill-spacing", "0"});
   ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
   ASSERT_EQ(Cli(d.address(), {"replay", first_half}).exit_code, 0);
   d.Status();  // until the forecast has caught up
