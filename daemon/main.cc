@@ -97,6 +97,12 @@ int main(int argc, char** argv) {
                  "as the forecast would have stood then (0: none; a run's whole life in at most "
                  "512 points at a time, evenly thinned)")
       ->capture_default_str();
+  app.add_option("--backfill-draws", options.tracker.backfill_draws,
+                 "Monte Carlo draws behind each backfilled history point: fewer make a long "
+                 "replay's history cheaper (the backfill is most of a replay's CPU) and its past "
+                 "quantiles noisier; the live forecast keeps its own draws")
+      ->check(CLI::Range(10, 100000))
+      ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();
   app.add_option("--max-db-bytes", options.max_db_bytes,

@@ -31,7 +31,11 @@ def main():
     work = tempfile.mkdtemp(prefix="flightplan-prom-")
     procs = []
     try:
-        daemon, grpc_port, metrics_port = start_daemon(daemon_bin, work, ["--clock", "events"])
+        # No backfill history (--backfill-spacing 0): every panel reads a current value, and the
+        # latest forecast (the two futures) would wait for each backfilled point first: over
+        # the 45 s a panel waits under ASan with both cores loaded (the fresh-clone series).
+        daemon, grpc_port, metrics_port = start_daemon(daemon_bin, work,
+                                                       ["--clock", "events", "--backfill-spacing", "0"])
         procs.append(daemon)
         server = ["--server", f"127.0.0.1:{grpc_port}"]
         subprocess.run([cli_bin, *server, "create", plan], check=True, stdout=subprocess.DEVNULL)
