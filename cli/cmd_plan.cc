@@ -19,8 +19,11 @@ void AddPlanCommands(Commands& c) {
   CLI::App* plan =
       c.app.add_subcommand("plan",
                            "Print the compute, fleet, layout, memory, checkpoint, failure, schedule, power and data "
-                           "figures of a plan, with every inconsistency as a finding. Exit 0: no error finding; "
-                           "1: an error finding (or no fleet meets --deadline); 2: the file can't be read or parsed.");
+                           "figures of a plan, with every inconsistency as a finding (an invalid input: the findings "
+                           "only). Exit 0: no error finding, and with --deadline a fleet meets it; 1: an error "
+                           "finding (with --deadline: other than the plan's own DEADLINE_MISSED, which the search "
+                           "answers); 2: the file can't be read or parsed, or a bad option; 3: with --deadline, "
+                           "no fleet meets it. With --run, the live search's 1 (a variant broken) counts too.");
   plan->add_option("PLAN", s->plan_options.path, "plan file, YAML or JSON ('-' reads stdin)")->required();
   plan->add_flag("--json", s->plan_options.json,
                  "print the PlanReport as proto JSON (proto field names) instead of the table");
@@ -39,12 +42,14 @@ void AddPlanCommands(Commands& c) {
 
   c.Add(plan, [s, &c] {
     const int planned = RunPlanCommand(s->plan_options, std::cout, std::cerr);
-    if (s->plan_run.empty() || planned == 2) return planned;
+    if (s->plan_run.empty() || planned == kPlanUnreadable) return planned;
     std::cout << "\nFrom run " << s->plan_run << "'s evidence so far\n";
     WhatIfOptions live;
     live.run = s->plan_run;
     live.deadline = s->plan_options.deadline;
-    return std::max(planned, RunWhatIf(c.client, live, std::cout, std::cerr));
+    const int live_exit = RunWhatIf(c.client, live, std::cout, std::cerr);
+    // The plan's answer first; the live search's failure when the plan had none.
+    return planned != kPlanOk ? planned : live_exit;
   });
 }
 

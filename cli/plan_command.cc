@@ -15,7 +15,7 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
   absl::StatusOr<v1::Plan> plan = LoadPlanFile(options.path);
   if (!plan.ok()) {
     err << "flightplan plan: " << plan.status().message() << "\n";
-    return 2;
+    return kPlanUnreadable;
   }
   planner::PlanSpec spec = convert::PlanFromProto(*plan);
 
@@ -24,7 +24,7 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
     absl::StatusOr<absl::Time> deadline = ParseTimestamp(options.deadline);
     if (!deadline.ok()) {
       err << "flightplan plan: --deadline: " << deadline.status().message() << "\n";
-      return 2;
+      return kPlanUnreadable;
     }
     spec.deadline = *deadline;
     fleet = planner::FindFleetForDeadline(spec, *deadline, 1u << 20, options.allow_batch_change);
@@ -33,7 +33,14 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
 
   if (options.json) {
     v1::PlanReport proto = convert::ReportToProto(report);
-    if (fleet) *proto.mutable_deadline_fleet() = convert::DeadlineFleetToProto(*fleet);
+    if (report.InputInvalid()) {
+      // The findings only: figures built on an invalid input would read as answers.
+      v1::PlanReport bare;
+      bare.set_name(proto.name());
+      *bare.mutable_findings() = proto.findings();
+      proto = std::move(bare);
+    }
+    if (fleet && !report.InputInvalid()) *proto.mutable_deadline_fleet() = convert::DeadlineFleetToProto(*fleet);
     google::protobuf::util::JsonPrintOptions print;
     print.add_whitespace = true;
     print.always_print_primitive_fields = true;
@@ -42,14 +49,23 @@ int RunPlanCommand(const PlanCommandOptions& options, std::ostream& out, std::os
     const auto st = google::protobuf::util::MessageToJsonString(proto, &json, print);
     if (!st.ok()) {
       err << "flightplan plan: cannot print JSON: " << st.message() << "\n";
-      return 2;
+      return kPlanUnreadable;
     }
     out << json;
   } else {
     out << FormatPlanReport(spec, report, fleet ? &*fleet : nullptr);
   }
-  const bool no_fleet = fleet && !fleet->met;
-  return report.HasError() || no_fleet ? 1 : 0;
+  return PlanExitCode(report, fleet ? &*fleet : nullptr);
+}
+
+int PlanExitCode(const planner::PlanReport& report, const planner::DeadlineFleet* fleet) {
+  if (fleet == nullptr) return report.HasError() ? kPlanError : kPlanOk;
+  // With --deadline the search answers the plan's own DEADLINE_MISSED; any other error
+  // makes the plan (and so the search) unsound.
+  for (const planner::Finding& f : report.findings) {
+    if (f.severity == planner::Severity::kError && f.code != "DEADLINE_MISSED") return kPlanError;
+  }
+  return fleet->met ? kPlanOk : kPlanNoFleet;
 }
 
 }  // namespace flightplan::cli

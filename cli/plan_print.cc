@@ -5,9 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/units.h"
+#include "text/units.h"
 
 namespace flightplan::cli {
+
+namespace units = text::units;  // the one rendering of numbers, shared with the run page
+
 namespace {
 
 using namespace units;  // NOLINT: this file is all formatting
@@ -36,7 +39,12 @@ void ScheduleRows(Out& o, const planner::PlanReport::Schedule& s) {
   row("availability", s.availability_seconds);
   row("contingency", s.contingency_seconds);
   o.Line(absl::StrFormat("  %-24s %8s days", "total", Days(total)));
-  o.Row("start -> finish", absl::StrCat(Date(s.start_time), " -> ", Date(s.finish_time)));
+  o.Row("start -> finish", absl::StrCat(Date(s.start_time), " -> ", Date(s.finish_time), " (committed)"));
+  if (s.expected_seconds > 0) {
+    o.Row("expected finish", absl::StrCat(Date(s.expected_finish_time),
+                                          " (P50: the median interruption count, no "
+                                          "contingency; a run on plan, and its slip, are measured against it)"));
+  }
 }
 
 }  // namespace
@@ -53,6 +61,11 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   for (const planner::Finding& f : r.findings) {
     o.Line(absl::StrFormat("  %-7s %s: %s", f.severity == planner::Severity::kError ? "ERROR" : "WARNING", f.code,
                            f.message));
+  }
+  if (r.InputInvalid()) {
+    // Figures built on an invalid input (mfu 42 is 4200%) would read as answers.
+    o.Line("\nNo figures: an input is invalid or missing (the errors above). Fix it and plan again.");
+    return o.Take();
   }
 
   const auto& b = r.batch;
@@ -87,6 +100,21 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
                                               ? absl::StrCat(", ", *p.layout.virtual_stages, " virtual stages")
                                               : std::string(),
                                           c.bubble_in_efficiency ? "; in the plan's figure)" : "; charged)"));
+    if (!p.layout.pipeline_layout.empty() || p.layout.account_for_embedding.value_or(false) ||
+        p.layout.account_for_loss.value_or(false) || p.layout.first_stage_layers || p.layout.last_stage_layers) {
+      const auto& l = p.layout;
+      std::string how = !l.pipeline_layout.empty() ? absl::StrCat("layout '", l.pipeline_layout, "'") : "";
+      if (l.account_for_embedding.value_or(false) || l.account_for_loss.value_or(false)) {
+        how = absl::StrCat(l.account_for_embedding.value_or(false) ? "the embedding" : "",
+                           l.account_for_embedding.value_or(false) && l.account_for_loss.value_or(false) ? " and " : "",
+                           l.account_for_loss.value_or(false) ? "the loss" : "", " counted as layers");
+      } else if (l.first_stage_layers || l.last_stage_layers) {
+        how =
+            absl::StrCat("first stage ", l.first_stage_layers ? absl::StrCat(*l.first_stage_layers) : "even",
+                         ", last stage ", l.last_stage_layers ? absl::StrCat(*l.last_stage_layers) : "even", " layers");
+      }
+      o.Row("pipeline split", absl::StrCat(how, ": the fullest stage sets the pace (the bubble above)"));
+    }
   }
   o.Row("cluster, achieved", Si(c.cluster_flops_per_second, "FLOP/s"));
   o.Row("throughput", absl::StrCat(Si(c.tokens_per_second, "tokens/s"), " (",
@@ -124,6 +152,13 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   o.Row("total", m.hbm_bytes > 0 ? absl::StrCat(Si(m.total_bytes, "B"), " of ", Si(m.hbm_bytes, "B"),
                                                 " HBM: ", m.fits ? "fits" : "DOES NOT FIT")
                                  : absl::StrCat(Si(m.total_bytes, "B"), " (hbm_bytes not given)"));
+  if (m.stages.size() > 1) {
+    std::string each;
+    for (const auto& st : m.stages) {
+      absl::StrAppend(&each, each.empty() ? "" : ", ", st.stage, " ", st.layers, " layers ", Si(st.total_bytes, "B"));
+    }
+    o.Row("by stage", each);
+  }
 
   if (!r.phases.empty()) {
     o.Section("Phases");
@@ -220,10 +255,15 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
                          ", micro-batch ", fleet->micro_batch, " x grad_accum ", fleet->grad_accum, ", ",
                          Si(static_cast<double>(fleet->tokens_per_step), "tokens"), " per step",
                          fleet->batch_changed ? ": the batch changed" : ": the plan's batch", ")"));
-      ScheduleRows(o, fleet->schedule);
     } else {
       o.Line(fleet->gpus > 0 ? "  NO FLEET MEETS THIS DEADLINE" : "  NO FLEET FOUND");
     }
+    if (fleet->gpus > 0) {
+      o.Row(fleet->met ? "efficiency" : "fastest fleet's efficiency",
+            absl::StrCat(Percent(fleet->mfu), " MFU end to end (", Percent(fleet->busy_mfu),
+                         " while busy, the plan's; pipeline bubble ", Percent(fleet->bubble_fraction), ")"));
+    }
+    if (fleet->met) ScheduleRows(o, fleet->schedule);
     o.Line(absl::StrCat("  ", fleet->explanation));
   }
   return o.Take();

@@ -29,6 +29,15 @@ planner::PlanSpec::Layout LayoutFromProto(const v1::Layout& l) {
   out.virtual_stages = Opt<uint32_t>(l, &L::has_virtual_stages, &L::virtual_stages);
   out.expert_tp = Opt<uint32_t>(l, &L::has_expert_tp, &L::expert_tp);
   out.pipeline_schedule = l.pipeline_schedule();
+  out.account_for_embedding =
+      Opt<bool>(l, &L::has_account_for_embedding_in_pipeline_split, &L::account_for_embedding_in_pipeline_split);
+  out.account_for_loss =
+      Opt<bool>(l, &L::has_account_for_loss_in_pipeline_split, &L::account_for_loss_in_pipeline_split);
+  out.first_stage_layers =
+      Opt<uint32_t>(l, &L::has_decoder_first_pipeline_num_layers, &L::decoder_first_pipeline_num_layers);
+  out.last_stage_layers =
+      Opt<uint32_t>(l, &L::has_decoder_last_pipeline_num_layers, &L::decoder_last_pipeline_num_layers);
+  out.pipeline_layout = l.pipeline_model_parallel_layout();
   return out;
 }
 
@@ -60,6 +69,8 @@ v1::ScheduleReport ScheduleToProto(const planner::PlanReport::Schedule& in) {
   if (in.deadline) *s.mutable_deadline() = TimeToProto(*in.deadline);
   s.set_deadline_slack_seconds(in.deadline_slack_seconds);
   s.set_expected_goodput(in.expected_goodput);
+  s.set_expected_seconds(in.expected_seconds);
+  *s.mutable_expected_finish_time() = TimeToProto(in.expected_finish_time);
   return s;
 }
 
@@ -94,6 +105,7 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
   s.model.head_dim = m.head_dim();
   s.model.tied_embeddings = Opt<bool>(m, &v1::Model::has_tied_embeddings, &v1::Model::tied_embeddings);
   s.model.dropout = Opt<bool>(m, &v1::Model::has_dropout, &v1::Model::dropout);
+  s.model.num_experts = Opt<uint32_t>(m, &v1::Model::has_num_experts, &v1::Model::num_experts);
 
   const v1::Data& d = p.data();
   s.data.tokens = d.tokens();
@@ -236,6 +248,12 @@ v1::PlanReport ReportToProto(const planner::PlanReport& r) {
   m->set_layers_on_stage(r.memory.layers_on_stage);
   m->set_microbatches_in_flight(r.memory.microbatches_in_flight);
   m->set_stage(r.memory.stage);
+  for (const auto& st : r.memory.stages) {
+    v1::StageMemory* sm = m->add_stages();
+    sm->set_stage(st.stage);
+    sm->set_layers(st.layers);
+    sm->set_total_bytes(st.total_bytes);
+  }
 
   v1::CheckpointReport* k = out.mutable_checkpoint();
   k->set_size_bytes(r.checkpoint.size_bytes);
@@ -333,6 +351,9 @@ v1::DeadlineFleet DeadlineFleetToProto(const planner::DeadlineFleet& d) {
   out.set_micro_batch(d.micro_batch);
   out.set_grad_accum(d.grad_accum);
   out.set_batch_changed(d.batch_changed);
+  out.set_mfu(d.mfu);
+  out.set_bubble_fraction(d.bubble_fraction);
+  out.set_busy_mfu(d.busy_mfu);
   if (d.gpus > 0) *out.mutable_schedule() = ScheduleToProto(d.schedule);
   out.set_explanation(d.explanation);
   return out;

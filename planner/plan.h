@@ -33,6 +33,7 @@ struct PlanSpec {
     uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab_size = 0, head_dim = 0;
     std::optional<bool> tied_embeddings;  // false: 6 x (N - V x h), Megatron-LM's count
     std::optional<bool> dropout;          // default true: the activations keep its masks
+    std::optional<uint32_t> num_experts;  // MoE: routed experts per MoE layer (ep divides it)
   } model;
   struct Data {
     uint64_t tokens = 0;
@@ -61,6 +62,10 @@ struct PlanSpec {
     std::optional<uint32_t> expert_tp;       // tensor parallelism inside an expert
     uint32_t zero_stage = 0;
     std::optional<uint64_t> global_batch_tokens;
+    // Megatron-LM's uneven pipeline splits (planner/pipeline_split.h; plan.proto).
+    std::optional<bool> account_for_embedding, account_for_loss;
+    std::optional<uint32_t> first_stage_layers, last_stage_layers;
+    std::string pipeline_layout;  // --pipeline-model-parallel-layout, "" = none
   } layout;
   struct Efficiency {
     double mfu = 0;             // model FLOPs utilisation end to end; or give hfu
@@ -159,6 +164,14 @@ struct PlanReport {
     uint32_t layers_on_stage = 0;
     double microbatches_in_flight = 0;  // fractional under the interleaved schedule
     std::string stage;
+    // Each stage that may be the heaviest (first, last, the fullest middle one of a split of
+    // the plan's own), its layers and total per GPU.
+    struct Stage {
+      std::string stage;
+      uint32_t layers = 0;
+      double total_bytes = 0;
+    };
+    std::vector<Stage> stages;
   } memory;
   struct Checkpoint {
     double size_bytes = 0, write_seconds = 0, read_seconds = 0, blocking_seconds = 0, young_interval_seconds = 0,
@@ -190,6 +203,12 @@ struct PlanReport {
     std::optional<absl::Time> deadline;
     double deadline_slack_seconds = 0;
     double expected_goodput = 0;
+    // The plan's expected (P50) schedule: compute, checkpoints, the median interruption
+    // count's loss and the maintenance on them; no contingency. A run on plan finishes about
+    // then. finish_time is the committed date (P90 failure budget and contingency), which the
+    // deadline and its alerts keep.
+    double expected_seconds = 0;
+    absl::Time expected_finish_time = absl::UnixEpoch();
   } schedule;
   struct Power {
     // Peak (board power and node maxima); energy uses the average while training.
@@ -223,6 +242,9 @@ struct PlanReport {
   std::vector<Phase> phases;
 
   [[nodiscard]] bool HasError() const;
+  // An error in an input itself (INVALID_VALUE, MISSING_FIELD, CONFLICTING_FIELDS): the
+  // figures are built on a bad value, so reports show the findings only.
+  [[nodiscard]] bool InputInvalid() const;
   [[nodiscard]] const Finding* Find(const std::string& code) const;
 };
 
@@ -235,6 +257,9 @@ struct DeadlineFleet {
   uint64_t tokens_per_step = 0;
   bool batch_changed = false;     // the global batch differs from the plan's (asked for)
   PlanReport::Schedule schedule;  // of the fleet found (the fastest one when none meets it)
+  // The efficiency that fleet is assumed to reach: MFU end to end, its pipeline's bubble
+  // and the MFU while busy (the plan's, held across fleets).
+  double mfu = 0, bubble_fraction = 0, busy_mfu = 0;
   std::string explanation;
 };
 

@@ -18,6 +18,13 @@ bool PlanReport::HasError() const {
   return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::kError; });
 }
 
+bool PlanReport::InputInvalid() const {
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.severity == Severity::kError &&
+           (f.code == "INVALID_VALUE" || f.code == "MISSING_FIELD" || f.code == "CONFLICTING_FIELDS");
+  });
+}
+
 const Finding* PlanReport::Find(const std::string& code) const {
   for (const Finding& f : findings) {
     if (f.code == code) return &f;
@@ -88,6 +95,11 @@ PlanReport Engine::RunPhased() {
     }
     if (l.zero_stage != 0) sub.layout.zero_stage = l.zero_stage;
     if (!l.pipeline_schedule.empty()) sub.layout.pipeline_schedule = l.pipeline_schedule;
+    if (l.account_for_embedding) sub.layout.account_for_embedding = l.account_for_embedding;
+    if (l.account_for_loss) sub.layout.account_for_loss = l.account_for_loss;
+    if (l.first_stage_layers) sub.layout.first_stage_layers = l.first_stage_layers;
+    if (l.last_stage_layers) sub.layout.last_stage_layers = l.last_stage_layers;
+    if (!l.pipeline_layout.empty()) sub.layout.pipeline_layout = l.pipeline_layout;
     if (l.global_batch_tokens) sub.layout.global_batch_tokens = l.global_batch_tokens;
     if (ph.efficiency) {
       own_figure = OverlayEfficiency(sub.efficiency, *ph.efficiency);
@@ -339,6 +351,7 @@ void Engine::Sanitize() {
                     &r_.schedule.contingency_seconds,
                     &r_.schedule.total_seconds,
                     &r_.schedule.expected_goodput,
+                    &r_.schedule.expected_seconds,
                     &r_.power.energy_mwh,
                     &r_.data.epochs,
                     &r_.data.storage_bytes,
@@ -372,6 +385,9 @@ void Engine::Sanitize() {
   if (!std::isfinite(absl::ToDoubleSeconds(r_.schedule.finish_time - r_.schedule.start_time))) {
     r_.schedule.finish_time = r_.schedule.start_time;
   }
+  if (!std::isfinite(absl::ToDoubleSeconds(r_.schedule.expected_finish_time - r_.schedule.start_time))) {
+    r_.schedule.expected_finish_time = r_.schedule.start_time;
+  }
 }
 
 }  // namespace engine_internal
@@ -396,6 +412,18 @@ PlanReport ComputePlan(const PlanSpec& plan) {
     return Engine(copy).RunPhased();
   }
   return Engine(plan).RunPhased();
+}
+
+std::optional<double> FigureBubble(const PlanSpec& plan) {
+  const auto& e = plan.efficiency;
+  if (!plan.phases.empty() || e.busy_mfu || e.busy_hfu || !(e.mfu > 0 || e.hfu)) return std::nullopt;
+  return ComputePlan(plan).compute.bubble_fraction;
+}
+
+PlanReport ComputeVariant(const PlanSpec& variant, std::optional<double> figure_bubble) {
+  // A phased plan's phases already hold the plan's figure to its own layout (RunPhased).
+  if (!figure_bubble || !variant.phases.empty()) return ComputePlan(variant);
+  return Engine(variant, nullptr, figure_bubble).Run();
 }
 
 namespace {
@@ -455,6 +483,9 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
   // The plan's global batch, in sequences per step: what the recipe holds.
   const PlanReport planned = ComputePlan(plan);
   const uint64_t batch = planned.batch.sequences_per_step;
+  // The plan's end-to-end figure was measured on its own layout: every trial keeps the
+  // efficiency while busy and pays its own bubble.
+  const std::optional<double> figure_bubble = FigureBubble(plan);
   const uint32_t plan_mb = plan.layout.micro_batch.value_or(1);
   if (!allow_batch_change && batch == 0) {
     out.explanation = "the plan's global batch is 0 sequences (see its findings); no fleet can hold it.";
@@ -483,8 +514,12 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
     } else {
       trial.fleet.gpus = static_cast<uint32_t>(gpus);
       trial.layout.dp = static_cast<uint32_t>(dp);
+      // A stated global batch scales with dp, as the recipe the flag asks for does.
+      if (plan.layout.global_batch_tokens && planned.fleet.dp > 0) {
+        trial.layout.global_batch_tokens = *plan.layout.global_batch_tokens / planned.fleet.dp * dp;
+      }
     }
-    const PlanReport r = ComputePlan(trial);
+    const PlanReport r = ComputeVariant(trial, figure_bubble);
     const double total = r.schedule.total_seconds;
     // Fleets that break another rule (memory, ep inside dp, ...) are not answers.
     if (!(total > 0) || !std::isfinite(total) || !OnlyDeadlineErrors(r)) {
@@ -510,6 +545,9 @@ DeadlineFleet FindFleetForDeadline(const PlanSpec& plan, absl::Time deadline, ui
       out.tokens_per_step = r.batch.tokens_per_step;
       out.batch_changed = r.batch.sequences_per_step != batch;
       out.schedule = r.schedule;
+      out.mfu = r.compute.mfu;
+      out.bubble_fraction = r.compute.bubble_fraction;
+      out.busy_mfu = r.compute.busy_mfu;
     }
     if (met) {
       out.explanation = previous_dp == 0

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "planner/formulas.h"
+#include "planner/pipeline_split.h"
 #include "planner/plan_engine.h"
 
 namespace flightplan::planner::engine_internal {
@@ -184,6 +185,15 @@ class Engine {
 
   void Memory();
 
+  // The plan's own pipeline split, valid (pipeline_split.h): the bubble and the stages'
+  // memory follow it. False: the even split's formulas.
+  bool SplitGiven() const { return split_.given && split_.error.empty() && !split_.chunk_layers.empty(); }
+  // The share of each step the pipeline stands idle with `microbatches` per step.
+  double Bubble(uint64_t microbatches) const {
+    return SplitGiven() ? SplitBubbleFraction(split_, microbatches)
+                        : PipelineBubbleFraction(pp_, microbatches, vstages_);
+  }
+
   void CheckpointAndFailures();
 
   // Calendar share lost to maintenance on top of `busy` seconds of everything else.
@@ -222,6 +232,7 @@ class Engine {
   double active_seconds_ = 0;
   double snapshot_bytes_per_gpu_ = 0;
   uint32_t vstages_ = 1, etp_ = 1;
+  PipelineSplit split_;
   Recompute recompute_ = Recompute::kSelective;
   AttentionConvention attention_ = AttentionConvention::kCausal;
   std::string recompute_name_ = "selective", attention_name_ = "causal";

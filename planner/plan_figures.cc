@@ -55,7 +55,7 @@ void Engine::Compute() {
                        " stages: Megatron-LM's interleaved schedule needs at least as many micro-batches as "
                        "stages, and refuses to run (more grad_accum, or the 1f1b schedule)."));
   }
-  c.bubble_fraction = PipelineBubbleFraction(pp_, ga_, vstages_);
+  c.bubble_fraction = Bubble(ga_);
   const double figure_bubble = figure_bubble_.value_or(c.bubble_fraction);
   c.bubble_in_efficiency = !busy;
   c.busy_mfu = busy ? stated_mfu : Div(stated_mfu, 1 - figure_bubble);
@@ -123,14 +123,14 @@ void Engine::Compute() {
   const auto known = KnownDensePeaks().find(p_.hardware.gpu);
   if (known != KnownDensePeaks().end()) {
     const bool fp8 = precision_ == "fp8";
-    const double dense = fp8 ? 2 * known->second : known->second;
+    const double dense_peak = fp8 ? 2 * known->second : known->second;
     if (fp8 && !HasFp8(p_.hardware.gpu)) {
       Error("INVALID_VALUE", absl::StrCat("hardware.peak_precision fp8 is invalid for ", p_.hardware.gpu,
                                           ", which has no FP8 tensor cores."));
-    } else if (p_.hardware.peak_flops > 1.5 * dense) {
+    } else if (p_.hardware.peak_flops > 1.5 * dense_peak) {
       Warn("PEAK_FLOPS_SPARSE",
            absl::StrCat("hardware.peak_flops ", Num(p_.hardware.peak_flops), " for ", p_.hardware.gpu,
-                        " looks like the sparse figure; dense ", fp8 ? "FP8" : "BF16", " is ", Num(dense),
+                        " looks like the sparse figure; dense ", fp8 ? "FP8" : "BF16", " is ", Num(dense_peak),
                         fp8 ? "." : " (for FP8's dense peak, set hardware.peak_precision: fp8)."));
     }
   }
@@ -169,7 +169,7 @@ void Engine::Ramp() {
   double seconds = 0, bubble_seconds = 0, steps = 0;
   for (uint64_t k = 0; k < sizes; ++k) {
     const uint64_t batch = from + k * step;
-    const double bubble = PipelineBubbleFraction(pp_, batch / replica, vstages_);
+    const double bubble = Bubble(batch / replica);
     const double mfu = busy_mfu * (1 - bubble);
     const double t = Div(share * c.flops_per_token, peak * mfu);
     seconds += t;
@@ -202,12 +202,6 @@ void Engine::Memory() {
   const double dense = params - expert;
   const double embed = std::min(embedding_params_, dense / 2);
   const double body = dense - 2 * embed;
-  // The heaviest stage's share of the layers (the largest when they do not split evenly).
-  const double layer_share = m.layers > 0 ? std::ceil(Div(m.layers, pp_)) / m.layers : 1.0 / pp_;
-  mem.layers_on_stage = m.layers > 0 ? static_cast<uint32_t>(std::ceil(Div(m.layers, pp_))) : 0;
-  const double ends = pp_ == 1 ? 2 * embed : embed;  // one stage holds both ends when pp is 1
-  const double dense_per_gpu = (body * layer_share + ends) / tp_;
-  const double expert_per_gpu = expert * layer_share / (static_cast<double>(etp_) * ep_);
   // ZeRO shards the dense state over dp x cp (Megatron-LM's distributed optimizer), and
   // an expert's over the ranks of the stage holding the same expert shard:
   // tp·dp·cp / (expert_tp·ep).
@@ -222,16 +216,6 @@ void Engine::Memory() {
                                              ": the experts cannot be spread evenly over a stage's ranks."));
   }
   const int zero = static_cast<int>(p_.layout.zero_stage);
-  auto part = [&](StateBytesPerParam bytes) {
-    return ZeroStateBytes(dense_per_gpu, shards, zero, bytes) +
-           (expert > 0 ? ZeroStateBytes(expert_per_gpu, std::max(1.0, expert_shards), zero, bytes) : 0.0);
-  };
-  mem.weights = part({bytes_.weight, 0, 0});
-  mem.grads = part({0, bytes_.grad, 0});
-  mem.optimizer = part({0, 0, bytes_.optimizer});
-  mem.state_bytes_per_gpu = mem.weights + mem.grads + mem.optimizer;
-  // What one GPU copies to host memory for an async save: its weights and optimizer state.
-  snapshot_bytes_per_gpu_ = mem.weights + mem.optimizer;
 
   // ZeRO-3 gathers each layer's full weights before using it and prefetches the next:
   // two layers unsharded at once (Zhao et al. 2023, "PyTorch FSDP", sec. 3.3.2).
@@ -241,6 +225,7 @@ void Engine::Memory() {
   mem.reserve = reserved_bytes_;
 
   const bool shape = m.layers > 0 && m.hidden > 0 && m.seq_len > 0;
+  double logits = 0;
   if (shape) {
     // Without the head count, heads of 128 dims (GPT-3, Llama): only mode none uses it.
     const double heads = m.heads ? m.heads : std::max(1.0, std::round(m.hidden / 128.0));
@@ -253,32 +238,97 @@ void Engine::Memory() {
           ActivationBytesPerLayer(m.seq_len, mb_, m.hidden, heads, tp_, cp_, Recompute::kSelective, kinds);
     }
     // FP32 logits of one micro-batch for the loss, the vocabulary split over tp.
-    const double logits = 4.0 * mb_ * (static_cast<double>(m.seq_len) / cp_) * m.vocab_size / tp_;
-    // 1F1B: the first stage holds min(pp, m) micro-batches in flight, the last one;
-    // interleaving multiplies the first stage's by 1 + (pp-1)/(pp·v) (Korthikanti et al.
-    // 2022, sec. 4.2.3).
-    const double in_flight_first =
-        std::min<double>(pp_, ga_) * (vstages_ > 1 ? 1 + (pp_ - 1.0) / (pp_ * static_cast<double>(vstages_)) : 1);
-    const double layers = mem.layers_on_stage;
-    const double first = mem.activation_bytes_per_layer * layers * in_flight_first;
-    const double last = mem.activation_bytes_per_layer * layers + logits;
-    if (pp_ == 1) {
-      mem.stage = "only";
-      mem.microbatches_in_flight = 1;
-      mem.activations = mem.activation_bytes_per_layer * layers;
-      mem.logits = logits;
-    } else if (first >= last) {
-      mem.stage = "first";
-      mem.microbatches_in_flight = in_flight_first;
-      mem.activations = first;
-    } else {
-      mem.stage = "last";
-      mem.microbatches_in_flight = 1;
-      mem.activations = mem.activation_bytes_per_layer * layers;
-      mem.logits = logits;
-    }
+    logits = 4.0 * mb_ * (static_cast<double>(m.seq_len) / cp_) * m.vocab_size / tp_;
+  }
+
+  // The stages that may need the most: the first (the input embedding; 1F1B keeps min(pp, m)
+  // micro-batches in flight there, and interleaving multiplies that by 1 + (pp-1)/(pp·v),
+  // Korthikanti et al. 2022, sec. 4.2.3), the last (the output layer, one micro-batch in
+  // flight and its logits) and, with a split of the plan's own, the fullest middle one
+  // (min(pp-1, m) in flight, the same factor). Without one, each holds the largest share
+  // of the layers (ceil(layers / pp)); with one, its own (pipeline_split.h).
+  struct Stage {
+    const char* name;
+    double layers, in_flight, ends;
+    bool logits;
+  };
+  const double interleave = vstages_ > 1 ? 1 + (pp_ - 1.0) / (pp_ * static_cast<double>(vstages_)) : 1;
+  const double even = m.layers > 0 ? std::ceil(Div(m.layers, pp_)) : 0;
+  std::vector<Stage> stages;
+  if (pp_ == 1) {
+    stages.push_back({"only", static_cast<double>(m.layers), 1, 2 * embed, true});
+  } else if (!SplitGiven()) {
+    stages.push_back({"first", even, std::min<double>(pp_, ga_) * interleave, embed, false});
+    stages.push_back({"last", even, 1, embed, true});
   } else {
-    mem.stage = pp_ == 1 ? "only" : "first";
+    auto ends = [&](uint32_t rank) {
+      return embed * ((split_.embedding_rank == rank ? 1 : 0) + (split_.loss_rank == rank ? 1 : 0));
+    };
+    stages.push_back({"first", static_cast<double>(split_.StageLayers(0)), std::min<double>(pp_, ga_) * interleave,
+                      ends(0), split_.loss_rank == 0});
+    stages.push_back(
+        {"last", static_cast<double>(split_.StageLayers(pp_ - 1)), 1, ends(pp_ - 1), split_.loss_rank == pp_ - 1});
+    // Every middle rank r (1F1B keeps min(pp - r, m) micro-batches in flight there); the
+    // heaviest is found below, after the state's arithmetic.
+    for (uint32_t r = 1; r + 1 < pp_; ++r) {
+      stages.push_back({"middle", static_cast<double>(split_.StageLayers(r)),
+                        std::min<double>(pp_ - r, ga_) * interleave, ends(r), split_.loss_rank == r});
+    }
+  }
+  struct Need {
+    double weights = 0, grads = 0, optimizer = 0, activations = 0, logits = 0, total = 0;
+  };
+  auto need = [&](const Stage& st) {
+    const double share = m.layers > 0 ? st.layers / m.layers : 1.0 / pp_;
+    const double dense_per_gpu = (body * share + st.ends) / tp_;
+    const double expert_per_gpu = expert * share / (static_cast<double>(etp_) * ep_);
+    auto part = [&](StateBytesPerParam bytes) {
+      return ZeroStateBytes(dense_per_gpu, shards, zero, bytes) +
+             (expert > 0 ? ZeroStateBytes(expert_per_gpu, std::max(1.0, expert_shards), zero, bytes) : 0.0);
+    };
+    Need n;
+    n.weights = part({bytes_.weight, 0, 0});
+    n.grads = part({0, bytes_.grad, 0});
+    n.optimizer = part({0, 0, bytes_.optimizer});
+    n.activations = mem.activation_bytes_per_layer * st.layers * st.in_flight;
+    n.logits = st.logits ? logits : 0;
+    n.total = n.weights + n.grads + n.optimizer + n.activations + n.logits;
+    return n;
+  };
+  // The heaviest; the first on a tie (the order above). The stages listed: the first, the
+  // last and the heaviest middle rank.
+  size_t pick = 0;
+  Need chosen = need(stages[0]);
+  const double common = mem.recompute_working_bytes + mem.buffers + mem.reserve;
+  size_t middle = 0;
+  double middle_total = -1;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const Need n = need(stages[i]);
+    if (n.total > chosen.total) pick = i, chosen = n;
+    if (i >= 2 && n.total > middle_total) middle = i, middle_total = n.total;
+  }
+  if (stages.size() > 1) {
+    std::vector<size_t> listed = {0, 1};
+    if (middle >= 2) listed.push_back(middle);
+    for (size_t i : listed) {
+      mem.stages.push_back({stages[i].name, static_cast<uint32_t>(stages[i].layers), need(stages[i]).total + common});
+    }
+  }
+  const Stage& st = stages[pick];
+  mem.stage = st.name;
+  mem.layers_on_stage = static_cast<uint32_t>(st.layers);
+  mem.weights = chosen.weights;
+  mem.grads = chosen.grads;
+  mem.optimizer = chosen.optimizer;
+  mem.state_bytes_per_gpu = mem.weights + mem.grads + mem.optimizer;
+  // What one GPU copies to host memory for an async save: its weights and optimizer state.
+  snapshot_bytes_per_gpu_ = mem.weights + mem.optimizer;
+  if (shape) {
+    mem.microbatches_in_flight = st.in_flight;
+    mem.activations = chosen.activations;
+    mem.logits = chosen.logits;
+  } else {
+    mem.recompute_working_bytes = 0;
   }
   mem.total_bytes =
       mem.state_bytes_per_gpu + mem.activations + mem.recompute_working_bytes + mem.logits + mem.buffers + mem.reserve;
@@ -463,6 +513,15 @@ void Engine::Schedule() {
                          " (flightplan plan --deadline finds the fleet that meets it)."));
     }
   }
+  // The P50 schedule: the median interruption count (of the same negative binomial the
+  // budget's quantile comes from) times the loss of each.
+  const double mu = r_.failures.expected_interruptions;
+  const double median_loss = mu > 0 ? static_cast<double>(NegativeBinomialQuantile(mu, rate_spread_, 0.5)) *
+                                          r_.failures.loss_per_interruption_seconds
+                                    : 0;
+  const double p50_busy = s.active_compute_seconds + s.checkpoint_seconds + median_loss;
+  s.expected_seconds = p50_busy + Maintenance(p50_busy);
+  s.expected_finish_time = s.start_time + absl::Seconds(s.expected_seconds);
   const double expected_busy = s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
   s.expected_goodput = Div(s.active_compute_seconds, expected_busy + Maintenance(expected_busy));
   if (s.expected_goodput > 0 && s.expected_goodput < kLowGoodput) {

@@ -125,6 +125,31 @@ void Engine::Resolve() {
   mb_ = l.micro_batch.value_or(1);
   ga_ = l.grad_accum.value_or(1);
   vstages_ = l.virtual_stages.value_or(1);
+  // The plan's own split of the layers over the stages, checked as Megatron-LM checks it; a
+  // layout string gives the virtual stages.
+  split_ =
+      SplitPipeline({p_.model.layers, pp_, l.virtual_stages, l.account_for_embedding.value_or(false),
+                     l.account_for_loss.value_or(false), l.first_stage_layers, l.last_stage_layers, l.pipeline_layout});
+  // A plan whose every phase sets its own pp is split in its phases (each checks its own).
+  const bool phases_split = !p_.phases.empty() && std::all_of(p_.phases.begin(), p_.phases.end(),
+                                                              [](const PlanSpec::Phase& ph) { return ph.layout.pp; });
+  if (!split_.error.empty() && !phases_split) {
+    std::vector<std::string> keys;
+    if (!l.pipeline_layout.empty())
+      keys.push_back(absl::StrCat("layout.pipeline_model_parallel_layout '", l.pipeline_layout, "'"));
+    if (l.account_for_embedding.value_or(false)) keys.push_back("layout.account_for_embedding_in_pipeline_split");
+    if (l.account_for_loss.value_or(false)) keys.push_back("layout.account_for_loss_in_pipeline_split");
+    if (l.first_stage_layers)
+      keys.push_back(absl::StrCat("layout.decoder_first_pipeline_num_layers ", *l.first_stage_layers));
+    if (l.last_stage_layers)
+      keys.push_back(absl::StrCat("layout.decoder_last_pipeline_num_layers ", *l.last_stage_layers));
+    Error("PIPELINE_SPLIT_INVALID",
+          absl::StrCat(absl::StrJoin(keys, " and "), " with model.layers ", p_.model.layers, " on layout.pp ", pp_,
+                       vstages_ > 1 ? absl::StrCat(" x virtual_stages ", vstages_) : std::string(),
+                       ": Megatron-LM refuses it (\"", split_.error, "\")."));
+  } else if (!l.pipeline_layout.empty()) {
+    vstages_ = split_.virtual_stages;
+  }
   if (l.pipeline_schedule == "1f1b" && vstages_ > 1) {
     Error("CONFLICTING_FIELDS", absl::StrCat("layout.pipeline_schedule 1f1b with layout.virtual_stages ", vstages_,
                                              ": model chunks per stage are the interleaved schedule."));
@@ -315,16 +340,52 @@ void Engine::Shape() {
                       ": tensor parallelism's all-reduces per layer then cross the inter-node network instead of "
                       "NVLink, which efficiency.mfu must allow for."));
   }
+  // An expert-parallel group is expert_tp x ep consecutive ranks: Megatron-Core's expert
+  // grid is ordered tp-cp-ep-dp-pp with cp 1 and tp = expert_tp (megatron/core/
+  // parallel_state.py initialize_model_parallel, the expert RankGenerator, d98e8a64), so an
+  // EP group's ranks are expert_tp apart. Past the scale-up domain, every MoE layer's
+  // all-to-all (dispatch and combine) crosses the scale-out network.
+  const uint64_t ep_span = uint64_t{etp_} * ep_;
+  if (ep_ > 1 && scaleup > 0 && ep_span > scaleup) {
+    Warn("EP_SPANS_NODES",
+         absl::StrCat("layout.ep ", ep_, etp_ > 1 ? absl::StrCat(" x expert_tp ", etp_) : std::string(), " spans ",
+                      Num(std::ceil(Div(static_cast<double>(ep_span), scaleup))), " scale-up domains of ", scaleup,
+                      " GPUs", p_.hardware.scaleup_gpus ? " (hardware.scaleup_gpus)" : " (one node each)",
+                      ": every MoE layer's all-to-all (token dispatch and combine) then crosses the scale-out "
+                      "network instead of NVLink, which efficiency.mfu must allow for (an NVL72 domain, "
+                      "hardware.scaleup_gpus 72, holds ep 64)."));
+  }
+  if (m.num_experts) {
+    if (*m.num_experts == 0) {
+      Invalid("model.num_experts", 0, "must be >= 1 (or left out for a dense model)");
+    } else if (ep_ > 0 && *m.num_experts % ep_ != 0) {
+      // megatron/training/arguments.py validate_args (d98e8a64): "assert args.num_experts %
+      // args.expert_model_parallel_size == 0"; megatron/core/transformer/moe/moe_layer.py
+      // BaseMoELayer.__init__ asserts it too (num_local_experts = num_moe_experts // ep).
+      Error("EXPERTS_NOT_DIVISIBLE_BY_EP",
+            absl::StrCat("model.num_experts ", *m.num_experts, " is not divisible by layout.ep ", ep_,
+                         ": each expert-parallel rank holds the same number of whole experts, and Megatron-LM refuses "
+                         "it (\"Number of experts should be a multiple of expert model parallel_size.\")."));
+    }
+  }
   // The interleaved schedule as Megatron-LM enforces it (megatron/training/arguments.py
   // validate_args and megatron/core/pipeline_parallel/schedules.py, d98e8a64, 2026-08).
-  if (vstages_ > 1 && pp_ > 0 && m.layers > 0 && (m.layers % pp_ != 0 || (m.layers / pp_) % vstages_ != 0)) {
+  // A split of the plan's own is checked with it (Resolve, pipeline_split.h).
+  const bool own_split = p_.layout.account_for_embedding.value_or(false) ||
+                         p_.layout.account_for_loss.value_or(false) || p_.layout.first_stage_layers ||
+                         p_.layout.last_stage_layers || !p_.layout.pipeline_layout.empty();
+  if (!own_split && vstages_ > 1 && pp_ > 0 && m.layers > 0 &&
+      (m.layers % pp_ != 0 || (m.layers / pp_) % vstages_ != 0)) {
     Error("INTERLEAVED_LAYERS_UNEVEN",
           absl::StrCat("model.layers ", m.layers, " over layout.pp ", pp_, " and layout.virtual_stages ", vstages_,
                        ": Megatron-LM asserts that the layers divide evenly over the stages and each stage's over "
                        "its virtual stages ('number of layers per pipeline stage must be divisible number of "
-                       "layers per virtual pipeline stage')."));
+                       "layers per virtual pipeline stage'). The embedding and the loss counted as layers "
+                       "(layout.account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split), the "
+                       "first and last stages' own counts or layout.pipeline_model_parallel_layout split it "
+                       "unevenly, as NVIDIA's recipes do."));
   }
-  if (pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
+  if (!own_split && pp_ > 0 && m.layers > 0 && m.layers % pp_ != 0) {
     Warn("LAYERS_NOT_DIVISIBLE_BY_PP",
          absl::StrCat("model.layers ", m.layers, " do not split evenly over layout.pp ", pp_, " stages (",
                       Num(std::ceil(Div(m.layers, pp_))), " on the largest); the slowest stage sets the pace."));

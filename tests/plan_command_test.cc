@@ -1,6 +1,7 @@
 // `flightplan plan` as a user runs it: the real binary, its exit codes and its output.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "flightplan/v1/plan.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -157,7 +158,8 @@ TEST(PlanCommand, UsageErrorsExitTwo) {
 TEST(PlanCommand, DeadlineFindsTheSmallestFleet) {
   // The flagship on 4,096 GPUs finishes mid-February; a deadline of 2027-02-01 needs more.
   const auto r = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-02-01", "--json"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;  // the plan as written misses it
+  // The plan as written misses it (DEADLINE_MISSED), and the search answers: a fleet, exit 0.
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   v1::PlanReport report;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &report).ok()) << r.out;
   ASSERT_TRUE(report.has_deadline_fleet());
@@ -186,8 +188,13 @@ TEST(PlanCommand, DeadlineFindsTheSmallestFleet) {
   uint32_t smaller = fleet.dp() - 1;
   while (kBatch % smaller != 0) --smaller;
   const auto missed = RunProcess({kBin, "plan", with_fleet(smaller), "--deadline", "2027-02-01"});
-  EXPECT_EQ(missed.exit_code, 1) << "dp " << smaller;
+  EXPECT_EQ(missed.exit_code, 0) << "dp " << smaller;  // the search finds the larger fleet
   EXPECT_NE(missed.out.find("DEADLINE_MISSED"), std::string::npos);
+  EXPECT_NE(missed.out.find(absl::StrCat(fleet.gpus(), " GPUs")), std::string::npos) << missed.out;
+  // The efficiency that fleet is assumed to reach is said.
+  EXPECT_NE(met.out.find("MFU end to end ("), std::string::npos) << met.out;
+  EXPECT_GT(fleet.mfu(), 0.3);
+  EXPECT_NEAR(fleet.mfu(), fleet.busy_mfu() * (1 - fleet.bubble_fraction()), 1e-9);
 
   // Growing the batch is asked for, and said.
   const auto grown = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-02-01", "--allow-batch-change"});
@@ -202,7 +209,7 @@ TEST(PlanCommand, ADeadlineTheBatchCannotMeetSaysWhy) {
   text.replace(text.find("  gpus: 4096"), 12, "  gpus: 128");
   TempDir dir;
   const auto r = RunProcess({kBin, "plan", dir.Write("small.yaml", text), "--deadline", "2027-01-20"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);  // the plan is sound; no fleet meets the deadline
   EXPECT_NE(r.out.find("with the plan's global batch of 64 sequences per step: it splits over at most 64 replicas"),
             std::string::npos)
       << r.out;
@@ -211,11 +218,52 @@ TEST(PlanCommand, ADeadlineTheBatchCannotMeetSaysWhy) {
 
 TEST(PlanCommand, ImpossibleDeadlineIsSaidPlainly) {
   const auto r = RunProcess({kBin, "plan", kFlagship, "--deadline", "2027-01-05"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.out.find("NO FLEET MEETS THIS DEADLINE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fastest fleet's efficiency"), std::string::npos) << r.out;
   const auto bad = RunProcess({kBin, "plan", kFlagship, "--deadline", "soon"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--deadline"), std::string::npos);
+}
+
+// Exit codes a script can act on: 0 a fleet, 3 no fleet, 1 a plan that is wrong beyond its
+// deadline, 2 a file that cannot be read; all four said in --help.
+TEST(PlanCommand, TheDeadlineSearchHasItsOwnExitCode) {
+  const auto help = RunProcess({kBin, "plan", "--help"});
+  for (const char* said : {"Exit 0", "1: an error", "2: the file", "3: with --deadline, no fleet meets it"}) {
+    EXPECT_NE(help.out.find(said), std::string::npos) << said << "\n" << help.out;
+  }
+  // A plan with an error besides its deadline: 1, whatever the search says.
+  TempDir dir;
+  const std::string broken = dir.Write("broken.yaml", FlagshipWith("  kv_heads: 8", "  kv_heads: 5"));
+  const auto r = RunProcess({kBin, "plan", broken, "--deadline", "2027-02-01"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(RunProcess({kBin, "plan", kFlagship}).exit_code, 0);
+}
+
+// An invalid input prints its findings, not figures built on it (mfu 42 is not 4200%).
+TEST(PlanCommand, AnInvalidInputPrintsTheFindingsOnly) {
+  TempDir dir;
+  const std::string path = dir.Write("mfu42.yaml", FlagshipWith("  busy_mfu: 0.40", "  mfu: 42"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("INVALID_VALUE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No figures: an input is invalid"), std::string::npos) << r.out;
+  for (const char* figure : {"4200", "tokens/s", "Schedule", "Memory per GPU"}) {
+    EXPECT_EQ(r.out.find(figure), std::string::npos) << figure << "\n" << r.out;
+  }
+  const auto j = RunProcess({kBin, "plan", path, "--json"});
+  EXPECT_EQ(j.exit_code, 1);
+  v1::PlanReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(j.out, &report).ok()) << j.out;
+  EXPECT_GT(report.findings_size(), 0);
+  EXPECT_FALSE(report.has_compute());
+  EXPECT_FALSE(report.has_schedule());
+  // A plan whose inputs are each valid still prints every figure with its error findings.
+  const auto miss = RunProcess({kBin, "plan", dir.Write("late.yaml", FlagshipWith("2027-04-30", "2027-02-01"))});
+  EXPECT_EQ(miss.exit_code, 1);
+  EXPECT_NE(miss.out.find("DEADLINE_MISSED"), std::string::npos) << miss.out;
+  EXPECT_NE(miss.out.find("tokens/s"), std::string::npos) << miss.out;
 }
 
 // `flightplan report` checks its counts as the JSON path does: a 20-digit token count or a

@@ -1,9 +1,14 @@
 // Plan files: YAML and JSON, numbers in e-notation, and errors that name line and key.
 #include "cli/plan_file.h"
 
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "convert/plan_convert.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "planner/plan_engine.h"
@@ -227,6 +232,41 @@ TEST(PlanFile, DirectoryIsRefused) {
   absl::StatusOr<v1::Plan> plan = LoadPlanFile("/tmp");
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(std::string(plan.status().message()).find("/tmp"), std::string::npos);
+}
+
+// docs/planner.md's "Every key" table names every key a plan file can hold, as the user
+// writes it: each field of flightplan.v1.Plan by its dotted path (`phases[].tokens`), a
+// message already listed at the top (a phase's layout) by its own path only.
+void KeyPaths(const google::protobuf::Descriptor* d, const std::string& prefix,
+              std::set<const google::protobuf::Descriptor*>& seen, std::vector<std::string>& out) {
+  seen.insert(d);
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    const std::string path = prefix + f->name();
+    const google::protobuf::Descriptor* m = f->message_type();
+    if (m == nullptr || m->full_name() == "google.protobuf.Timestamp" || seen.count(m) > 0) {
+      out.push_back(path);
+    } else {
+      KeyPaths(m, path + (f->is_repeated() ? "[]." : "."), seen, out);
+    }
+  }
+}
+
+TEST(PlanDocs, EveryKeyIsInThePlannersTable) {
+  std::ifstream in(std::string(FLIGHTPLAN_DOCS_DIR) + "/planner.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t table = doc.find("## Every key");
+  ASSERT_NE(table, std::string::npos);
+  std::set<const google::protobuf::Descriptor*> seen;
+  std::vector<std::string> keys;
+  KeyPaths(v1::Plan::descriptor(), "", seen, keys);
+  EXPECT_GT(keys.size(), 90u);
+  for (const std::string& key : keys) {
+    EXPECT_NE(doc.find("| `" + key + "` |", table), std::string::npos) << key << " is not in docs/planner.md's table";
+  }
 }
 
 }  // namespace
