@@ -24,7 +24,6 @@
 #include "cli/log_events.h"
 #include "cli/plan_file.h"
 #include "cli/status_print.h"
-#include "cli/units.h"
 #include "convert/event_convert.h"
 #include "convert/event_json.h"
 #include "convert/plan_convert.h"
@@ -33,8 +32,12 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/plan_engine.h"
+#include "text/units.h"
 
 namespace flightplan::cli {
+
+namespace units = text::units;  // the one rendering of numbers, shared with the run page
+
 namespace {}  // namespace
 
 int RunCreate(const ClientOptions& client, const CreateOptions& options, std::ostream& out, std::ostream& err) {
@@ -800,14 +803,12 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
   v1::WhatIfResponse response;
   grpc::Status st = stub->WhatIf(&ctx, request, &response);
   if (!st.ok()) return Fail(err, "whatif", st, client);
-  bool broken = response.has_deadline_fleet() && !response.deadline_fleet().met();  // none can: exit 1
+  // 1: a variant the planner refuses; 3: no fleet meets --deadline (as flightplan plan's).
+  bool broken = false;
   for (const v1::WhatIfOutcome& w : response.outcomes()) broken |= w.broken();
-  if (o.json) {
-    out << Json(response);
-    return broken ? 1 : 0;
-  }
-  out << FormatWhatIf(response);
-  return broken ? 1 : 0;
+  const bool no_fleet = response.has_deadline_fleet() && !response.deadline_fleet().met();
+  out << (o.json ? Json(response) : FormatWhatIf(response));
+  return broken ? 1 : no_fleet ? 3 : 0;
 }
 
 int RunRetract(const ClientOptions& client, const RetractOptions& o, std::ostream& out, std::ostream& err) {

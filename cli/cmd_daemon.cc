@@ -127,7 +127,7 @@ void AddDaemonCommands(Commands& c) {
                            "baseline: P10/P50/P90 finish, failure budget at finish, P(exhausted), deadline "
                            "probability, cost and energy at the P50. Each change given is a variant of its "
                            "own (repeat a flag for several); the planner checks each (a fleet that breaks "
-                           "the layout is BROKEN, exit 1). Nothing is stored.");
+                           "the layout is BROKEN, exit 1; no fleet meets --deadline, exit 3). Nothing is stored.");
   whatif->add_option("RUN", s->whatif_options.run, "run name")->required();
   whatif->add_option("--gpus", s->whatif_options.gpus,
                      "the fleet, or a change to it (8192, +512, -256): whole replicas, the global "

@@ -10,14 +10,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/plan_file.h"
-#include "cli/units.h"
 #include "convert/event_convert.h"
 #include "convert/event_json.h"
 #include "convert/plan_convert.h"
 #include "forecast/backtest.h"
 #include "planner/plan_engine.h"
+#include "text/units.h"
 
 namespace flightplan::cli {
+
+namespace units = text::units;  // the one rendering of numbers, shared with the run page
+
 namespace {
 
 struct LoadedPlan {

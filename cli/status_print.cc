@@ -4,12 +4,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/units.h"
 #include "convert/plan_convert.h"
+#include "text/run_figures.h"
+#include "text/units.h"
 
 namespace flightplan::cli {
 
+namespace units = text::units;  // the one rendering of numbers, shared with the run page
+
 using namespace units;  // NOLINT: formatting only
+using text::PlanFinishText;
 
 std::string FormatForecastFreshness(const v1::RunStatus& s) {
   const v1::Forecast& fc = s.forecast();
@@ -65,8 +69,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   const double elapsed = t.elapsed();
   absl::StrAppend(&out, "\n  wall time                   hours   share\n");
   auto row = [&](const char* label, double seconds) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %12.2f %7s\n", label, seconds / 3600,
-                                          elapsed > 0 ? Percent(seconds / elapsed) : "-"));
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %12.2f %7s\n", label, seconds / 3600, text::ShareText(t, seconds)));
   };
   row("productive", t.productive());
   row("checkpoint", t.checkpoint());
@@ -90,31 +93,12 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                                            planned.empty() ? "" : planned + " (planned)")));
   const v1::Throughput& tp = s.throughput();
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s per productive second (last hour %s; plan %s)\n", "throughput",
-                                        t.productive() > 0 ? Si(tp.tokens_per_second(), "tokens/s") : "-",
-                                        t.productive() > 0 ? Si(tp.recent_tokens_per_second(), "tokens/s") : "-",
-                                        Si(tp.plan_tokens_per_second(), "tokens/s")));
+                                        t.productive() > 0 ? text::RateText(tp.tokens_per_second()) : "-",
+                                        t.productive() > 0 ? text::RateText(tp.recent_tokens_per_second()) : "-",
+                                        text::RateText(tp.plan_tokens_per_second())));
   // Slowdowns on the run's own pace (docs/contract.md §5).
   const v1::Slowdown& sd = s.slowdown();
-  const std::string pace = sd.reference_tokens_per_second() > 0
-                               ? absl::StrCat("own pace ", Si(sd.reference_tokens_per_second(), "tokens/s"), ", noise ",
-                                              Percent(sd.noise(), 1))
-                               : "";
-  if (sd.active()) {
-    absl::StrAppend(
-        &out, absl::StrFormat("  %-22s ACTIVE since %s: %s slower than its %s; cost %s so far, %s if it "
-                              "lasts to the finish\n",
-                              "slowdown", Date(convert::TimeFromProto(sd.since())), Percent(sd.factor() - 1, 1), pace,
-                              Duration(sd.seconds()), Duration(sd.projected_seconds())));
-  } else if (sd.count() > 0) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s %u found, cost %s; the latest %s slower, %s to %s (%s)\n",
-                                          "slowdown", sd.count(), Duration(sd.seconds()), Percent(sd.factor() - 1, 1),
-                                          Date(convert::TimeFromProto(sd.since())),
-                                          Date(convert::TimeFromProto(sd.until())), pace));
-  } else {
-    absl::StrAppend(
-        &out, absl::StrFormat("  %-22s %s\n", "slowdown",
-                              pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")")));
-  }
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "slowdown", text::SlowdownText(sd)));
   if (sd.rank_spread() > 0) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s the slowest rank %s behind the fastest (usually %s)\n", "ranks",
                                           Percent(sd.rank_spread(), 1), Percent(sd.typical_rank_spread(), 1)));
@@ -126,13 +110,9 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                           DateOnly(convert::TimeFromProto(fc.finish_p10())),
                                           Date(convert::TimeFromProto(fc.finish_p50())),
                                           DateOnly(convert::TimeFromProto(fc.finish_p90()))));
-    absl::StrAppend(
-        &out,
-        absl::StrFormat("  %-22s %s, P50 %s %s\n", "plan finish", Date(convert::TimeFromProto(fc.plan_finish())),
-                        fc.slip_seconds() >= 0 ? "later by" : "earlier by", Duration(std::fabs(fc.slip_seconds()))));
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "plan finish", PlanFinishText(fc)));
   } else {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast",
-                                          Date(convert::TimeFromProto(fc.plan_finish()))));
+    absl::StrAppend(&out, absl::StrFormat("  %-22s pending (plan finish %s)\n", "finish forecast", PlanFinishText(fc)));
   }
   // The two futures, when the failures are far from the plan's (docs/contract.md).
   for (const v1::Future& fu : s.futures()) {
@@ -171,7 +151,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   const v1::Reliability& r = s.reliability();
   absl::StrAppend(
       &out, absl::StrFormat("  %-22s goodput %s; MTBF %s observed, %s plan; %s lost per interruption\n", "reliability",
-                            elapsed > 0 ? Percent(r.goodput()) : "-",
+                            text::GoodputText(s.time_seconds()),
                             r.observed_mtbf_seconds() > 0 ? Duration(r.observed_mtbf_seconds()) : "none yet",
                             Duration(r.plan_mtbf_seconds()), Duration(r.mean_loss_per_interruption_seconds())));
   // What the saves do (cadence, the last one, the work a failure now would lose) beside the
@@ -208,9 +188,9 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
 std::string FormatWhatIf(const v1::WhatIfResponse& r) {
   std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(convert::TimeFromProto(r.as_of())),
                                  ", failure budget ", Duration(r.budget_seconds()), "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", "VARIANT",
-                                        "GPUS", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90", "BUDGET AT FINISH",
-                                        "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
+  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
+                                        "VARIANT", "GPUS", "MFU", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90",
+                                        "BUDGET AT FINISH", "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
   for (const v1::WhatIfOutcome& o : r.outcomes()) {
     if (o.broken()) {
       absl::StrAppend(&out, absl::StrFormat("%-28s BROKEN: %s\n", o.name(), o.errors_size() ? o.errors(0) : ""));
@@ -220,9 +200,9 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
     }
     const double share = r.budget_seconds() > 0 ? o.projected_budget_seconds() / r.budget_seconds() : 0;
     absl::StrAppend(&out,
-                    absl::StrFormat("%-28s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", o.name(),
-                                    Count(o.gpus()), Si(o.tokens_per_second(), ""), Duration(o.mtbf_seconds()),
-                                    DateOnly(convert::TimeFromProto(o.finish_p10())),
+                    absl::StrFormat("%-28s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", o.name(),
+                                    Count(o.gpus()), Percent(o.mfu()), Si(o.tokens_per_second(), ""),
+                                    Duration(o.mtbf_seconds()), DateOnly(convert::TimeFromProto(o.finish_p10())),
                                     Date(convert::TimeFromProto(o.finish_p50())).substr(0, 16),
                                     DateOnly(convert::TimeFromProto(o.finish_p90())),
                                     absl::StrCat(Duration(o.projected_budget_seconds()), " (", Percent(share, 0), ")"),
@@ -233,7 +213,9 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
   if (r.has_deadline_fleet()) {
     const v1::WhatIfDeadlineFleet& d = r.deadline_fleet();
     absl::StrAppend(&out, d.met() ? absl::StrCat("fleet for the deadline: ", Count(d.fleet().gpus()), " GPUs, P90 ",
-                                                 Date(convert::TimeFromProto(d.fleet().finish_p90())), "\n")
+                                                 Date(convert::TimeFromProto(d.fleet().finish_p90())), ", at ",
+                                                 Percent(d.fleet().mfu()), " MFU (pipeline bubble ",
+                                                 Percent(d.fleet().bubble_fraction()), ")\n")
                                   : std::string("fleet for the deadline: NONE FOUND\n"));
     absl::StrAppend(&out, "  ", d.explanation(), "\n");
   }

@@ -464,6 +464,7 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
     fc->set_deadline_probability(f.deadline_probability);
   }
   *fc->mutable_plan_finish() = TimeToProto(f.plan_finish);
+  *fc->mutable_plan_expected_finish() = TimeToProto(f.plan_expected_finish);
   if (f.deadline) *fc->mutable_deadline() = TimeToProto(*f.deadline);
   fc->set_forecast_events(forecast_events);
   fc->set_forecast_tokens_per_second(f.forecast_tokens_per_second);

@@ -92,6 +92,8 @@ void OutcomeToProto(const forecast::Outcome& o, v1::WhatIfOutcome* p) {
   for (const std::string& e : o.errors) p->add_errors(e);
   if (o.broken) return;
   p->set_gpus(o.gpus);
+  p->set_mfu(o.mfu);
+  p->set_bubble_fraction(o.bubble_fraction);
   p->set_tokens_per_second(o.tokens_per_second);
   p->set_mtbf_seconds(o.mtbf_seconds);
   *p->mutable_finish_p10() = convert::TimeToProto(o.finish_p10);

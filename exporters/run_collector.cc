@@ -179,8 +179,14 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             fc.forecast_age_seconds());
     }
     if (fc.has_plan_finish()) {
-      f.Add("flightplan_plan_finish_timestamp_seconds", kGauge, "Finish of the plan's schedule, Unix time.", {run},
+      f.Add("flightplan_plan_finish_timestamp_seconds", kGauge,
+            "The plan's committed finish (contingency and the P90 failure budget in it), Unix time.", {run},
             Seconds(fc.plan_finish()));
+    }
+    if (fc.has_plan_expected_finish()) {
+      f.Add("flightplan_plan_expected_finish_timestamp_seconds", kGauge,
+            "The plan's expected (P50) finish, which the slip is measured against, Unix time.", {run},
+            Seconds(fc.plan_expected_finish()));
     }
     if (fc.has_deadline()) {
       f.Add("flightplan_deadline_timestamp_seconds", kGauge, "The plan's deadline, Unix time.", {run},
@@ -190,7 +196,8 @@ std::vector<MetricFamily> RunCollector::Collect() const {
     }
     if (fc.has_finish_p50()) {
       f.Add("flightplan_forecast_slip_seconds", kGauge,
-            "Forecast P50 finish minus the plan's finish, seconds (positive: late).", {run}, fc.slip_seconds());
+            "Forecast P50 finish minus the plan's expected (P50) finish, seconds (positive: late).", {run},
+            fc.slip_seconds());
     }
 
     const v1::FailureBudget& b = s.failure_budget();

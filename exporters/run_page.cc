@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "exporters/timestamp_seconds.h"
+#include "text/run_figures.h"
 
 namespace flightplan::exporters {
 namespace {
@@ -221,6 +222,34 @@ std::string Svg(const Chart& c) {
   return out;
 }
 
+}  // namespace
+
+std::vector<std::pair<double, double>> ThroughputPoints(const std::vector<const v1::ForecastPoint*>& points) {
+  // Each point is the rate over a stretch of work since the previous one: at least a
+  // twentieth of the work shown (so a short or thinned history still draws a line, not one
+  // dot or none), between one and ten minutes of it (less says little; more hides the
+  // slow stretches). A restore's drop in tokens is not a rate: the stretch starts again.
+  std::vector<std::pair<double, double>> out;
+  if (points.size() < 2) return out;
+  const double all = points.back()->time_seconds().productive() - points.front()->time_seconds().productive();
+  const double stretch = std::clamp(all / 20, 60.0, 600.0);
+  size_t from = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const double work = points[i]->time_seconds().productive() - points[from]->time_seconds().productive();
+    const double gained = static_cast<double>(points[i]->tokens()) - static_cast<double>(points[from]->tokens());
+    if (gained < 0) {
+      from = i;
+      continue;
+    }
+    if (work < stretch || gained == 0) continue;
+    out.emplace_back(Seconds(points[i]->as_of()), gained / work);
+    from = i;
+  }
+  return out;
+}
+
+namespace {
+
 // Where the wall time went: one stacked bar, each category's share, and the hours.
 std::string TimeBar(const v1::TimeSeconds& t) {
   const std::vector<std::tuple<const char*, double, const char*>> parts = {
@@ -245,13 +274,13 @@ std::string TimeBar(const v1::TimeSeconds& t) {
     const double w = seconds / total * 760;
     absl::StrAppend(&out, absl::StrFormat("<rect class=\"mark\" x=\"%.1f\" y=\"8\" width=\"%.1f\" height=\"36\" "
                                           "fill=\"%s\"><title>%s: %s (%s)</title></rect>\n",
-                                          x, w, color, name, Hours(seconds), Percent(seconds / total)));
+                                          x, w, color, name, Hours(seconds), text::ShareText(t, seconds)));
     x += w;
   }
   absl::StrAppend(&out, "</svg>\n<table class=\"time\"><tr><th>category</th><th>time</th><th>share</th></tr>\n");
   for (const auto& [name, seconds, color] : parts) {
     absl::StrAppend(&out, "<tr><td><span class=\"swatch\" style=\"background:", color, "\"></span>", name, "</td><td>",
-                    Hours(seconds), "</td><td>", Percent(seconds / total), "</td></tr>\n");
+                    Hours(seconds), "</td><td>", text::ShareText(t, seconds), "</td></tr>\n");
   }
   return out + "</table></figure>\n";
 }
@@ -405,7 +434,7 @@ std::string RunPageHtml(const RunPageInput& in) {
         absl::StrCat(Date(Seconds(fu.finish_p50())), ", budget at finish ", Hours(fu.budget_at_finish_seconds()),
                      ", weight ", Percent(fu.weight()), "<br><small>", HtmlEscape(fu.reason()), "</small>"));
   }
-  row("plan finish", absl::StrCat(Date(Seconds(f.plan_finish())), ", slip ", Hours(f.slip_seconds())));
+  row("plan finish", text::PlanFinishText(f));
   if (f.has_deadline()) {
     row("deadline",
         absl::StrCat(Date(Seconds(f.deadline())), ", met with probability ", Percent(f.deadline_probability())));
@@ -416,23 +445,11 @@ std::string RunPageHtml(const RunPageInput& in) {
                    Hours(b.remaining_seconds()), " left; burn rate ", absl::StrFormat("%.2f", b.burn_rate()),
                    absl::StrFormat(" (1h %.2f, 6h %.2f, 1d %.2f, 3d %.2f)", b.burn_rate_1h(), b.burn_rate_6h(),
                                    b.burn_rate_1d(), b.burn_rate_3d())));
-  row("goodput", Percent(s.reliability().goodput()));
+  row("goodput", text::GoodputText(s.time_seconds()));
   {
     const v1::Slowdown& slow = s.slowdown();
-    std::string text =
-        slow.active()
-            ? absl::StrCat("<span class=\"flag\">", Percent(slow.factor() - 1), " slower than its own pace since ",
-                           Date(Seconds(slow.since())), "</span>, cost ", Hours(slow.seconds()), " so far, ",
-                           Hours(slow.projected_seconds()), " if it lasts to the finish")
-        : slow.count() > 0 ? absl::StrCat(slow.count(), " found, cost ", Hours(slow.seconds()), "; the latest ",
-                                          Percent(slow.factor() - 1), " slower, ", Date(Seconds(slow.since())), " to ",
-                                          Date(Seconds(slow.until())))
-                           : std::string("none found");
-    if (slow.reference_tokens_per_second() > 0) {
-      absl::StrAppend(&text, " (own pace ", Tokens(slow.reference_tokens_per_second()), " tokens/s, plan ",
-                      Tokens(slow.plan_tokens_per_second()), ")");
-    }
-    row("slowdown", text);
+    const std::string said = HtmlEscape(text::SlowdownText(slow));
+    row("slowdown", slow.active() ? absl::StrCat("<span class=\"flag\">", said, "</span>") : said);
   }
   row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
                            Hours(s.reliability().plan_mtbf_seconds()), " planned"));
@@ -539,13 +556,7 @@ std::string RunPageHtml(const RunPageInput& in) {
              {},
              std::nan("")};  // not from 0: a slowdown of a few percent shows
   Series rate{"tokens per productive second", kBlue, "", {}};
-  for (size_t i = 1; i < stood.size(); ++i) {
-    const double work = stood[i]->time_seconds().productive() - stood[i - 1]->time_seconds().productive();
-    const double gained = static_cast<double>(stood[i]->tokens() - stood[i - 1]->tokens());
-    // A stretch of under ten minutes' work says little; a restore's drop is not a rate.
-    if (work < 600 || gained <= 0) continue;
-    rate.points.emplace_back(Seconds(stood[i]->as_of()), gained / work / 1e6);
-  }
+  for (const auto& [x, y] : ThroughputPoints(stood)) rate.points.emplace_back(x, y / 1e6);
   pace.series = {rate};
   const v1::Slowdown& sd = s.slowdown();
   if (sd.reference_tokens_per_second() > 0) {

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -37,6 +38,12 @@ struct RunPageInput {
 // One run: the summary header, the finish-date trajectory, the failure budget against its
 // allowance, where the wall time went and the interruptions by cause.
 std::string RunPageHtml(const RunPageInput& input);
+
+// The throughput chart's points, (Unix seconds, tokens per productive second), from the
+// stored history's points that carry the run's state, oldest first: each the rate over a
+// stretch of at least a twentieth of the work shown, clamped to 1-10 minutes of work, so a
+// short run or a thinned backfill draws a line.
+std::vector<std::pair<double, double>> ThroughputPoints(const std::vector<const v1::ForecastPoint*>& points);
 
 // Every run: its state, progress, P50 finish and slip, failure budget used; each links to
 // its page (relative links: the list is served at /runs/).

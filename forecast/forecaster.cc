@@ -967,7 +967,9 @@ Forecast Combine(Forecast f, const Simulation& sim) {
   for (const Future& fu : sim.futures) {
     f.futures.push_back({fu, std::max(f.as_of, AtOffset(sim.as_of, fu.finish_p50_seconds + shift))});
   }
-  f.slip_seconds = absl::ToDoubleSeconds(f.finish_p50 - f.plan_finish);
+  // Against the plan's own P50: a run on plan reads about 0 (the committed finish holds
+  // contingency and the P90 failure budget, so it would read early).
+  f.slip_seconds = absl::ToDoubleSeconds(f.finish_p50 - f.plan_expected_finish);
   f.deadline_probability = sim.deadline_probability;
   f.exhaustion_probability = sim.exhaustion_probability;
   f.projected_at_finish_seconds = f.consumed_seconds + sim.future_loss_p50_seconds;

@@ -26,7 +26,8 @@ using planner::PlanSpec;
 struct ForecastPrior {
   int64_t target_tokens = 0;
   absl::Time plan_start = absl::UnixEpoch();
-  absl::Time plan_finish = absl::UnixEpoch();
+  absl::Time plan_finish = absl::UnixEpoch();           // committed: the deadline's and the alerts'
+  absl::Time plan_expected_finish = absl::UnixEpoch();  // the plan's P50, which the slip is against
   std::optional<absl::Time> deadline;
   double plan_tokens_per_second = 0;
   double peak_tokens_per_second = 0;     // the fleet at 100% MFU (0: unknown)
@@ -172,9 +173,10 @@ struct Forecast {
   absl::Time finish_p10 = absl::UnixEpoch();
   absl::Time finish_p50 = absl::UnixEpoch();
   absl::Time finish_p90 = absl::UnixEpoch();
-  absl::Time plan_finish = absl::UnixEpoch();
+  absl::Time plan_finish = absl::UnixEpoch();           // committed (contingency, P90 budget)
+  absl::Time plan_expected_finish = absl::UnixEpoch();  // the plan's own P50
   std::optional<absl::Time> deadline;
-  double slip_seconds = 0;          // finish_p50 - plan_finish
+  double slip_seconds = 0;          // finish_p50 - plan_expected_finish: ~0 on plan
   double deadline_probability = 0;  // P(finish <= deadline), 0 without one
 
   // Failure budget.

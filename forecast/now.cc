@@ -8,6 +8,7 @@
 
 #include "forecast/forecaster.h"
 #include "forecast/forecaster_internal.h"
+#include "planner/formulas.h"
 
 namespace flightplan::forecast {
 
@@ -23,6 +24,7 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   f.recent_tokens_per_second = snap.recent_tokens_per_second;
   f.plan_tokens_per_second = prior.plan_tokens_per_second;
   f.plan_finish = prior.plan_finish;
+  f.plan_expected_finish = prior.plan_expected_finish;
   f.deadline = prior.deadline;
   f.finish_p10 = f.finish_p50 = f.finish_p90 = f.finished ? s.last_time : prior.plan_finish;
 
@@ -99,7 +101,7 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   if (hour_rate > 0) f.naive_recent_finish = AtOffset(f.as_of, remaining_tokens / hour_rate);
   if (f.finished) {
     f.naive_lifetime_finish = f.naive_recent_finish = s.last_time;
-    f.slip_seconds = absl::ToDoubleSeconds(s.last_time - prior.plan_finish);
+    f.slip_seconds = absl::ToDoubleSeconds(s.last_time - prior.plan_expected_finish);
     f.deadline_probability = prior.deadline && s.last_time <= *prior.deadline ? 1 : 0;
     f.exhaustion_probability = prior.budget_seconds > 0 && f.remaining_seconds < 0 ? 1 : 0;
   }

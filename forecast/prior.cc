@@ -21,6 +21,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.target_tokens = static_cast<int64_t>(plan.data.tokens);
   p.plan_start = r.schedule.start_time;
   p.plan_finish = r.schedule.finish_time;
+  p.plan_expected_finish = r.schedule.expected_finish_time;
   p.deadline = plan.deadline;
   p.plan_tokens_per_second = r.compute.tokens_per_second;
   p.peak_tokens_per_second = r.compute.mfu > 0 ? r.compute.tokens_per_second / r.compute.mfu : 0;

@@ -40,6 +40,9 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
                             const std::vector<Variant>& variants, std::optional<absl::Time> deadline,
                             const ForecastOptions& options) {
   const PlanReport base = planner::ComputePlan(plan);
+  // The plan's end-to-end figure belongs to its layout: a variant keeps the efficiency
+  // while busy and pays its own bubble (planner::ComputeVariant).
+  const std::optional<double> figure_bubble = planner::FigureBubble(plan);
   ForecastPrior prior = PriorFromPlan(plan, base);
   if (deadline) prior.deadline = *deadline;
   const RunSnapshot snap = Snapshot(state, now);
@@ -47,19 +50,37 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     return r.schedule.active_compute_seconds > 0 ? r.checkpoint.overhead_seconds / r.schedule.active_compute_seconds
                                                  : 0.0;
   };
-  const double base_ckpt = ckpt_per_compute(base);
+  // A change of checkpoint interval is a change from what the run does, not from the plan:
+  // once the run has shown its cadence (the usual time between two saves), the overhead and
+  // the rework per interruption are compared with the plan saving at that cadence. The
+  // forecast's overhead is the run's own (its observed save cost), so a new interval scales
+  // it by cadence over interval, as Daly's advice in the status weighs the observed cost.
+  const PlanReport* cadence_base = &base;
+  PlanReport at_cadence;
+  if (state.typical_checkpoint_gap > 0) {
+    // The interval is the work between two saves: the usual gap less the save's own blocking.
+    const double blocking = state.checkpoint_count > 0 ? state.checkpoint_blocking_sum / state.checkpoint_count : 0.0;
+    PlanSpec as_run = plan;
+    as_run.checkpoint.interval_seconds =
+        std::max(state.typical_checkpoint_gap - blocking, 0.5 * state.typical_checkpoint_gap);
+    at_cadence = planner::ComputePlan(as_run);  // a reference for ratios: its findings do not apply
+    cadence_base = &at_cadence;
+  }
 
-  auto forecast = [&](Outcome& out, const PlanReport& r, bool absolute_mtbf) {
+  auto forecast = [&](Outcome& out, const PlanReport& r, bool absolute_mtbf, bool interval_changed) {
+    const PlanReport& ref = interval_changed ? *cadence_base : base;
+    const double ref_ckpt = ckpt_per_compute(ref);
     ForecastPrior p = prior;
     p.change.rate_scale = Ratio(r.compute.tokens_per_second, base.compute.tokens_per_second);
     p.change.failure_scale = Ratio(base.failures.job_mtbf_seconds, r.failures.job_mtbf_seconds);
     if (absolute_mtbf && r.failures.job_mtbf_seconds > 0) p.change.failure_rate_ahead = 1 / r.failures.job_mtbf_seconds;
-    p.change.loss_shift_seconds =
-        r.failures.loss_per_interruption_seconds - base.failures.loss_per_interruption_seconds;
-    p.change.checkpoint_scale = base_ckpt > 0 ? ckpt_per_compute(r) / base_ckpt : 1.0;
+    p.change.loss_shift_seconds = r.failures.loss_per_interruption_seconds - ref.failures.loss_per_interruption_seconds;
+    p.change.checkpoint_scale = ref_ckpt > 0 ? ckpt_per_compute(r) / ref_ckpt : 1.0;
     const Simulation sim = Simulate(state, p, now, options);
     const Forecast f = Combine(ForecastNow(state, p, now), sim);
     out.gpus = r.fleet.gpus;
+    out.mfu = r.compute.mfu;
+    out.bubble_fraction = r.compute.bubble_fraction;
     out.tokens_per_second = sim.forecast_tokens_per_second;
     out.mtbf_seconds =
         p.change.failure_rate_ahead ? r.failures.job_mtbf_seconds : sim.mtbf_seconds / p.change.failure_scale;
@@ -83,7 +104,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
   std::vector<Outcome> out;
   Outcome baseline;
   baseline.name = "baseline";
-  forecast(baseline, base, false);
+  forecast(baseline, base, false, false);
   out.push_back(std::move(baseline));
 
   for (const Variant& v : variants) {
@@ -132,7 +153,8 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
       changed.efficiency.busy_mfu.reset();
       changed.efficiency.busy_hfu.reset();
     }
-    const PlanReport r = planner::ComputePlan(changed);
+    // A typed MFU is the variant's own, end to end on its layout.
+    const PlanReport r = planner::ComputeVariant(changed, v.mfu ? std::nullopt : figure_bubble);
     for (const planner::Finding& f : r.findings) {
       // The plan's own deadline is the forecast's question, not a rule the change breaks.
       if (f.severity == planner::Severity::kError && f.code != "DEADLINE_MISSED") {
@@ -140,7 +162,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
       }
     }
     o.broken = !o.errors.empty();
-    if (!o.broken) forecast(o, r, v.node_mtbf_hours.has_value());
+    if (!o.broken) forecast(o, r, v.node_mtbf_hours.has_value(), v.checkpoint_interval_seconds.has_value());
     out.push_back(std::move(o));
   }
   return out;

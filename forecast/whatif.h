@@ -4,7 +4,8 @@
 // interval, asynchronous saves, a node MTBF, a restart time, an MFU); the planner computes
 // the changed plan, and its ratios to the plan move what the forecaster believes of the run
 // (ForecastPrior::Change): the run's evidence where it has shown some, the plan where not,
-// then the change as the planner computes it. A node MTBF in hours is the exception: it is
+// then the change as the planner computes it (planner::ComputeVariant: the plan's efficiency
+// while busy held, each fleet's own bubble charged). A node MTBF in hours is the exception: it is
 // the failure rate ahead, absolutely (node_mtbf_factor is the ratio). A variant the planner finds broken is
 // reported with its findings and not forecast. Pure: `now` is a parameter.
 #ifndef FLIGHTPLAN_FORECAST_WHATIF_H_
@@ -42,6 +43,9 @@ struct Outcome {
   bool broken = false;              // the planner refused the changed plan
   std::vector<std::string> errors;  // its error findings (code: message), or why not applied
   uint32_t gpus = 0;
+  // The efficiency the changed plan assumes: MFU end to end and its pipeline's bubble (an
+  // end-to-end figure keeps its efficiency while busy on every fleet).
+  double mfu = 0, bubble_fraction = 0;
   double tokens_per_second = 0;  // what the forecast centres on
   double mtbf_seconds = 0;       // the job MTBF the forecast draws around
   absl::Time finish_p10 = absl::InfinitePast(), finish_p50 = absl::InfinitePast(), finish_p90 = absl::InfinitePast();

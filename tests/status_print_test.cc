@@ -3,10 +3,13 @@
 
 #include <string>
 
-#include "cli/units.h"
 #include "gtest/gtest.h"
+#include "text/units.h"
 
 namespace flightplan::cli {
+
+namespace units = text::units;  // the one rendering of numbers, shared with the run page
+
 namespace {
 
 v1::RunStatus NewRun() {

@@ -70,6 +70,11 @@ def main():
         exprs.append(("variable $run", m.group(1)))
 
         failures = []
+        # Grafana keys a panel's queries by refId: two alike and one hides the other.
+        for panel in dashboard["panels"]:
+            ids = [target["refId"] for target in panel["targets"]]
+            if len(ids) != len(set(ids)):
+                failures.append(f'panel "{panel["title"]}": refIds {ids} repeat')
         for where, expr in exprs:
             try:
                 result = wait_for(f"{where}: {expr}", lambda: query(prom_port, expr), interval=0.5,

@@ -1,11 +1,11 @@
-#include "cli/units.h"
+#include "text/units.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace flightplan::cli::units {
+namespace flightplan::text::units {
 
 std::string Si(double value, const std::string& unit) {
   static const char* const kPrefixes[] = {"", "k", "M", "G", "T", "P", "E", "Z", "Y"};
@@ -59,4 +59,4 @@ std::string Counted(double value, const std::string& noun) {
   return Count(value) + " " + noun + (value == 1 ? "" : "s");
 }
 
-}  // namespace flightplan::cli::units
+}  // namespace flightplan::text::units

@@ -1,12 +1,13 @@
-// Humane renderings of numbers for terminal output: 4.37e24 FLOPs, 980 GB, 37.2 days.
-#ifndef FLIGHTPLAN_CLI_UNITS_H_
-#define FLIGHTPLAN_CLI_UNITS_H_
+// Humane renderings of numbers: 4.37e24 FLOPs, 980 GB, 37.2 days. One rendering for the
+// command line and the run page (text/run_figures), so they print a figure alike.
+#ifndef FLIGHTPLAN_TEXT_UNITS_H_
+#define FLIGHTPLAN_TEXT_UNITS_H_
 
 #include <string>
 
 #include "absl/time/time.h"
 
-namespace flightplan::cli::units {
+namespace flightplan::text::units {
 
 // Decimal SI prefix with three significant digits: Si(1.62e18, "FLOP/s") = "1.62 EFLOP/s".
 std::string Si(double value, const std::string& unit);
@@ -24,6 +25,6 @@ std::string Percent(double ratio, int decimals = 1);
 std::string Date(absl::Time t);      // 2027-02-10 14:05 UTC
 std::string DateOnly(absl::Time t);  // 2027-02-10
 
-}  // namespace flightplan::cli::units
+}  // namespace flightplan::text::units
 
-#endif  // FLIGHTPLAN_CLI_UNITS_H_
+#endif  // FLIGHTPLAN_TEXT_UNITS_H_

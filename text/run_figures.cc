@@ -1,0 +1,58 @@
+#include "text/run_figures.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "text/units.h"
+
+namespace flightplan::text {
+
+absl::Time TimeOf(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return absl::InfinitePast();
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+std::string PlanFinishText(const v1::Forecast& f) {
+  std::string out;
+  if (f.has_plan_expected_finish()) {
+    absl::StrAppend(&out, "expected ", units::Date(TimeOf(f.plan_expected_finish())));
+    if (f.has_plan_finish()) absl::StrAppend(&out, ", committed ", units::Date(TimeOf(f.plan_finish())));
+  } else {
+    absl::StrAppend(&out, f.has_plan_finish() ? units::Date(TimeOf(f.plan_finish())) : std::string("-"));
+  }
+  if (f.has_finish_p50()) {
+    absl::StrAppend(&out, "; P50 ", f.slip_seconds() >= 0 ? "later by " : "earlier by ",
+                    units::Duration(std::fabs(f.slip_seconds())));
+  }
+  return out;
+}
+
+double Goodput(const v1::TimeSeconds& t) { return t.elapsed() > 0 ? t.productive() / t.elapsed() : 0; }
+
+std::string GoodputText(const v1::TimeSeconds& t) { return ShareText(t, t.productive()); }
+
+std::string ShareText(const v1::TimeSeconds& t, double seconds) {
+  return t.elapsed() > 0 ? units::Percent(seconds / t.elapsed()) : "-";
+}
+
+std::string RateText(double tokens_per_second) { return units::Si(tokens_per_second, "tokens/s"); }
+
+std::string SlowdownText(const v1::Slowdown& sd) {
+  const std::string pace = sd.reference_tokens_per_second() > 0
+                               ? absl::StrCat("own pace ", RateText(sd.reference_tokens_per_second()), ", noise ",
+                                              units::Percent(sd.noise(), 1))
+                               : "";
+  if (sd.active()) {
+    return absl::StrCat("ACTIVE since ", units::Date(TimeOf(sd.since())), ": ", units::Percent(sd.factor() - 1, 1),
+                        " slower than its ", pace, "; cost ", units::Duration(sd.seconds()), " so far, ",
+                        units::Duration(sd.projected_seconds()), " if it lasts to the finish");
+  }
+  if (sd.count() > 0) {
+    return absl::StrCat(sd.count(), " found, cost ", units::Duration(sd.seconds()), "; the latest ",
+                        units::Percent(sd.factor() - 1, 1), " slower, ", units::Date(TimeOf(sd.since())), " to ",
+                        units::Date(TimeOf(sd.until())), pace.empty() ? "" : absl::StrCat(" (", pace, ")"));
+  }
+  return pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")");
+}
+
+}  // namespace flightplan::text
