@@ -290,6 +290,64 @@ TEST(PublishedMoE, DeepSeekV3OnGb200KeepsItsAllToAllInsideTheNvl72) {
   EXPECT_NE(ep->message.find("layout.ep 64 spans 8 scale-up domains of 8 GPUs"), std::string::npos) << ep->message;
 }
 
+// Llama 3 405B's pre-training (Dubey et al. 2024, "The Llama 3 Herd of Models", sec. 3.3.2
+// and table 4): 126 layers on pp 16, 8,192-token sequences on 16,384 H100s as tp 8 x pp 16 x
+// dp 128; "we reduce one Transformer layer each from the first and the last stages" for the
+// embedding's and the loss's memory and compute: 7 layers on each end, 8 on the 14 between
+// (Megatron-LM's --decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7).
+TEST(PublishedDense, Llama3_405BTakesALayerOffEachEnd) {
+  PlanSpec p = Flagship();
+  p.name = "llama3-405b";
+  p.deadline.reset();
+  p.model.params = 405e9;
+  p.model.layers = 126;
+  p.model.hidden = 16384;
+  p.model.heads = 128;
+  p.model.kv_heads = 8;
+  p.model.seq_len = 8192;
+  p.model.vocab_size = 128256;
+  p.data.tokens = 15'600'000'000'000;
+  p.data.dataset_tokens.reset();
+  p.fleet.gpus = 16384;
+  p.layout = {};
+  p.layout.tp = 8;
+  p.layout.pp = 16;
+  p.layout.dp = 128;
+  p.layout.micro_batch = 1;
+  p.layout.grad_accum = 16;  // 2,048 sequences of 8,192: the 16M tokens of table 4
+  p.layout.zero_stage = 1;
+  p.efficiency = {};
+  // Table 4's 41% MFU is end to end under Meta's own interleaved schedule, which these keys
+  // cannot state with virtual stages (Megatron-LM wants each stage's layers, 7 and 8,
+  // divisible by them); at pp 16 and 16 micro-batches without interleaving it would need
+  // more than the peak while busy. The split is what is checked here: 41% while busy.
+  p.efficiency.busy_mfu = 0.41;
+  // The paper does not state its recomputation; selective does not fit a middle stage's 15
+  // micro-batches in flight in 80 GB, so this plan recomputes in full.
+  p.efficiency.recompute = "full";
+  // The even default: ceil(126 / 16) = 8 layers on the fullest stage, and a warning.
+  const PlanReport even = ComputePlan(p);
+  EXPECT_NE(even.Find("LAYERS_NOT_DIVISIBLE_BY_PP"), nullptr);
+  // The paper's split: the warning gone, the ends' memory from 7 layers, a middle stage's 8.
+  p.layout.first_stage_layers = 7;
+  p.layout.last_stage_layers = 7;
+  const PlanReport r = ComputePlan(p);
+  for (const Finding& f : r.findings) EXPECT_NE(f.severity, Severity::kError) << f.code << ": " << f.message;
+  EXPECT_EQ(r.Find("LAYERS_NOT_DIVISIBLE_BY_PP"), nullptr);
+  EXPECT_EQ(r.Find("PIPELINE_SPLIT_INVALID"), nullptr);
+  ASSERT_EQ(r.memory.stages.size(), 3u);
+  EXPECT_EQ(r.memory.stages[0].layers, 7u);
+  EXPECT_EQ(r.memory.stages[1].layers, 7u);
+  EXPECT_EQ(r.memory.stages[2].layers, 8u);
+  // The fullest stage's 8 layers set the pace, where the average stage holds 126 / 16: with
+  // m = 16 micro-batches, 1 - m·126/16 / (m·8 + (pp - 1)·8).
+  EXPECT_NEAR(r.compute.bubble_fraction, 1 - 16.0 * 126 / 16 / (16.0 * 8 + 15 * 8), 1e-12);
+  // 14 on the first stage leaves 105 layers for 14 middle stages, 7.5 each: Megatron-LM
+  // refuses an uneven middle, and so does the plan.
+  p.layout.first_stage_layers = 14;
+  EXPECT_NE(ComputePlan(p).Find("PIPELINE_SPLIT_INVALID"), nullptr);
+}
+
 TEST(PublishedMoE, ExpertsMustSplitOverEp) {
   // Mixtral 8x7B has 8 experts (Jiang et al. 2024, "Mixtral of Experts"): ep 16 cannot hold
   // whole ones, and Megatron-LM refuses ("Number of experts should be a multiple of expert
