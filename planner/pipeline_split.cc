@@ -157,14 +157,21 @@ PipelineSplit FromLayout(const SplitSpec& spec) {
   return out;
 }
 
-// The embedding and the loss counted as layers (get_num_layers_to_build, the
-// account_for_* branch; TransformerConfig.__post_init__ and validate_args for the checks).
-PipelineSplit Accounted(const SplitSpec& spec, uint32_t v) {
+// A split of the plan's own keys over `v` virtual stages, the loss on the last rank, its
+// chunks still to fill.
+PipelineSplit Given(const SplitSpec& spec, uint32_t v) {
   PipelineSplit out;
   out.pp = spec.pp;
   out.virtual_stages = v;
   out.given = true;
   out.loss_rank = spec.pp - 1;
+  return out;
+}
+
+// The embedding and the loss counted as layers (get_num_layers_to_build, the
+// account_for_* branch; TransformerConfig.__post_init__ and validate_args for the checks).
+PipelineSplit Accounted(const SplitSpec& spec, uint32_t v) {
+  PipelineSplit out = Given(spec, v);
   const uint32_t e = spec.account_for_embedding ? 1 : 0, l = spec.account_for_loss ? 1 : 0;
   const uint64_t slots = uint64_t{spec.layers} + e + l;
   if (slots % spec.pp != 0) {
@@ -203,11 +210,7 @@ PipelineSplit Accounted(const SplitSpec& spec, uint32_t v) {
 // Their own counts on the first and last ranks, the rest even over the middle ones
 // (TransformerConfig.__post_init__'s "Uneven PP" branch, get_num_layers_to_build).
 PipelineSplit FirstAndLast(const SplitSpec& spec, uint32_t v) {
-  PipelineSplit out;
-  out.pp = spec.pp;
-  out.virtual_stages = v;
-  out.given = true;
-  out.loss_rank = spec.pp - 1;
+  PipelineSplit out = Given(spec, v);
   int64_t rest = spec.layers;
   uint32_t middle = spec.pp;
   for (auto [name, count] : {std::pair{"first", spec.first_stage_layers}, {"last", spec.last_stage_layers}}) {
