@@ -12,6 +12,7 @@
 #include "forecast/event.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "text/hostlist.h"
 
 namespace flightplan::cli {
 namespace {
@@ -71,9 +72,11 @@ bool NodeFailed(const SlurmNode& n) {
          s.find("fail") != std::string::npos;
 }
 
-// The node list as Slurm prints it, one name per node when it is a plain list ("a,b"); a
-// range ("gpu[01-04]") is kept whole, and matched by its prefix.
+// The node list as Slurm prints it, one name per node in Slurm's order (the ranks' order):
+// "gpu-[01-04],login" expanded as Slurm expands it (text/hostlist). A list Slurm itself
+// would refuse is kept as its comma-separated parts, a range whole, matched by its prefix.
 std::vector<std::string> Nodes(const std::string& list) {
+  if (absl::StatusOr<std::vector<std::string>> hosts = text::ExpandHostlist(list); hosts.ok()) return *hosts;
   std::vector<std::string> out;
   for (absl::string_view n : absl::StrSplit(list, ',', absl::SkipEmpty())) out.emplace_back(n);
   return out;
@@ -97,33 +100,38 @@ std::optional<absl::Time> LocalTime(absl::string_view text, absl::TimeZone zone)
   return std::nullopt;
 }
 
-// "node N: reason" for a node the run held that failed when it ended: accounting's event
-// whose span covers the end (it lasts after the node is back), else the node's reason while
-// sinfo still shows one. Slurm's times are whole seconds, and the node is marked down in the
+// A node the run held that failed when it ended, and its reason: accounting's event whose
+// span covers the end (it lasts after the node is back), else the node's reason while sinfo
+// still shows one. Slurm's times are whole seconds, and the node is marked down in the
 // second the job is ended, or a few before: a margin of kEventMargin either side.
 constexpr absl::Duration kEventMargin = absl::Seconds(5);
-std::optional<std::string> FailedNodeReason(const std::vector<std::string>& held, std::optional<absl::Time> end,
-                                            const std::vector<SlurmNode>& nodes,
-                                            const std::vector<SlurmNodeEvent>& events) {
+struct FailedNode {
+  std::string node, reason;
+};
+std::optional<FailedNode> FindFailedNode(const std::vector<std::string>& held, std::optional<absl::Time> end,
+                                         const std::vector<SlurmNode>& nodes,
+                                         const std::vector<SlurmNodeEvent>& events) {
   if (end) {
     for (const SlurmNodeEvent& e : events) {
       if (!Holds(held, e.node) || e.reason.empty() || *e.start > *end + kEventMargin) continue;
       if (e.end && *e.end < *end - kEventMargin) continue;
-      return absl::StrCat("node ", e.node, ": ", e.reason);
+      return FailedNode{e.node, e.reason};
     }
   }
   for (const SlurmNode& n : nodes) {
-    if (Holds(held, n.name) && !n.reason.empty()) return absl::StrCat("node ", n.name, ": ", n.reason);
+    if (Holds(held, n.name) && !n.reason.empty()) return FailedNode{n.name, n.reason};
   }
   return std::nullopt;
 }
 
-// A NODE_FAIL record's cause, with the failed node and its reason in the detail.
+// A NODE_FAIL record's cause, with the failed node (Interruption.nodes) and its reason in
+// the detail.
 void NameFailedNode(SlurmCause& cause, const SlurmRunRecord& rec, const std::vector<std::string>& held,
                     const std::vector<SlurmNode>& nodes, const std::vector<SlurmNodeEvent>& events) {
   if (rec.state != "NODE_FAIL") return;
-  if (std::optional<std::string> why = FailedNodeReason(held, rec.end, nodes, events)) {
-    absl::StrAppend(&cause.detail, ", ", *why);
+  if (std::optional<FailedNode> failed = FindFailedNode(held, rec.end, nodes, events)) {
+    absl::StrAppend(&cause.detail, ", node ", failed->node, ": ", failed->reason);
+    cause.nodes = {failed->node};
   }
 }
 
@@ -333,6 +341,7 @@ void SlurmFollower::Start(std::vector<v1::Event>& out, const Key& key, Launch& l
   *e.mutable_time() = convert::TimeToProto(at);
   e.mutable_job_started()->set_attempt(launch.attempt);
   e.mutable_job_started()->set_launch(name);
+  for (const std::string& n : launch.nodes) e.mutable_job_started()->add_nodes(n);
   out.push_back(std::move(e));
   launch.started_sent = true;
 }
@@ -350,6 +359,7 @@ void SlurmFollower::End(std::vector<v1::Event>& out, const Key& key, Launch& lau
   i->set_cause(cause.cause);
   i->set_planned(cause.planned);
   i->set_detail(Clip(cause.detail, 4096));
+  for (const std::string& n : cause.nodes) i->add_nodes(n);
   out.push_back(std::move(e));
   launch.ended_sent = true;
 }
@@ -381,8 +391,8 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         std::optional<absl::Time> start = rec ? rec->start : std::nullopt;
         if (!start && rec) start = rec->end;
         if (!start) continue;  // nothing lasting says when; the next run's start still counts
-        Start(out, {j.job_id, r}, l, *start);
         if (rec) l.nodes = Nodes(rec->nodes);
+        Start(out, {j.job_id, r}, l, *start);
       }
       // Why it went back to the queue: its record, else the nodes it held, else an
       // operator's requeue. When: the record's end, else the job's new submit time.
@@ -396,9 +406,11 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         // A requeue by hand or by a node's failure: the node's state tells them apart.
         for (const SlurmNode& n : nodes) {
           if (Holds(l.nodes, n.name) && NodeFailed(n)) {
-            cause = {"node", false,
+            cause = {"node",
+                     false,
                      absl::StrCat("Slurm: requeued, node ", n.name, " ", n.state,
-                                  n.reason.empty() ? "" : absl::StrCat(": ", n.reason))};
+                                  n.reason.empty() ? "" : absl::StrCat(": ", n.reason)),
+                     {n.name}};
             break;
           }
         }
@@ -418,8 +430,8 @@ std::vector<v1::Event> SlurmFollower::Observe(const std::vector<SlurmJob>& jobs,
         (j.state == "RUNNING" || j.state == "COMPLETING" || j.state == "SUSPENDED" || Ended(j.state))) {
       const bool never_ran = Ended(j.state) && j.start && j.end && *j.start > *j.end;  // cancelled while waiting
       if (j.start && !never_ran) {
-        Start(out, {j.job_id, j.restarts}, now, *j.start);
         if (now.nodes.empty()) now.nodes = Nodes(j.nodes);
+        Start(out, {j.job_id, j.restarts}, now, *j.start);
       }
     }
     if (Ended(j.state) && now.started_sent) {

@@ -114,6 +114,7 @@ struct SlurmCause {
   std::string cause;
   bool planned = false;
   std::string detail;
+  std::vector<std::string> nodes;  // the failed node, when Slurm names one (Interruption.nodes)
 };
 // From a job's end state. `resubmits`: the job comes back by itself (set to requeue, or
 // another job of its chain or array waits), so a time limit is the plan's.

@@ -103,6 +103,32 @@ void MarksFromProto(const google::protobuf::RepeatedPtrField<v1::RunStateSnapsho
   }
 }
 
+// The hosts an event names (JobStarted.nodes, Interruption.nodes): each a hostname or an
+// address, 1 to 255 of [A-Za-z0-9._-] (a list in one name, "gpu-[1-4]" or "a,b", is a
+// client's mistake).
+absl::Status CheckNodes(const google::protobuf::RepeatedPtrField<std::string>& nodes, const char* field,
+                        const std::string& run) {
+  constexpr int kMaxNodes = 65536;
+  if (nodes.size() > kMaxNodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", nodes.size(), " names, more than ", kMaxNodes, " (run ", run, ")"));
+  }
+  for (int i = 0; i < nodes.size(); ++i) {
+    const std::string& n = nodes[i];
+    const bool bad_char = std::any_of(n.begin(), n.end(), [](char c) {
+      return !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+               c == '_');
+    });
+    if (n.empty() || n.size() > 255 || bad_char) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "] '", n.substr(0, 64),
+                                                     "' is not a hostname (1 to 255 of a-z, A-Z, 0-9, '-', '.', "
+                                                     "'_'; a Slurm list such as 'gpu-[1-4]' is expanded first) (run ",
+                                                     run, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string Deterministic(const google::protobuf::MessageLite& m) {
@@ -140,12 +166,23 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.attempt = p.job_started().attempt();
       e.restored_step = p.job_started().restored_step();
       e.launch = p.job_started().launch();
+      if (absl::Status st = CheckNodes(p.job_started().nodes(), "job_started.nodes", p.run()); !st.ok()) return st;
+      e.nodes.assign(p.job_started().nodes().begin(), p.job_started().nodes().end());
+      e.gpus = p.job_started().gpus();
       break;
     case v1::Event::kSteps:
       e.kind = EventKind::kSteps;
       e.step = p.steps().step();
       e.tokens = p.steps().tokens();
       e.rank_spread = p.steps().rank_spread();
+      if (p.steps().has_slowest_rank()) {
+        if (p.steps().slowest_rank() < -1) {
+          return absl::InvalidArgumentError(absl::StrCat("steps.slowest_rank ", p.steps().slowest_rank(),
+                                                         " is not a rank (0 or more; -1: not said) (run ", p.run(),
+                                                         ")"));
+        }
+        e.slowest_rank = p.steps().slowest_rank();
+      }
       break;
     case v1::Event::kCheckpointSaved:
       e.kind = EventKind::kCheckpointSaved;
@@ -157,6 +194,8 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
       e.cause = p.interruption().cause();
       e.planned = p.interruption().planned();
       e.detail = p.interruption().detail();
+      if (absl::Status st = CheckNodes(p.interruption().nodes(), "interruption.nodes", p.run()); !st.ok()) return st;
+      e.nodes.assign(p.interruption().nodes().begin(), p.interruption().nodes().end());
       forecast::NormalizeCause(e);  // a word outside the vocabulary: "other", the word in the detail
       break;
     case v1::Event::kRunFinished:
@@ -183,12 +222,15 @@ v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
       p.mutable_job_started()->set_attempt(e.attempt);
       p.mutable_job_started()->set_restored_step(e.restored_step);
       p.mutable_job_started()->set_launch(e.launch);
+      for (const std::string& n : e.nodes) p.mutable_job_started()->add_nodes(n);
+      p.mutable_job_started()->set_gpus(e.gpus);
       break;
     case EventKind::kSteps:
       p.set_attempt(e.attempt);
       p.mutable_steps()->set_step(e.step);
       p.mutable_steps()->set_tokens(e.tokens);
       if (e.rank_spread != 0) p.mutable_steps()->set_rank_spread(e.rank_spread);
+      if (e.slowest_rank >= 0) p.mutable_steps()->set_slowest_rank(e.slowest_rank);
       break;
     case EventKind::kCheckpointSaved:
       p.set_attempt(e.attempt);
@@ -200,6 +242,7 @@ v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
       p.mutable_interruption()->set_cause(e.cause);
       p.mutable_interruption()->set_planned(e.planned);
       p.mutable_interruption()->set_detail(e.detail);
+      for (const std::string& n : e.nodes) p.mutable_interruption()->add_nodes(n);
       break;
     case EventKind::kRunFinished:
       p.set_attempt(e.attempt);

@@ -220,6 +220,18 @@ bool ReadObject(Reader& r, Field field) {
   return r.Eat('}');
 }
 
+// ["a", "b"]: strings only, appended to `out`.
+bool ReadStrings(Reader& r, google::protobuf::RepeatedPtrField<std::string>* out) {
+  if (!r.Eat('[')) return false;
+  if (r.Eat(']')) return true;
+  do {
+    std::string_view s;
+    if (!r.ReadString(s)) return false;
+    out->Add(std::string(s));
+  } while (r.Eat(','));
+  return r.Eat(']');
+}
+
 bool Is(std::string_view name, std::string_view proto, std::string_view camel) {
   return name == proto || name == camel;
 }
@@ -240,6 +252,10 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
       if (Is(f, "rank_spread", "rankSpread")) {
         double d = 0;
         return once(4) && r.ReadDouble(d) && (s->set_rank_spread(d), true);
+      }
+      if (Is(f, "slowest_rank", "slowestRank")) {
+        return once(8) && r.ReadInteger(v, true) && v >= std::numeric_limits<int32_t>::min() &&
+               v <= std::numeric_limits<int32_t>::max() && (s->set_slowest_rank(static_cast<int32_t>(v)), true);
       }
       return false;
     });
@@ -268,6 +284,11 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
         std::string_view s;
         return once(4) && r.ReadString(s) && (j->set_launch(s.data(), s.size()), true);
       }
+      if (f == "nodes") return once(8) && ReadStrings(r, j->mutable_nodes());
+      if (f == "gpus") {
+        return once(16) && r.ReadInteger(v, false) && v <= std::numeric_limits<uint32_t>::max() &&
+               (j->set_gpus(static_cast<uint32_t>(v)), true);
+      }
       return false;
     });
   }
@@ -281,6 +302,7 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
         bool b = false;
         return once(4) && r.ReadBool(b) && (in->set_planned(b), true);
       }
+      if (f == "nodes") return once(8) && ReadStrings(r, in->mutable_nodes());
       return false;
     });
   }
@@ -323,6 +345,15 @@ void AppendString(std::string_view s, std::string& out) {
     }
   }
   out += '"';
+}
+
+void AppendStrings(const google::protobuf::RepeatedPtrField<std::string>& v, std::string& out) {
+  out += '[';
+  for (int i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendString(v[i], out);
+  }
+  out += ']';
 }
 
 void AppendInt(int64_t v, std::string& out, bool quoted) {
@@ -438,6 +469,8 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       if (e.job_started().restored_step() != 0)
         key("restored_step"), AppendInt(e.job_started().restored_step(), out, true);
       if (!e.job_started().launch().empty()) key("launch"), AppendString(e.job_started().launch(), out);
+      if (!e.job_started().nodes().empty()) key("nodes"), AppendStrings(e.job_started().nodes(), out);
+      if (e.job_started().gpus() != 0) key("gpus"), AppendInt(e.job_started().gpus(), out, false);
       out += '}';
       break;
     case v1::Event::kSteps:
@@ -445,6 +478,7 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       if (e.steps().step() != 0) key("step"), AppendInt(e.steps().step(), out, true);
       if (e.steps().tokens() != 0) key("tokens"), AppendInt(e.steps().tokens(), out, true);
       if (e.steps().rank_spread() != 0) key("rank_spread"), AppendDouble(e.steps().rank_spread(), out);
+      if (e.steps().has_slowest_rank()) key("slowest_rank"), AppendInt(e.steps().slowest_rank(), out, false);
       out += '}';
       break;
     case v1::Event::kCheckpointSaved:
@@ -460,6 +494,7 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       if (!e.interruption().cause().empty()) key("cause"), AppendString(e.interruption().cause(), out);
       if (e.interruption().planned()) key("planned"), out += "true";
       if (!e.interruption().detail().empty()) key("detail"), AppendString(e.interruption().detail(), out);
+      if (!e.interruption().nodes().empty()) key("nodes"), AppendStrings(e.interruption().nodes(), out);
       out += '}';
       break;
     case v1::Event::kRunFinished:

@@ -1,6 +1,7 @@
 #include "forecast/event.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace flightplan::forecast {
 
@@ -41,7 +42,8 @@ bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t atte
   return a.time == b.time && a.kind == b.kind && attempt_a == attempt_b && a.restored_step == b.restored_step &&
          a.step == b.step && a.tokens == b.tokens && a.rank_spread == b.rank_spread &&
          a.blocking_seconds == b.blocking_seconds && a.cause == b.cause && a.planned == b.planned &&
-         a.source == b.source && a.launch == b.launch;
+         a.source == b.source && a.launch == b.launch && a.gpus == b.gpus && a.slowest_rank == b.slowest_rank &&
+         (a.kind == EventKind::kInterruption || a.nodes == b.nodes);
 }
 
 std::string FormatUtc(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone()); }
@@ -51,6 +53,8 @@ std::string Describe(const Event& e) {
   switch (e.kind) {
     case EventKind::kJobStarted:
       absl::StrAppend(&out, " attempt ", e.attempt, " restored step ", e.restored_step);
+      if (e.gpus > 0) absl::StrAppend(&out, " on ", e.gpus, " GPUs");
+      if (!e.nodes.empty()) absl::StrAppend(&out, " on ", e.nodes.size(), e.nodes.size() == 1 ? " node" : " nodes");
       break;
     case EventKind::kSteps:
       absl::StrAppend(&out, " step ", e.step, " tokens ", e.tokens);
@@ -60,6 +64,7 @@ std::string Describe(const Event& e) {
       break;
     case EventKind::kInterruption:
       absl::StrAppend(&out, " cause ", e.cause.empty() ? "unknown" : e.cause, e.planned ? " (planned)" : "");
+      if (!e.nodes.empty()) absl::StrAppend(&out, " on ", absl::StrJoin(e.nodes, ","));
       break;
     case EventKind::kRunFinished:
       break;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -30,11 +31,17 @@ struct Event {
   // launch the scheduler's name for it ("slurm:JOB.RESTARTS"), "" when it has none.
   int64_t restored_step = 0;
   std::string launch;
+  // kJobStarted: the launch's hosts in rank order ("" none known) and its GPUs (0 = the
+  // plan's fleet). kInterruption: the hosts its cause names.
+  std::vector<std::string> nodes;
+  uint32_t gpus = 0;
   // kSteps: step and the lineage's cumulative tokens. kCheckpointSaved: step.
   int64_t step = 0;
   int64_t tokens = 0;
   // kSteps: the slowest rank's compute time over the fastest's, minus 1; 0 = not said.
   double rank_spread = 0;
+  // kSteps: the rank the training names slowest; -1 = not said.
+  int32_t slowest_rank = -1;
   // kCheckpointSaved.
   double blocking_seconds = 0;
   // kInterruption.
@@ -49,9 +56,9 @@ struct Event {
 std::string EventKey(const Event& event, uint32_t attempt);
 
 // Whether two events with one key are the same event: every field but the id and an
-// interruption's free-text detail equal, with their attempts as resolved against the run
-// (`attempt_a`, `attempt_b`). A resend whose detail says more or less (a node's reason, gone
-// from Slurm once the node is back) is the same stop; the first detail is kept.
+// interruption's free-text detail and nodes equal, with their attempts as resolved against
+// the run (`attempt_a`, `attempt_b`). A resend whose detail or nodes say more or less (a
+// node's reason, gone from Slurm once the node is back) is the same stop; the first is kept.
 bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t attempt_b);
 
 // A time for messages: 2027-01-04T00:17:22Z (fractions of a second when there are any).

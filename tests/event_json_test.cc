@@ -2,10 +2,12 @@
 // JSON parser, which is the definition of what a line means.
 #include "convert/event_json.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "convert/event_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/event_log.h"
@@ -58,6 +60,19 @@ std::vector<v1::Event> Sample() {
   events.push_back(testing::CheckpointAt("run-1", 1e-9, -1, 1.0 / 3.0));
   events.push_back(testing::CheckpointAt("run-1", 2, 7, -0.0));
   events.push_back(testing::StartedAt("run-1", 0, 4294967295u, 9007199254740993));
+  // The nodes of a launch and of a stop, its GPUs, and the slowest rank (issue 39).
+  v1::Event on_nodes = testing::StartedAt("run-1", 3, 5, 1200);
+  for (const char* n : {"gpu-node-001", "gpu-node-002", "gpu-node-117"}) on_nodes.mutable_job_started()->add_nodes(n);
+  on_nodes.mutable_job_started()->set_gpus(4088);
+  events.push_back(on_nodes);
+  v1::Event blamed = testing::InterruptedAt("run-1", 4, "gpu", false);
+  blamed.mutable_interruption()->add_nodes("gpu-node-117");
+  events.push_back(blamed);
+  for (int rank : {0, 17, -1}) {
+    v1::Event slow = *std::find_if(events.begin(), events.end(), [](const v1::Event& e) { return e.has_steps(); });
+    slow.mutable_steps()->set_slowest_rank(rank);
+    events.push_back(slow);
+  }
   return events;
 }
 
@@ -94,6 +109,40 @@ TEST(EventJson, FastPathTakesProtobufsOwnPrintingInBothNamings) {
     // general parser.
     EXPECT_EQ(fast, total - 2) << (proto_names ? "proto names" : "lowerCamel names");
   }
+}
+
+// The nodes an event names and its slowest rank (issue 39), as the daemon takes them.
+TEST(EventConvert, NodesAreHostnamesAndTheSlowestRankARank) {
+  v1::Event started = testing::StartedAt("run-1", 0, 1, 0);
+  for (const char* n : {"gpu-node-117", "10.0.35.1", "n_7.cluster"}) started.mutable_job_started()->add_nodes(n);
+  started.mutable_job_started()->set_gpus(16);
+  absl::StatusOr<forecast::Event> e = convert::EventFromProto(started);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->nodes, (std::vector<std::string>{"gpu-node-117", "10.0.35.1", "n_7.cluster"}));
+  EXPECT_EQ(e->gpus, 16u);
+  EXPECT_EQ(convert::EventToProto(*e, "run-1").SerializeAsString(), started.SerializeAsString());
+  for (const char* bad : {"gpu-node-[1-2]", "a,b", "gpu node", ""}) {
+    v1::Event b = started;
+    b.mutable_job_started()->set_nodes(1, bad);
+    absl::StatusOr<forecast::Event> refused = convert::EventFromProto(b);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(std::string("job_started.nodes[1] '") + bad + "' is not a hostname"),
+              std::string::npos)
+        << refused.status();
+  }
+  v1::Event stop = testing::InterruptedAt("run-1", 4, "gpu", false);
+  stop.mutable_interruption()->add_nodes("bad/host");
+  EXPECT_NE(convert::EventFromProto(stop).status().message().find("interruption.nodes[0] 'bad/host'"),
+            std::string::npos);
+  v1::Event steps = testing::SyntheticRun("run-1", 3, 1)[1];
+  ASSERT_TRUE(steps.has_steps());
+  EXPECT_EQ(convert::EventFromProto(steps)->slowest_rank, -1);  // not said
+  steps.mutable_steps()->set_slowest_rank(17);
+  EXPECT_EQ(convert::EventFromProto(steps)->slowest_rank, 17);
+  steps.mutable_steps()->set_slowest_rank(-2);
+  EXPECT_NE(convert::EventFromProto(steps).status().message().find("steps.slowest_rank -2 is not a rank"),
+            std::string::npos);
 }
 
 TEST(EventJson, EdgesAgreeWithProtobuf) {

@@ -156,6 +156,17 @@ TEST(SlurmFollow, EveryLaunchAndEndOfARealJob) {
   EXPECT_NE(events[3].interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos)
       << events[3].interruption().detail();
   EXPECT_NE(events[3].interruption().detail().find(Read("node").substr(0, Read("node").size() - 1)), std::string::npos);
+  // And names it as Interruption.nodes (issue 39); each launch carries its NodeList, expanded.
+  const std::string node = Read("node").substr(0, Read("node").size() - 1);
+  EXPECT_EQ(std::vector<std::string>(events[3].interruption().nodes().begin(), events[3].interruption().nodes().end()),
+            std::vector<std::string>{node});
+  for (int i : {0, 2, 4}) {
+    EXPECT_EQ(std::vector<std::string>(events[i].job_started().nodes().begin(), events[i].job_started().nodes().end()),
+              std::vector<std::string>{node})
+        << i;
+  }
+  EXPECT_TRUE(events[1].interruption().nodes().empty());  // an operator's requeue blames no node
+  EXPECT_TRUE(events[5].interruption().nodes().empty());  // nor does a time limit
   // The time limit, at Slurm's end time; nothing brings the job back, so not planned.
   ASSERT_TRUE(events[5].has_interruption());
   EXPECT_EQ(T(events[5]), *timeout.end);
@@ -377,7 +388,10 @@ TEST(SlurmFollow, AWatcherAwayForANodesFailureNamesItsReasonFromAccounting) {
   EXPECT_EQ(with.interruption().cause(), "node");
   EXPECT_EQ(T(with), *acct[1].end);
   EXPECT_NE(with.interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos) << with.interruption().detail();
+  ASSERT_EQ(with.interruption().nodes_size(), 1);
+  EXPECT_EQ(with.interruption().nodes(0), events.front().node);
   EXPECT_EQ(without.interruption().cause(), "node");
+  EXPECT_TRUE(without.interruption().nodes().empty());  // no record names the node: not known
   EXPECT_EQ(without.interruption().detail().find("gpu_xid_79_on_gpu3"), std::string::npos);
 }
 

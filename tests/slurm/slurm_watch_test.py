@@ -138,6 +138,17 @@ try:
         check(len(launches) == 3 and len(own) >= 1,
               f"the trainer reported its {len(launches)} launches and {len(own)} of its stops itself, "
               f"each joined with the watcher's")
+        # Which nodes each launch ran on (issue 39): the watcher's from the job's NodeList, the
+        # trainer's from SLURM_JOB_NODELIST, both expanded; the node's failure names the node.
+        watched = [e for e in stored if "job_started" in e["event"] and e["event"].get("source") == "slurm"]
+        check(len(watched) == 3 and all(e["event"]["job_started"].get("nodes") == [c.node] for e in watched),
+              f"the watcher's launches name their node {c.node}: "
+              f"{[e['event']['job_started'].get('nodes') for e in watched]}")
+        check(all(e["event"]["job_started"].get("nodes") == [c.node] for e in launches),
+              f"the trainer's launches name their node {c.node}: "
+              f"{[e['event']['job_started'].get('nodes') for e in launches]}")
+        failed = t.stored("--id", f"slurm-{job}-1-end")[0]["event"]["interruption"]
+        check(failed.get("nodes") == [c.node], f"the node's failure names {c.node} in its nodes: {failed}")
         print("PASS")
 finally:
     if tracked:

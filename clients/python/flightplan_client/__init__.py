@@ -11,6 +11,7 @@ Every call returns at once and never raises into the training loop; a background
 batches, sends, retries, and spools to disk while the daemon is unreachable.
 """
 
+from flightplan_client.hostlist import expand_hostlist, slurm_nodes, torch_nodes
 from flightplan_client.tracker import Tracker
 
-__all__ = ["Tracker"]
+__all__ = ["Tracker", "expand_hostlist", "slurm_nodes", "torch_nodes"]

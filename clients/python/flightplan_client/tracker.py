@@ -14,6 +14,7 @@ import grpc
 from google.protobuf import json_format, timestamp_pb2
 
 from flightplan.v1 import event_pb2, tracker_pb2, tracker_pb2_grpc
+from flightplan_client.hostlist import slurm_nodes
 
 log = logging.getLogger("flightplan_client")
 
@@ -95,7 +96,7 @@ class Tracker:
             self._thread.start()
 
     # ---- events: each returns in microseconds ------------------------------------------
-    def job_started(self, attempt=None, restored_step=0, launch=None):
+    def job_started(self, attempt=None, restored_step=0, launch=None, nodes=None, gpus=None):
         """A launch. Without `attempt`, the daemon's run says: the attempt it already has for
         this launch (`flightplan slurm` reported it first), else one past its latest attempt
         (asked in the background, before the launch is sent), so a job that does not know
@@ -104,12 +105,23 @@ class Tracker:
 
         `launch` names the launch as the scheduler does; inside a Slurm job it defaults to
         "slurm:SLURM_JOB_ID.SLURM_RESTART_COUNT", as `flightplan slurm` names it, so that the
-        two reports of this launch are one attempt (docs/contract.md §4)."""
+        two reports of this launch are one attempt (docs/contract.md §4).
+
+        `nodes`: the launch's hosts in rank order (rank r on nodes[r // GPUs per node]), so a
+        failure or a slow rank can be blamed on its machine. Inside a Slurm job they default
+        to SLURM_JOB_NODELIST expanded; elsewhere pass `flightplan_client.torch_nodes()`
+        (a collective: call it on every rank). `gpus`: the GPUs this launch trains on, when
+        not the plan's fleet."""
         self.attempt = attempt or 0
         body = {"attempt": attempt or 0, "restored_step": restored_step}
         launch = launch if launch is not None else slurm_launch()
         if launch:
             body["launch"] = launch
+        nodes = list(nodes) if nodes is not None else slurm_nodes()
+        if nodes:
+            body["nodes"] = [str(n) for n in nodes]
+        if gpus:
+            body["gpus"] = int(gpus)
         self._enqueue("job_started", body)
 
     def step(self, step, tokens, rank_spread=None):
@@ -131,8 +143,13 @@ class Tracker:
         self._enqueue("checkpoint_saved", {"step": int(step), "blocking_seconds": float(blocking_seconds)},
                       key=f"c{int(step)}")
 
-    def interruption(self, cause, planned=False, detail=""):
-        self._enqueue("interruption", {"cause": cause, "planned": bool(planned), "detail": str(detail)[:4096]})
+    def interruption(self, cause, planned=False, detail="", nodes=None):
+        """The job stopped: `cause` a word of the vocabulary (docs/contract.md §4), `nodes`
+        the hosts the cause names when the training knows them (an Xid's host)."""
+        body = {"cause": cause, "planned": bool(planned), "detail": str(detail)[:4096]}
+        if nodes:
+            body["nodes"] = [str(n) for n in nodes]
+        self._enqueue("interruption", body)
 
     def run_finished(self):
         self._enqueue("run_finished", {})
