@@ -1,6 +1,7 @@
 #include "convert/event_convert.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "convert/plan_convert.h"
@@ -53,6 +54,8 @@ void SlowdownToProto(const forecast::SlowdownState& s, v1::RunStateSnapshot::Slo
     ps->set_reference_log_pace(st.reference_log_pace);
     ps->set_seconds(st.seconds);
     ps->set_tokens(st.tokens);
+    ps->set_node(st.node);
+    ps->set_node_final(st.node_final);
   }
   p->set_evicted_cost(s.evicted_cost);
   p->set_count(s.count);
@@ -75,6 +78,8 @@ forecast::SlowdownState SlowdownFromProto(const v1::RunStateSnapshot::Slowdown& 
     st.reference_log_pace = ps.reference_log_pace();
     st.seconds = ps.seconds();
     st.tokens = ps.tokens();
+    st.node = ps.node();
+    st.node_final = ps.node_final();
     s.stretches.push_back(st);
   }
   s.evicted_cost = p.evicted_cost();
@@ -294,6 +299,29 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_typical_rank_spread(s.typical_rank_spread);
   p.set_last_checkpoint_time_us(Micros(s.last_checkpoint_time));
   p.set_typical_checkpoint_gap(s.typical_checkpoint_gap);
+  if (s.node_book != nullptr) {
+    const forecast::NodeBook& b = *s.node_book;
+    auto* pb = p.mutable_node_book();
+    for (const auto& [node, use] : b.nodes) {
+      auto* pu = pb->add_nodes();
+      pu->set_node(node);
+      pu->set_attempts(use.attempts);
+      pu->set_held_seconds(use.held_seconds);
+      pu->set_failures(use.failures);
+      pu->set_slow_stretches(use.slow_stretches);
+    }
+    for (const auto& h : b.held) pb->add_held(h);
+    pb->set_held_gpus(b.held_gpus);
+    pb->set_held_since_us(b.held_since == absl::InfinitePast() ? 0 : Micros(b.held_since));
+    pb->set_overflow(b.overflow);
+  }
+  for (const auto& m : s.rank_marks) {
+    auto* pm = p.add_rank_marks();
+    pm->set_first_us(Micros(m.first));
+    pm->set_last_us(Micros(m.last));
+    pm->set_node(m.node);
+    pm->set_reports(m.reports);
+  }
   for (const auto& r : s.recent) {
     auto* pr = p.add_recent();
     pr->set_time_us(Micros(r.time));
@@ -419,6 +447,21 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.last_checkpoint_time =
       p.last_checkpoint_time_us() == 0 ? absl::InfinitePast() : FromMicros(p.last_checkpoint_time_us());
   s.typical_checkpoint_gap = p.typical_checkpoint_gap();
+  if (p.has_node_book()) {
+    auto b = std::make_shared<forecast::NodeBook>();
+    for (const auto& pu : p.node_book().nodes()) {
+      b->nodes[pu.node()] = {pu.attempts(), pu.held_seconds(), pu.failures(), pu.slow_stretches()};
+    }
+    b->held.assign(p.node_book().held().begin(), p.node_book().held().end());
+    b->held_gpus = p.node_book().held_gpus();
+    b->held_since =
+        p.node_book().held_since_us() == 0 ? absl::InfinitePast() : FromMicros(p.node_book().held_since_us());
+    b->overflow = p.node_book().overflow();
+    s.node_book = std::move(b);
+  }
+  for (const auto& pm : p.rank_marks()) {
+    s.rank_marks.push_back({FromMicros(pm.first_us()), FromMicros(pm.last_us()), pm.node(), pm.reports()});
+  }
   return s;
 }
 

@@ -368,6 +368,30 @@ void SaveAhead(RunState& s, int64_t step) {
   s.tokens_inferred = true;
 }
 
+// The run's node book, for a change: a copy when another state shares it.
+NodeBook& MutableBook(RunState& s) {
+  if (s.node_book == nullptr || s.node_book.use_count() > 1) {
+    s.node_book = s.node_book == nullptr ? std::make_shared<NodeBook>() : std::make_shared<NodeBook>(*s.node_book);
+  }
+  return const_cast<NodeBook&>(*s.node_book);  // sole owner: made above, or unshared
+}
+
+// The current launch's hold on its nodes ends at `at`.
+void ReleaseHeld(RunState& s, absl::Time at) {
+  if (s.node_book != nullptr && !s.node_book->held.empty()) ReleaseNodes(MutableBook(s), at);
+}
+
+// Names the node of each slow stretch not yet attributed for good, newest first: an active
+// one from the reports so far, an ended one once (then it is booked on its node).
+void AttributeStretches(RunState& s, absl::Time now) {
+  for (auto it = s.slowdown.stretches.rbegin(); it != s.slowdown.stretches.rend() && !it->node_final; ++it) {
+    it->node = s.rank_marks.empty() ? "" : SlowestNodeIn(s.rank_marks, it->start, it->active ? now : it->end);
+    if (it->active) continue;
+    it->node_final = true;
+    if (!it->node.empty()) BlameSlowStretch(MutableBook(s), it->node);
+  }
+}
+
 absl::Status Precondition(const std::string& message) { return absl::FailedPreconditionError(message); }
 
 }  // namespace
@@ -508,9 +532,11 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         ++s.unplanned_interruptions;
         s.down_planned = false;
         s.last_stop_unplanned = true;
+        ReleaseHeld(s, s.last_time);
       } else if (s.phase == Phase::kDown) {
         ChargeDown(s, gap);
       }
+      if (!e.nodes.empty()) HoldNodes(MutableBook(s), e.nodes, e.gpus, e.time);
       Restore(s, e.restored_step, e.attempt);
       s.pace_mark_valid = false;  // the next interval starts at the launch's first report
       s.phase = Phase::kStarting;
@@ -573,6 +599,10 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         }
       }
       if (pace_break) RestartPace(s.slowdown, e.time);
+      if (e.slowest_rank >= 0 && s.node_book != nullptr) {
+        AddRankMark(s.rank_marks, e.time, NodeOfRank(*s.node_book, e.slowest_rank, s.settings.gpus_per_node));
+      }
+      AttributeStretches(s, e.time);
       s.step = e.step;
       s.tokens = e.tokens;
       s.tokens_inferred = false;
@@ -620,6 +650,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         ChargeWork(s, gap, s.seconds.lost);
       }
       CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned, e.time);
+      ReleaseHeld(s, e.time);
+      if (!e.planned && !e.nodes.empty()) BlameFailure(MutableBook(s), e.nodes);
       if (!e.planned) ++s.unplanned_interruptions;
       if (e.planned) ++s.planned_interruptions;
       s.phase = Phase::kDown;
@@ -632,6 +664,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       } else {
         ChargeWork(s, gap, s.seconds.productive);
       }
+      ReleaseHeld(s, e.time);
       s.phase = Phase::kFinished;
       break;
   }
@@ -680,7 +713,11 @@ bool SchedulerNames(const std::string& cause) {
 Event JoinLaunch(const Event& a, const Event& b) {
   const Event& training = a.source == kSchedulerSource ? b : a;
   Event out = a.time <= b.time ? a : b;
+  const Event& scheduler = a.source == kSchedulerSource ? a : b;
   out.restored_step = training.restored_step;
+  // The training's nodes are in rank order; the scheduler's are its sorted NodeList.
+  out.nodes = training.nodes.empty() ? scheduler.nodes : training.nodes;
+  out.gpus = training.gpus ? training.gpus : scheduler.gpus;
   out.source = kSchedulerSource;  // a scheduler's report is folded in
   return out;
 }
@@ -699,6 +736,9 @@ Event JoinStop(const Event& a, const Event& b) {
       " (also reported", other.source == kSchedulerSource ? " by the scheduler" : " by the training", ": ",
       other.cause.empty() ? "unknown" : other.cause, other.detail.empty() ? "" : absl::StrCat(": ", other.detail), ")");
   out.detail = (out.detail + also).substr(0, 4096);
+  for (const std::string& n : other.nodes) {  // what either report names
+    if (std::find(out.nodes.begin(), out.nodes.end(), n) == out.nodes.end()) out.nodes.push_back(n);
+  }
   return out;
 }
 

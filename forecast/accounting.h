@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "forecast/event.h"
+#include "forecast/nodes.h"
 #include "forecast/slowdown.h"
 
 namespace flightplan::forecast {
@@ -149,6 +151,9 @@ struct FoldSettings {
   // The plan's fleet at 100% MFU, tokens per second (0: unknown): tokens arriving faster
   // than that are flagged (ImplausibleSteps, forecast/plausibility.h).
   double peak_tokens_per_second = 0;
+  // The plan's GPUs per node: where a launch names its nodes but not its GPUs, this places
+  // a rank on its node (NodeOfRank). 0: unknown.
+  uint32_t gpus_per_node = 0;
 };
 
 struct RunState {
@@ -235,6 +240,11 @@ struct RunState {
   double typical_checkpoint_gap = 0;
   std::vector<std::string> flags;  // accepted but suspicious, at most 32
   uint32_t last_kind_rank = 0;     // fold order of the kind of the latest event
+  // The nodes the run held and what named them (forecast/nodes.h); null until an event
+  // names a node. Shared between copies of the state: the fold copies it before changing it.
+  std::shared_ptr<const NodeBook> node_book;
+  // Step reports' slowest ranks, as the nodes they sat on (the newest kMaxRankMarks).
+  std::deque<RankMark> rank_marks;
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is

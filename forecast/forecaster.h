@@ -31,6 +31,7 @@ struct ForecastPrior {
   std::optional<absl::Time> deadline;
   double plan_tokens_per_second = 0;
   double peak_tokens_per_second = 0;     // the fleet at 100% MFU (0: unknown)
+  uint32_t gpus_per_node = 0;            // the plan's fleet.gpus / fleet.nodes (0: unknown)
   double outage_allowance_seconds = 0;   // OutageAllowanceSeconds of the plan's detect and restart
   double plan_total_seconds = 0;         // the whole schedule
   double plan_active_seconds = 0;        // active compute

@@ -25,6 +25,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.deadline = plan.deadline;
   p.plan_tokens_per_second = r.compute.tokens_per_second;
   p.peak_tokens_per_second = r.compute.mfu > 0 ? r.compute.tokens_per_second / r.compute.mfu : 0;
+  p.gpus_per_node = r.fleet.nodes > 0 && r.fleet.gpus % r.fleet.nodes == 0 ? r.fleet.gpus / r.fleet.nodes : 0;
   p.plan_total_seconds = r.schedule.total_seconds;
   p.plan_active_seconds = r.schedule.active_compute_seconds;
   p.plan_checkpoint_seconds = r.schedule.checkpoint_seconds;
@@ -51,6 +52,7 @@ FoldSettings FoldSettingsFor(const ForecastPrior& prior, uint32_t max_causes) {
   FoldSettings f;
   f.max_causes = max_causes;
   f.peak_tokens_per_second = prior.peak_tokens_per_second;
+  f.gpus_per_node = prior.gpus_per_node;
   // 1%: as the detector's test of the tokens per step (slowdown.cc), a change the plan
   // makes by design is one well above the noise of a rate the plan computes.
   auto differs = [](double a, double b) { return a > 0 && b > 0 && std::abs(a / b - 1) > 0.01; };

@@ -243,6 +243,7 @@ SlowdownReport ReportSlowdown(const SlowdownState& s, double tokens_left, absl::
     r.until = st.end;
     r.factor = st.Factor();
     r.active = st.active;
+    r.node = st.node;
     if (st.active) {
       r.reference_tokens_per_second = std::exp(-st.reference_log_pace);
       r.excess_seconds_per_token = std::exp(st.reference_log_pace) * std::max(0.0, r.factor - 1);

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -77,6 +78,10 @@ struct SlowStretch {
   double reference_log_pace = 0;  // log(seconds per token) before it
   double seconds = 0;             // productive seconds in it
   double tokens = 0;              // tokens gained in it
+  // The node its slowest rank sat on, where step reports named one (forecast/nodes.h:
+  // SlowestNodeIn); final once the stretch has ended and been attributed.
+  std::string node;
+  bool node_final = false;
   // Time per token over the reference's (1.05: 5% slower).
   [[nodiscard]] double Factor() const;
   // The seconds it cost: its time beyond what its tokens took at the reference pace.
@@ -124,6 +129,8 @@ struct SlowdownReport {
   // seconds + tokens_left x this.
   double excess_seconds_per_token = 0;
   uint32_t count = 0;
+  // The node the active (else the latest) stretch names, "" when none.
+  std::string node;
   // The run's own pace (tokens per productive second), 0 until it is known.
   double reference_tokens_per_second = 0;
   // The robust sigma of a bin's log pace (the noise the test allows for).
