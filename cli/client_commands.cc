@@ -32,6 +32,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/plan_engine.h"
+#include "text/hostlist.h"
 #include "text/units.h"
 
 namespace flightplan::cli {
@@ -779,9 +780,18 @@ int RunWhatIf(const ClientOptions& client, const WhatIfOptions& o, std::ostream&
   each(o.node_mtbf_factor, &v1::WhatIfVariant::set_node_mtbf_factor);
   each(o.restart_seconds, &v1::WhatIfVariant::set_restart_seconds);
   each(o.mfu, &v1::WhatIfVariant::set_mfu);
-  if (variants.empty() && o.deadline.empty()) {
+  if (!o.exclude_nodes.empty()) {
+    absl::StatusOr<std::vector<std::string>> hosts = text::ExpandHostlist(o.exclude_nodes);
+    if (!hosts.ok() || hosts->empty()) {
+      err << "flightplan whatif: --exclude-nodes '" << o.exclude_nodes
+          << "': " << (hosts.ok() ? "names no node" : hosts.status().message()) << "\n";
+      return 2;
+    }
+    for (const std::string& h : *hosts) request.add_exclude_nodes(h);
+  }
+  if (variants.empty() && o.deadline.empty() && o.exclude_nodes.empty()) {
     err << "flightplan whatif: give at least one change (--gpus, --checkpoint-interval, --async-checkpoint, "
-           "--node-mtbf-hours, --node-mtbf-factor, --restart-seconds, --mfu) or a --deadline\n";
+           "--node-mtbf-hours, --node-mtbf-factor, --restart-seconds, --mfu, --exclude-nodes) or a --deadline\n";
     return 2;
   }
   if (o.combined && variants.size() > 1) {

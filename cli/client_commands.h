@@ -119,7 +119,8 @@ struct WhatIfOptions {
   bool async_checkpoint = false;
   std::vector<double> node_mtbf_hours, node_mtbf_factor, restart_seconds, mfu;
   bool combined = false;
-  std::string deadline;  // RFC 3339 or a date; "" = the plan's
+  std::string deadline;       // RFC 3339 or a date; "" = the plan's
+  std::string exclude_nodes;  // a hostlist; "" = none
   bool json = false;
 };
 // The run's forecast under each proposed change beside the baseline (see

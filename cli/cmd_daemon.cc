@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/client_commands.h"
 #include "cli/commands.h"
+#include "cli/nodes_command.h"
 #include "storage/sqlite_store.h"
 
 namespace flightplan::cli {
@@ -24,6 +25,7 @@ void AddDaemonCommands(Commands& c) {
     std::string history_run;
     bool history_json = false;
     WhatIfOptions whatif_options;
+    NodesOptions nodes_options;
     std::string plans_run;
     bool plans_json = false;
     RetractOptions retract_options;
@@ -161,12 +163,25 @@ void AddDaemonCommands(Commands& c) {
       ->add_option("--mfu", s->whatif_options.mfu,
                    "the model FLOPs utilisation end to end (the bubble included) from now on; repeatable")
       ->check(CLI::Range(1e-6, 1.0));
+  whatif->add_option("--exclude-nodes", s->whatif_options.exclude_nodes,
+                     "nodes to leave out (a,b or Slurm's gpu-node-[117,121]): the failure rate ahead without "
+                     "their failures beyond the fleet's rate (flightplan nodes shows them)");
   whatif->add_flag("--combined", s->whatif_options.combined, "also one variant with every change given");
   whatif->add_option("--deadline", s->whatif_options.deadline,
                      "the deadline the probability is of (RFC 3339 or a date; default: the plan's)");
   whatif->add_flag("--json", s->whatif_options.json, "print the WhatIfResponse as proto JSON");
 
   CLI::App* runs = c.app.add_subcommand("runs", "The runs the daemon tracks and their state.");
+
+  CLI::App* nodes = c.app.add_subcommand(
+      "nodes",
+      "The daemon's node ledger across every run it tracks: per node the launches that held it, its "
+      "node-hours, the failures and slow stretches that named it, and which nodes are suspects (failures "
+      "improbable under the fleet's own rate, or two slow stretches), with the evidence and the Slurm option "
+      "that drains them.");
+  nodes->add_option("--run", s->nodes_options.run, "only the nodes this run held or named");
+  nodes->add_flag("--suspects", s->nodes_options.suspects, "only the suspects");
+  nodes->add_flag("--json", s->nodes_options.json, "print the NodeLedger as proto JSON");
 
   CLI::App* plans = c.app.add_subcommand("plans",
                                          "A run's plan revisions, oldest first, with when each took effect (flightplan "
@@ -272,6 +287,7 @@ void AddDaemonCommands(Commands& c) {
   c.Add(history, [s, &client] { return RunHistory(client, s->history_run, s->history_json, std::cout, std::cerr); });
   c.Add(runs, [&client] { return RunList(client, std::cout, std::cerr); });
   c.Add(whatif, [s, &client] { return RunWhatIf(client, s->whatif_options, std::cout, std::cerr); });
+  c.Add(nodes, [s, &client] { return RunNodes(client, s->nodes_options, std::cout, std::cerr); });
   c.Add(plans, [s, &client] { return RunPlans(client, s->plans_run, s->plans_json, std::cout, std::cerr); });
   c.Add(retract, [s, &client] { return RunRetract(client, s->retract_options, std::cout, std::cerr); });
   c.Add(backup, [s] {

@@ -515,6 +515,7 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   slow->set_seconds(sd.seconds);
   slow->set_projected_seconds(sd.seconds + tokens_left * sd.excess_seconds_per_token);
   slow->set_factor(sd.factor);
+  slow->set_node(sd.node);
   slow->set_active(sd.active);
   slow->set_count(sd.count);
   if (sd.since != absl::InfinitePast()) *slow->mutable_since() = TimeToProto(sd.since);

@@ -5,12 +5,15 @@
 #include <exception>
 #include <future>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "daemon/http_server.h"
 #include "daemon/service.h"
 #include "daemon/wire.h"
 #include "exporters/daemon_metrics.h"
+#include "exporters/node_collector.h"
 #include "exporters/run_collector.h"
 #include "exporters/run_page.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -29,6 +32,29 @@ std::vector<v1::RunStatus> AllStatuses(const Tracker& tracker) {
   std::vector<v1::RunStatus> statuses;
   for (const auto& view : tracker.List()) statuses.push_back(RunStatusToProto(tracker.StatusOf(*view)));
   return statuses;
+}
+
+// The ledger's suspects, and with `held` each run's held nodes.
+exporters::NodeSeries NodeSeriesOf(const Tracker& tracker, bool held) {
+  exporters::NodeSeries out;
+  absl::StatusOr<forecast::NodeLedger> ledger = tracker.Nodes("");
+  if (ledger.ok()) {
+    for (const forecast::NodeRecord& r : ledger->nodes) {
+      if (!r.suspect) break;  // suspects come first
+      for (absl::string_view reason : absl::StrSplit(r.reason, ',')) out.suspects.emplace_back(r.node, reason);
+    }
+  }
+  if (held) {
+    for (const auto& view : tracker.List()) {
+      const forecast::NodeBook* book = view->state.node_book.get();
+      if (book == nullptr) continue;
+      std::set<std::string> seen;
+      for (const std::string& n : book->held) {
+        if (seen.insert(n).second) out.held.emplace_back(view->name, n);
+      }
+    }
+  }
+  return out;
 }
 
 // One run's page: its status and its forecast history (read through the writer, as
@@ -75,11 +101,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
     Tracker* tracker_ptr = d->tracker_.get();
     d->run_collector_ = std::make_shared<exporters::RunCollector>([tracker_ptr] { return AllStatuses(*tracker_ptr); },
                                                                   options.tracker.max_label_values);
+    const bool node_info = options.node_info_metrics;
+    d->node_collector_ = std::make_shared<exporters::NodeCollector>(
+        [tracker_ptr, node_info] { return NodeSeriesOf(*tracker_ptr, node_info); });
     HttpPages pages;
     pages.list = [tracker_ptr] { return exporters::RunListHtml(AllStatuses(*tracker_ptr), kPageRefreshSeconds); };
     pages.run = [tracker_ptr](const std::string& name) { return RunPage(*tracker_ptr, name); };
     absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Start(options.metrics, {d->registry_, d->run_collector_}, std::move(pages),
+        HttpServer::Start(options.metrics, {d->registry_, d->run_collector_, d->node_collector_}, std::move(pages),
                           Auth(options.write_token, options.read_token));
     if (!http.ok()) {
       d->tracker_->Stop();

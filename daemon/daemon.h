@@ -23,6 +23,7 @@ class Registry;
 namespace flightplan::exporters {
 class DaemonMetrics;
 class RunCollector;
+class NodeCollector;
 }  // namespace flightplan::exporters
 
 namespace flightplan::daemon {
@@ -50,6 +51,9 @@ struct DaemonOptions {
   // PEM certificate chain and private key: gRPC over TLS when both are set.
   std::string tls_cert_pem;
   std::string tls_key_pem;
+  // flightplan_run_node_info{run,node} for every node each run's launch holds (off: a series
+  // per node of the fleet; see docs/metrics.md).
+  bool node_info_metrics = false;
 };
 
 class Daemon {
@@ -75,6 +79,7 @@ class Daemon {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<exporters::DaemonMetrics> metrics_;
   std::shared_ptr<exporters::RunCollector> run_collector_;
+  std::shared_ptr<exporters::NodeCollector> node_collector_;
   std::unique_ptr<HttpServer> http_;  // /metrics and the runs' pages
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<TrackerService> service_;

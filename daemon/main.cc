@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
                  "keeps every cause)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  app.add_flag("--node-info-metrics", options.node_info_metrics,
+               "also flightplan_run_node_info{run,node} for each node each run's launch holds, to join the DCGM "
+               "exporter's Hostname label in PromQL (a series per node of the fleet: off by default)");
   app.add_option("--max-queue", options.tracker.max_queue_requests,
                  "requests waiting for the writer, in each of two lanes (single reports and "
                  "plan changes go ahead of stream batches); beyond it clients get "

@@ -34,6 +34,7 @@ std::set<std::string> RunBoard::Publish(std::vector<std::shared_ptr<const RunVie
     const std::string name = view->name;
     runs_[name] = std::move(view);
   }
+  if (!changed.empty()) ++publishes_;
   return changed;
 }
 
@@ -56,9 +57,41 @@ void RunBoard::Notify(const std::set<std::string>& runs) {
   }
 }
 
-RunStatus RunBoard::StatusOf(const RunView& view) const {
+absl::Time RunBoard::NowOf(const RunView& view) const {
   absl::Time now = options_.events_clock ? view.state.last_time : clock_->Now();
   if (now == absl::InfinitePast()) now = clock_->Now();  // no events yet
+  return now;
+}
+
+forecast::RunNodes RunBoard::NodesOf(const RunView& view) const {
+  forecast::RunNodes r;
+  r.run = view.name;
+  r.book = view.state.node_book;
+  const auto& stretches = view.state.slowdown.stretches;
+  if (!stretches.empty() && stretches.back().active) r.active_stretch_node = stretches.back().node;
+  r.now = NowOf(view);
+  return r;
+}
+
+std::shared_ptr<const forecast::NodeLedger> RunBoard::Ledger() const {
+  uint64_t publishes = 0;
+  {
+    absl::MutexLock lock(&runs_mu_);
+    publishes = publishes_;
+  }
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&ledger_mu_);
+  if (ledger_ != nullptr && ledger_publishes_ == publishes && now - ledger_built_ < kLedgerMaxAge) return ledger_;
+  std::vector<forecast::RunNodes> runs;
+  for (const auto& view : List()) runs.push_back(NodesOf(*view));
+  ledger_ = std::make_shared<const forecast::NodeLedger>(forecast::BuildLedger(runs));
+  ledger_publishes_ = publishes;
+  ledger_built_ = now;
+  return ledger_;
+}
+
+RunStatus RunBoard::StatusOf(const RunView& view) const {
+  const absl::Time now = NowOf(view);
   RunStatus status;
   status.run = view.name;
   status.snapshot = forecast::Snapshot(view.state, now);
@@ -85,6 +118,15 @@ RunStatus RunBoard::StatusOf(const RunView& view) const {
   const forecast::ForecastPrior& prior = view.plan->prior;
   status.outage = forecast::OutageOf(view.state, prior.plan_start, prior.outage_allowance_seconds, now);
   status.checkpoints = forecast::CheckpointsOf(view.state, status.snapshot);
+  if (const forecast::NodeBook* book = view.state.node_book.get()) {
+    status.nodes.named = true;
+    status.nodes.nodes = static_cast<uint32_t>(book->nodes.size());
+    const std::shared_ptr<const forecast::NodeLedger> ledger = Ledger();
+    for (const forecast::NodeRecord& r : ledger->nodes) {
+      if (!r.suspect) break;  // suspects come first
+      if (book->nodes.count(r.node)) status.nodes.suspects.push_back(r);
+    }
+  }
   return status;
 }
 

@@ -24,6 +24,9 @@
 
 namespace flightplan::daemon {
 
+// The node ledger is rebuilt at least this often on the wall clock.
+inline constexpr absl::Duration kLedgerMaxAge = absl::Seconds(30);
+
 class RunBoard {
  public:
   // `options`, `clock` and `forecasts` (read only: its cached simulations) must outlive
@@ -49,6 +52,15 @@ class RunBoard {
   // comes from ingest (IngestWriter marks the runs live reports change as urgent).
   [[nodiscard]] RunStatus StatusOf(const RunView& view) const;
 
+  // The node ledger across every run (forecast::BuildLedger), built again when a run has
+  // changed or kLedgerMaxAge has passed (held node-hours grow with the clock); readers
+  // share it.
+  [[nodiscard]] std::shared_ptr<const forecast::NodeLedger> Ledger() const;
+  // A run's part of it, at the run's now.
+  [[nodiscard]] forecast::RunNodes NodesOf(const RunView& view) const;
+  // The run's now: the wall clock, or its latest event with events_clock.
+  [[nodiscard]] absl::Time NowOf(const RunView& view) const;
+
  private:
   const TrackerOptions& options_;
   Clock* const clock_;
@@ -56,6 +68,12 @@ class RunBoard {
 
   mutable absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<const RunView>> runs_ ABSL_GUARDED_BY(runs_mu_);
+  uint64_t publishes_ ABSL_GUARDED_BY(runs_mu_) = 0;  // Publish calls that changed a run
+
+  mutable absl::Mutex ledger_mu_;
+  mutable std::shared_ptr<const forecast::NodeLedger> ledger_ ABSL_GUARDED_BY(ledger_mu_);
+  mutable uint64_t ledger_publishes_ ABSL_GUARDED_BY(ledger_mu_) = 0;
+  mutable absl::Time ledger_built_ ABSL_GUARDED_BY(ledger_mu_) = absl::InfinitePast();
 
   absl::Mutex subscribers_mu_;
   uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;

@@ -12,10 +12,18 @@
 #include "absl/time/time.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
+#include "forecast/nodes.h"
 #include "forecast/outage.h"
 #include "forecast/whatif.h"
 
 namespace flightplan::daemon {
+
+// The nodes a run held or named, and the ledger's suspects among them.
+struct RunNodesStatus {
+  bool named = false;  // its events named nodes
+  uint32_t nodes = 0;
+  std::vector<forecast::NodeRecord> suspects;
+};
 
 struct RunStatus {
   std::string run;
@@ -37,6 +45,7 @@ struct RunStatus {
   std::vector<std::string> flags;  // forecast::PlausibilityFlags
   forecast::OutageReport outage;
   forecast::CheckpointReport checkpoints;
+  RunNodesStatus nodes;
 };
 
 // The run's forecast under proposed changes (forecast::WhatIf), and for a deadline the
@@ -45,6 +54,9 @@ struct WhatIfQuery {
   std::string run;
   std::vector<forecast::Variant> variants;
   std::optional<absl::Time> deadline;
+  // Nodes to leave out: a variant whose failure rate ahead is the run's without those
+  // nodes' excess (forecast::ExcessFailures), after the variants given.
+  std::vector<std::string> exclude_nodes;
 };
 
 struct WhatIfAnswer {

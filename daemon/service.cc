@@ -522,6 +522,19 @@ grpc::ServerUnaryReactor* TrackerService::ListRuns(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::ServerUnaryReactor* TrackerService::ListNodes(grpc::CallbackServerContext* context,
+                                                    const v1::ListNodesRequest* request, v1::NodeLedger* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status denied = Authorize(auth_.CheckRead(*context), "ListNodes", request->run(), 0); !denied.ok()) {
+    reactor->Finish(ToGrpc(denied));
+    return reactor;
+  }
+  absl::StatusOr<forecast::NodeLedger> ledger = tracker_->Nodes(request->run());
+  if (ledger.ok()) *response = NodeLedgerToProto(*ledger, static_cast<uint32_t>(tracker_->List().size()));
+  reactor->Finish(ToGrpc(ledger.status()));
+  return reactor;
+}
+
 void TrackerService::Unregister(WatchReactor* w) {
   absl::MutexLock lock(&watches_mu_);
   watches_.erase(w);

@@ -53,6 +53,8 @@ class TrackerService final : public v1::Tracker::CallbackService {
                                           v1::RetractResponse* response) override;
   grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context, const v1::ListRunsRequest* request,
                                      v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context, const v1::ListNodesRequest* request,
+                                      v1::NodeLedger* response) override;
 
   // Ends every open WatchStatus stream (UNAVAILABLE), so that Server::Shutdown need not
   // wait for its deadline. New watches are refused afterwards.

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "forecast/whatif.h"
 
 namespace flightplan::daemon {
@@ -81,6 +83,51 @@ absl::StatusOr<RunStatus> Tracker::Status(const std::string& run) const {
   return StatusOf(*view);
 }
 
+absl::StatusOr<forecast::NodeLedger> Tracker::Nodes(const std::string& run) const {
+  const std::shared_ptr<const forecast::NodeLedger> ledger = board_->Ledger();
+  if (run.empty()) return *ledger;
+  std::shared_ptr<const RunView> view = Find(run);
+  if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
+  forecast::NodeLedger out = *ledger;
+  out.nodes.clear();
+  if (const forecast::NodeBook* book = view->state.node_book.get()) {
+    for (const forecast::NodeRecord& r : ledger->nodes) {
+      if (book->nodes.count(r.node)) out.nodes.push_back(r);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The variant that leaves `nodes` out of `view`'s run: its failure rate ahead times the
+// share of its failures that were not those nodes' excess over the fleet's rate (at least
+// one failure's worth is left: no evidence says a run will not fail at all).
+absl::StatusOr<forecast::Variant> ExcludeVariant(const RunView& view, const std::vector<std::string>& nodes,
+                                                 const forecast::NodeLedger& ledger, absl::Time now) {
+  const forecast::NodeBook* book = view.state.node_book.get();
+  if (book == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exclude_nodes: run '", view.name,
+                     "' has no node attribution (its events name no nodes: JobStarted.nodes, Interruption.nodes)"));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!book->nodes.count(nodes[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exclude_nodes[", i, "] '", nodes[i], "': run '", view.name, "' never held or named it"));
+    }
+  }
+  const double failures = view.state.unplanned_interruptions;
+  const double excess = forecast::ExcessFailures(*book, nodes, ledger.fleet_rate_per_hour, now);
+  forecast::Variant v;
+  v.name = absl::StrCat("without ", absl::StrJoin(nodes, ","),
+                        absl::StrFormat(" (%.1f of %.0f failures in excess)", excess, failures));
+  v.node_mtbf_factor = failures > 0 ? failures / std::max(failures - excess, 1.0) : 1.0;
+  return v;
+}
+
+}  // namespace
+
 absl::StatusOr<WhatIfAnswer> Tracker::WhatIf(const WhatIfQuery& query) const {
   std::shared_ptr<const RunView> view = Find(query.run);
   if (!view) return absl::NotFoundError(absl::StrCat("run '", query.run, "' does not exist"));
@@ -90,13 +137,19 @@ absl::StatusOr<WhatIfAnswer> Tracker::WhatIf(const WhatIfQuery& query) const {
     return absl::InvalidArgumentError(absl::StrCat("deadline ", forecast::FormatUtc(*query.deadline),
                                                    " is not after the run's now, ", forecast::FormatUtc(now)));
   }
+  std::vector<forecast::Variant> variants = query.variants;
+  if (!query.exclude_nodes.empty()) {
+    absl::StatusOr<forecast::Variant> v = ExcludeVariant(*view, query.exclude_nodes, *board_->Ledger(), now);
+    if (!v.ok()) return v.status();
+    variants.push_back(*std::move(v));
+  }
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
   WhatIfAnswer out;
   out.run = view->name;
   out.as_of = now;
   out.budget_seconds = view->plan->report.failures.budget_seconds;
-  out.outcomes = forecast::WhatIf(view->plan->spec, view->state, now, query.variants, query.deadline, options);
+  out.outcomes = forecast::WhatIf(view->plan->spec, view->state, now, variants, query.deadline, options);
   if (query.deadline) {
     out.deadline_fleet =
         forecast::FleetForDeadline(view->plan->spec, view->state, now, *query.deadline, 1u << 20, options);

@@ -97,6 +97,9 @@ class Tracker {
   // after the run's now.
   [[nodiscard]] absl::StatusOr<WhatIfAnswer> WhatIf(const WhatIfQuery& query) const;
   [[nodiscard]] RunStatus StatusOf(const RunView& view) const;
+  // The node ledger across every run; with `run`, only the nodes that run held or named
+  // (NOT_FOUND for an unknown run).
+  [[nodiscard]] absl::StatusOr<forecast::NodeLedger> Nodes(const std::string& run) const;
 
   // Calls `fn` (on the writer thread; it must not block) after `run` changes. Returns an
   // id for Unsubscribe.

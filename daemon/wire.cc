@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "text/hostlist.h"
 
 namespace flightplan::daemon {
 
@@ -26,6 +27,7 @@ absl::StatusOr<WhatIfQuery> WhatIfQueryFromProto(const v1::WhatIfRequest& reques
   WhatIfQuery query;
   query.run = request.run();
   if (request.has_deadline()) query.deadline = convert::TimeFromProto(request.deadline());
+  query.exclude_nodes.assign(request.exclude_nodes().begin(), request.exclude_nodes().end());
   for (int i = 0; i < request.variants_size(); ++i) {
     const v1::WhatIfVariant& in = request.variants(i);
     forecast::Variant v;
@@ -81,7 +83,53 @@ v1::RunStatus RunStatusToProto(const RunStatus& s) {
     *r->mutable_last_checkpoint_time() = convert::TimeToProto(s.checkpoints.last);
   r->set_unsaved_work_seconds(s.checkpoints.unsaved_work_seconds);
   r->set_observed_checkpoint_interval_seconds(s.checkpoints.observed_interval_seconds);
+  v1::RunNodes* nodes = status.mutable_nodes();
+  nodes->set_named(s.nodes.named);
+  nodes->set_nodes(s.nodes.nodes);
+  std::vector<std::string> suspects;
+  for (const forecast::NodeRecord& n : s.nodes.suspects) {
+    NodeVerdictToProto(n, nodes->add_suspects());
+    suspects.push_back(n.node);
+  }
+  nodes->set_exclude(ExcludeOption(suspects));
+  if (!s.nodes.named) nodes->set_note(kNoNodesNote);
   return status;
+}
+
+std::string ExcludeOption(const std::vector<std::string>& nodes) {
+  return nodes.empty() ? "" : absl::StrCat("--exclude=", text::JoinHostlist(nodes));
+}
+
+void NodeVerdictToProto(const forecast::NodeRecord& r, v1::NodeVerdict* p) {
+  p->set_node(r.node);
+  p->set_attempts(r.attempts);
+  p->set_node_hours(r.node_hours);
+  p->set_failures(r.failures);
+  p->set_slow_stretches(r.slow_stretches);
+  p->set_suspect(r.suspect);
+  p->set_reason(r.reason);
+  p->set_evidence(r.evidence);
+  p->set_expected_failures(r.expected_failures);
+  p->set_p_value(r.p_value);
+  for (const std::string& run : r.runs) p->add_runs(run);
+}
+
+v1::NodeLedger NodeLedgerToProto(const forecast::NodeLedger& ledger, uint32_t runs) {
+  v1::NodeLedger out;
+  std::vector<std::string> suspects;
+  for (const forecast::NodeRecord& r : ledger.nodes) {
+    NodeVerdictToProto(r, out.add_nodes());
+    if (r.suspect) suspects.push_back(r.node);
+  }
+  out.set_exclude(ExcludeOption(suspects));
+  out.set_node_hours(ledger.node_hours);
+  out.set_failures(ledger.failures);
+  out.set_fleet_rate_per_hour(ledger.fleet_rate_per_hour);
+  out.set_tested(ledger.tested);
+  out.set_threshold(ledger.threshold);
+  out.set_runs_with_nodes(ledger.runs_with_nodes);
+  out.set_runs(runs);
+  return out;
 }
 
 namespace {

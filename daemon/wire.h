@@ -39,6 +39,15 @@ template <typename Events>
 // Out.
 [[nodiscard]] v1::RunStatus RunStatusToProto(const RunStatus& status);
 [[nodiscard]] v1::WhatIfResponse WhatIfAnswerToProto(const WhatIfAnswer& answer);
+// The ledger (`runs`: the runs tracked), and one node's verdict.
+[[nodiscard]] v1::NodeLedger NodeLedgerToProto(const forecast::NodeLedger& ledger, uint32_t runs);
+void NodeVerdictToProto(const forecast::NodeRecord& record, v1::NodeVerdict* out);
+// Slurm's option that leaves `nodes` out ("" for none).
+[[nodiscard]] std::string ExcludeOption(const std::vector<std::string>& nodes);
+// What a status says of a run whose events name no nodes.
+inline constexpr char kNoNodesNote[] =
+    "no node attribution: this run's events name no nodes (JobStarted.nodes from flightplan slurm, the client's "
+    "job_started(nodes=) or SLURM_JOB_NODELIST, or flightplan tail where the log prints its hosts)";
 [[nodiscard]] v1::RunSummary RunSummaryToProto(const RunView& view);
 void BatchAckToProto(uint64_t sequence, const BatchResult& result, v1::BatchAck& ack);
 // The plan as the client sent it (RunPlan::encoded).

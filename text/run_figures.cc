@@ -44,13 +44,17 @@ std::string SlowdownText(const v1::Slowdown& sd) {
                                : "";
   if (sd.active()) {
     return absl::StrCat("ACTIVE since ", units::Date(TimeOf(sd.since())), ": ", units::Percent(sd.factor() - 1, 1),
-                        " slower than its ", pace, "; cost ", units::Duration(sd.seconds()), " so far, ",
-                        units::Duration(sd.projected_seconds()), " if it lasts to the finish");
+                        " slower than its ", pace,
+                        sd.node().empty() ? "" : absl::StrCat(", slowest rank on ", sd.node()), "; cost ",
+                        units::Duration(sd.seconds()), " so far, ", units::Duration(sd.projected_seconds()),
+                        " if it lasts to the finish");
   }
   if (sd.count() > 0) {
     return absl::StrCat(sd.count(), " found, cost ", units::Duration(sd.seconds()), "; the latest ",
                         units::Percent(sd.factor() - 1, 1), " slower, ", units::Date(TimeOf(sd.since())), " to ",
-                        units::Date(TimeOf(sd.until())), pace.empty() ? "" : absl::StrCat(" (", pace, ")"));
+                        units::Date(TimeOf(sd.until())),
+                        sd.node().empty() ? "" : absl::StrCat(", slowest rank on ", sd.node()),
+                        pace.empty() ? "" : absl::StrCat(" (", pace, ")"));
   }
   return pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")");
 }
