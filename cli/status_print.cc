@@ -39,19 +39,6 @@ std::string FormatForecastFreshness(const v1::RunStatus& s) {
       Count(static_cast<double>(s.events() - fc.forecast_events())), Duration(fc.forecast_age_seconds()), kTail);
 }
 
-std::string NodesText(const v1::RunNodes& n) {
-  if (!n.named()) return n.note();
-  std::string out = absl::StrCat(n.nodes(), n.nodes() == 1 ? " node" : " nodes", " held or named; ");
-  if (n.suspects_size() == 0) return out + "no suspects";
-  absl::StrAppend(&out, n.suspects_size() == 1 ? "SUSPECT " : "SUSPECTS ");
-  for (int i = 0; i < n.suspects_size(); ++i) {
-    const v1::NodeVerdict& v = n.suspects(i);
-    absl::StrAppend(&out, i ? "; " : "", v.node(), " (", v.evidence(), ")");
-  }
-  absl::StrAppend(&out, "; drain with ", n.exclude());
-  return out;
-}
-
 std::string FormatRunStatus(const v1::RunStatus& s) {
   std::string out;
   // A run with no event yet has no first event, no rates and no burn: "-", not zeros.
@@ -116,7 +103,7 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s the slowest rank %s behind the fastest (usually %s)\n", "ranks",
                                           Percent(sd.rank_spread(), 1), Percent(sd.typical_rank_spread(), 1)));
   }
-  absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "nodes", NodesText(s.nodes())));
+  absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "nodes", text::NodesText(s.nodes())));
   const v1::Forecast& fc = s.forecast();
   absl::StrAppend(&out, "\n");
   if (fc.has_finish_p50()) {

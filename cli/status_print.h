@@ -11,9 +11,6 @@
 namespace flightplan::cli {
 
 [[nodiscard]] std::string FormatRunStatus(const v1::RunStatus& status);
-// The status's nodes line: the suspects among the run's nodes with their evidence and the
-// option that drains them, or what node attribution needs.
-[[nodiscard]] std::string NodesText(const v1::RunNodes& nodes);
 // The line that says a status's forecast is older than its state ("forecast as of N events
 // (M behind), T ago"), or "" when it is fresh. Part of FormatRunStatus.
 [[nodiscard]] std::string FormatForecastFreshness(const v1::RunStatus& status);

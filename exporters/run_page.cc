@@ -412,6 +412,32 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
+// The nodes: the suspects among the run's nodes, each with its evidence, and the Slurm
+// option that leaves them out; or that none stands out; or what attribution needs.
+static std::string NodePanel(const v1::RunNodes& n) {
+  std::string out = "<figure id=\"nodes\"><figcaption>Nodes</figcaption>\n";
+  if (!n.named()) return absl::StrCat(out, "<p>", HtmlEscape(n.note()), "</p></figure>\n");
+  absl::StrAppend(&out, "<p>", n.nodes(), n.nodes() == 1 ? " node" : " nodes", " held or named by this run; ",
+                  n.suspects_size() == 0
+                      ? "no suspects: no node stands out from the fleet's rate."
+                      : absl::StrCat(n.suspects_size(), n.suspects_size() == 1 ? " suspect" : " suspects",
+                                     " in the daemon's ledger across every run."),
+                  "</p>\n");
+  if (n.suspects_size() > 0) {
+    absl::StrAppend(&out,
+                    "<table><tr><th>node</th><th>reason</th><th>failures</th><th>expected</th><th>node-hours</th>"
+                    "<th>slow stretches</th><th>evidence</th></tr>\n");
+    for (const v1::NodeVerdict& v : n.suspects()) {
+      absl::StrAppend(&out, "<tr class=\"suspect\"><td>", HtmlEscape(v.node()), "</td><td>", HtmlEscape(v.reason()),
+                      "</td><td>", v.failures(), "</td><td>", absl::StrFormat("%.2f", v.expected_failures()),
+                      "</td><td>", absl::StrFormat("%.1f", v.node_hours()), "</td><td>", v.slow_stretches(),
+                      "</td><td>", HtmlEscape(v.evidence()), "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</table>\n<p>Drain: <code id=\"exclude\">", HtmlEscape(n.exclude()), "</code></p>\n");
+  }
+  return absl::StrCat(out, "</figure>\n");
+}
+
 std::string RunPageHtml(const RunPageInput& in) {
   const v1::RunStatus& s = in.status;
   const v1::Forecast& f = s.forecast();
@@ -450,6 +476,10 @@ std::string RunPageHtml(const RunPageInput& in) {
     const v1::Slowdown& slow = s.slowdown();
     const std::string said = HtmlEscape(text::SlowdownText(slow));
     row("slowdown", slow.active() ? absl::StrCat("<span class=\"flag\">", said, "</span>") : said);
+  }
+  {
+    const std::string said = HtmlEscape(text::NodesText(s.nodes()));
+    row("nodes", s.nodes().suspects_size() > 0 ? absl::StrCat("<span class=\"flag\">", said, "</span>") : said);
   }
   row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
                            Hours(s.reliability().plan_mtbf_seconds()), " planned"));
@@ -594,6 +624,7 @@ std::string RunPageHtml(const RunPageInput& in) {
   absl::StrAppend(&out, Svg(tokens), Svg(finish), Svg(budget), Svg(time), Svg(pace), TimeBar(s.time_seconds()),
                   Timeline(in.history, t0, t1));
 
+  absl::StrAppend(&out, NodePanel(s.nodes()));
   absl::StrAppend(&out,
                   "<figure id=\"interruptions\"><figcaption>Interruptions by cause</figcaption>\n<table>"
                   "<tr><th>cause</th><th>planned</th><th>count</th></tr>\n");

@@ -59,4 +59,17 @@ std::string SlowdownText(const v1::Slowdown& sd) {
   return pace.empty() ? "- (learning the run's own pace)" : absl::StrCat("none (", pace, ")");
 }
 
+std::string NodesText(const v1::RunNodes& n) {
+  if (!n.named()) return n.note();
+  std::string out = absl::StrCat(n.nodes(), n.nodes() == 1 ? " node" : " nodes", " held or named; ");
+  if (n.suspects_size() == 0) return out + "no suspects";
+  absl::StrAppend(&out, n.suspects_size() == 1 ? "SUSPECT " : "SUSPECTS ");
+  for (int i = 0; i < n.suspects_size(); ++i) {
+    const v1::NodeVerdict& v = n.suspects(i);
+    absl::StrAppend(&out, i ? "; " : "", v.node(), " (", v.evidence(), ")");
+  }
+  absl::StrAppend(&out, "; drain with ", n.exclude());
+  return out;
+}
+
 }  // namespace flightplan::text

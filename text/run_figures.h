@@ -36,6 +36,9 @@ namespace flightplan::text {
 // its own pace 962 ktokens/s, noise 1.0%; cost 3.2 h so far, 1.4 days if it lasts to the
 // finish", "1 found, cost ...", "none (own pace ...)", or "- (learning the run's own pace)"
 // before the pace is known.
+// The nodes line: the suspects among the run's nodes with their evidence and the option
+// that drains them, or what node attribution needs.
+[[nodiscard]] std::string NodesText(const v1::RunNodes& nodes);
 [[nodiscard]] std::string SlowdownText(const v1::Slowdown& slowdown);
 
 }  // namespace flightplan::text

@@ -16,7 +16,11 @@ browser built it and a screenshot of each (the artifacts, in ARTIFACTS), and che
   - the browser reported no error in the page's console;
   - the script tag in the plan's name is text on the page, not a script: no script element,
     the title unchanged;
-  - the list links both runs.
+  - the list links both runs;
+  - the node panel: a third run on 16 nodes whose node n07 fails it five times in eight days
+    shows n07 as a suspect with its evidence and the Slurm option that drains it, in the
+    panel and the summary; the flagship's run, whose events name no nodes, says what node
+    attribution needs.
 Bounded: gives up after 150 s. Usage: run_page_test.py FLIGHTPLAND FLIGHTPLAN REPO ARTIFACTS
 """
 import json
@@ -137,6 +141,33 @@ def main():
         subprocess.run(cli + ["create", xss_plan, "--run", "xss"], check=True, stdout=subprocess.DEVNULL)
         time.sleep(1)  # the last forecasts reach the history
 
+        # A run whose events name its nodes: 8 launches of a day on n01-n16, each but the last
+        # ended by a failure naming one node, n07 five times.
+        subprocess.run(cli + ["create", plan, "--run", "lemon-fleet"], check=True, stdout=subprocess.DEVNULL)
+        pool = [f"n{i:02d}" for i in range(1, 17)]
+        blamed = ["n07", "n03", "n07", "n07", "n11", "n07", "n07"]
+        t0, lines, step, saved = 1799020800, [], 0, 0  # 2027-01-04T00:00:00Z
+        stamp = lambda s: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s))
+        for a in range(8):
+            start = t0 + a * 86400
+            step = saved  # each launch resumes from the latest save
+            lines.append({"run": "lemon-fleet", "time": stamp(start),
+                          "job_started": {"attempt": a + 1, "restored_step": saved, "nodes": pool, "gpus": 128}})
+            for k in range(140):  # a report every 10 minutes, a save every hour
+                step += 100
+                at = start + 600 + k * 600
+                lines.append({"run": "lemon-fleet", "time": stamp(at), "steps": {"step": step, "tokens": step * 16777216}})
+                if k % 6 == 5:
+                    saved = step
+                    lines.append({"run": "lemon-fleet", "time": stamp(at + 5),
+                                  "checkpoint_saved": {"step": step, "blocking_seconds": 5}})
+            if a < len(blamed):
+                lines.append({"run": "lemon-fleet", "time": stamp(start + 86400 - 300),
+                              "interruption": {"cause": "node", "nodes": [blamed[a]]}})
+        lemon_log = os.path.join(work, "lemon.jsonl")
+        open(lemon_log, "w").write("\n".join(json.dumps(l) for l in lines) + "\n")
+        subprocess.run(cli + ["replay", lemon_log, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+
         base = f"http://127.0.0.1:{http_port}"
         dom, console, shot = browse(f"{base}/runs/dense-70b-10t", "run-page", artifacts, 3100)
         if console:
@@ -188,6 +219,28 @@ def main():
               f"{colours} colours sampled")
         if blue < 500 or colours < 20:
             failures.append(f"screenshot: {blue} blue pixels, {colours} colours")
+
+        m = re.search(r'<figure id="nodes">(.*?)</figure>', dom, re.S)
+        if not m or "no node attribution" not in m.group(1):
+            failures.append(f"flagship's node panel: {m.group(1) if m else None}")
+        else:
+            print("ok   node panel of a run without nodes: says what attribution needs")
+
+        dom, console, _ = browse(f"{base}/runs/lemon-fleet", "run-page-nodes", artifacts, 3400)
+        if console:
+            failures.append(f"lemon page console: {console[:3]}")
+        m = re.search(r'<figure id="nodes">(.*?)</figure>', dom, re.S)
+        rows = re.findall(r'<tr class="suspect"><td>([^<]*)</td><td>([^<]*)</td><td>(\d+)</td>.*?<td>([^<]*)</td></tr>',
+                          m.group(1), re.S) if m else []
+        exclude = re.search(r'<code id="exclude">([^<]*)</code>', m.group(1)) if m else None
+        if [r[:3] for r in rows] != [("n07", "failures", "5")] or "5 failures in" not in rows[0][3] or \
+                not exclude or exclude.group(1) != "--exclude=n07" or "16 nodes held or named" not in m.group(1):
+            failures.append(f"node panel: rows {rows}, exclude {exclude.group(1) if exclude else None}")
+        else:
+            print(f"ok   node panel: n07 a suspect ({rows[0][3][:60]}...), drain {exclude.group(1)}")
+        summary = re.search(r"<td>nodes</td><td>(.*?)</td>", dom, re.S)
+        if not summary or "SUSPECT n07" not in summary.group(1):
+            failures.append(f"summary: nodes row {summary.group(1) if summary else None}")
 
         dom, console, _ = browse(f"{base}/runs/xss", "run-page-hostile-plan-name", artifacts, 1200)
         if re.search(r"<script", dom, re.I):
