@@ -324,6 +324,17 @@ int RunTail(const ClientOptions& client, const TailOptions& options, std::ostrea
     const char* restarts = std::getenv("SLURM_RESTART_COUNT");
     lo.launch = absl::StrCat("slurm:", job, ".", restarts && *restarts ? restarts : "0");
   }
+  // The nodes of the launches followed live: given, or the job's own inside a Slurm job.
+  {
+    std::string nodes = options.nodes;
+    if (const char* list = std::getenv("SLURM_JOB_NODELIST"); nodes.empty() && list && *list) nodes = list;
+    absl::StatusOr<std::vector<std::string>> hosts = text::ExpandHostlist(nodes);
+    if (!hosts.ok()) {
+      err << "flightplan tail: --nodes '" << nodes << "': " << hosts.status().message() << "\n";
+      return 2;
+    }
+    lo.nodes = *std::move(hosts);
+  }
   bool live = !options.from_start;  // the converter follows new lines (not the file's past)
   bool launch_named = false;        // the converter names only the first launch it follows live
   if (!absl::LoadTimeZone(options.timezone, &lo.timezone)) {

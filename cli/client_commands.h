@@ -66,6 +66,9 @@ struct TailOptions {
   // The scheduler's name for the launch followed live (JobStarted.launch); default inside a
   // Slurm job: "slurm:SLURM_JOB_ID.SLURM_RESTART_COUNT", as `flightplan slurm` names it.
   std::string launch;
+  // The launch's nodes in rank order, a hostlist (gpu-[001-016]); default inside a Slurm
+  // job: SLURM_JOB_NODELIST.
+  std::string nodes;
 };
 // Follows a training log (as tail -F does, across rotation and truncation) and sends the
 // events it implies. What neither the options nor the log give (the sequence length, the

@@ -246,6 +246,10 @@ void AddDaemonCommands(Commands& c) {
   tail->add_option("--launch", s->tail_options.launch,
                    "the scheduler's name for the launch followed live, so that its report and flightplan slurm's are "
                    "one attempt (default inside a Slurm job: slurm:$SLURM_JOB_ID.$SLURM_RESTART_COUNT)");
+  tail->add_option("--nodes", s->tail_options.nodes,
+                   "the nodes of the launches followed live, in rank order, as a Slurm hostlist (gpu-[001-016]), "
+                   "for node attribution (default inside a Slurm job: $SLURM_JOB_NODELIST; a DeepSpeed log's own "
+                   "worker list wins)");
 
   CLI::App* slurm = c.app.add_subcommand(
       "slurm",

@@ -26,8 +26,22 @@ const std::regex kSlurmCancelled(
 const std::regex kSlurmMemoryError(R"(\*\*\* (?:JOB|STEP) \S+ ON (\S+) UNCORRECTABLE MEMORY ERROR)");
 // The driver's Xid (kernel log): "NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>,
 // GPU has fallen off the bus." (NVIDIA's Xid catalog; NVIDIA/gpu-operator#1146,
-// akash-network/support#244).
-const std::regex kXid(R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),)");
+// akash-network/support#244); under MIG the instance follows the bus id,
+// "(PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u)", the compute instance optional.
+const std::regex kXid(R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)(?: GPU-I:\d+(?: GPU-CI:\d+)?)?\): (\d+),)");
+// The host of a kernel line as syslog writes it: rsyslog's traditional and RFC 3339 file
+// formats, "%TIMESTAMP% %HOSTNAME% %syslogtag%%msg%" ("Dec  5 11:22:35 gpu-node-117 kernel:
+// [12345.678] NVRM: Xid ..."), and journalctl's short output, the same.
+const std::regex kSyslogHost(R"((?:^|\s)([A-Za-z0-9][A-Za-z0-9._-]*) kernel: (?:\[\s*[\d.]+\]\s*)?NVRM:)");
+// NCCL's own prefix (src/debug.cc ncclDebugLog, v2.5.6 to v2.25.1): "%s:%d:%d [%d] %s:%d NCCL
+// WARN " (host cut at its first '.', pid, tid, CUDA device, file, line); from v2.26.2 a "[%F
+// %T] " time before it, and from v2.30.7 "(%s)" the function before "NCCL WARN".
+const std::regex kNcclWarnHost(R"((?:^|\s)([A-Za-z0-9][A-Za-z0-9_-]*):\d+:\d+ \[\d+\] \S+:\d+ (?:\S+ )?NCCL WARN )");
+// src/misc/socket.cc socketProgress (v2.16.2+): "socketProgress: Connection closed by remote
+// peer %s" with the peer as host<port> (reverse-resolved since v2.12.10); quoted in
+// NVIDIA/nccl-tests#166: "... NCCL WARN socketProgress: Connection closed by remote peer
+// gpu004.ds-a4-r02.abc.com<55693>".
+const std::regex kNcclPeerClosed(R"(Connection closed by remote peer ([A-Za-z0-9._-]+)<\d+>)");
 // c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to allocate %s" (the rest
 // changed in 2.1); pytorch/pytorch#16417.
 const std::regex kCudaOom(R"(CUDA out of memory\. Tried to allocate ([\d.]+ [KMGT]?i?B))");
@@ -95,7 +109,43 @@ std::optional<Crash> FromCudaText(const std::string& text) {
 
 }  // namespace
 
+std::string ShortHost(const std::string& host) {
+  static const std::regex kIpv4(R"(\d{1,3}(?:\.\d{1,3}){3})");
+  static const std::regex kName(R"([A-Za-z0-9._-]{1,255})");
+  if (!std::regex_match(host, kName)) return "";
+  if (std::regex_match(host, kIpv4)) return host;
+  const std::string first = host.substr(0, host.find('.'));
+  // A reverse-DNS name ("1.0.0.127.in-addr.arpa", what getfqdn() gives an unnamed host) is
+  // no node's name.
+  if (first.find_first_not_of("0123456789") == std::string::npos) return "";
+  return first;
+}
+
+namespace {
+
+// The classification, before the hosts are read.
+std::optional<Crash> Classify(const std::string& line);
+
+}  // namespace
+
 std::optional<Crash> ClassifyCrashLine(const std::string& line) {
+  std::optional<Crash> c = Classify(line);
+  if (!c || !c->nodes.empty()) return c;
+  std::smatch m;
+  if (absl::StrContains(line, "NVRM:") && std::regex_search(line, m, kSyslogHost)) {
+    c->nodes = {ShortHost(m[1].str())};
+  } else if (absl::StrContains(line, "NCCL WARN") && std::regex_search(line, m, kNcclPeerClosed)) {
+    c->nodes = {ShortHost(m[1].str())};  // the peer it lost, not the host that saw it go
+  } else if (absl::StrContains(line, "NCCL WARN") && std::regex_search(line, m, kNcclWarnHost) && c->cause != "hang") {
+    c->nodes = {m[1].str()};  // its own fault (a CUDA or system error on the host printing it)
+  }
+  if (!c->nodes.empty() && c->nodes[0].empty()) c->nodes.clear();
+  return c;
+}
+
+namespace {
+
+std::optional<Crash> Classify(const std::string& line) {
   // Cheap tests first: most lines are iterations.
   const bool slurm = absl::StrContains(line, "***");
   const bool cuda = absl::StrContains(line, "CUDA") || absl::StrContains(line, "Cuda failure");
@@ -124,7 +174,11 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
       if (why == "TASK FAILURE") return std::nullopt;  // another line says what failed
       return Make("operator", detail, kScheduler);     // scancel: a plain cancel, or a signal
     }
-    if (std::regex_search(line, m, kSlurmMemoryError)) return Make("ecc", "node=" + m[1].str(), kHardware);
+    if (std::regex_search(line, m, kSlurmMemoryError)) {
+      Crash c = Make("ecc", "node=" + m[1].str(), kHardware);
+      if (const std::string node = ShortHost(m[1].str()); !node.empty()) c.nodes = {node};
+      return c;
+    }
   }
   if (xid) {
     if (std::regex_search(line, m, kXid)) {
@@ -136,7 +190,7 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
   if (watchdog && std::regex_search(line, m, kWatchdogWrapper)) {
     // Read by what it wraps: a timeout is a hang, a CUDA error a CUDA fault.
     const std::string inner = m[1].str();
-    if (std::optional<Crash> c = ClassifyCrashLine(inner)) return c;
+    if (std::optional<Crash> c = Classify(inner)) return c;
     return Make("nccl", inner, kNccl);
   }
   if (memory) {
@@ -151,6 +205,7 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
     }
     if (std::regex_search(line, m, kNcclCode)) return Make("nccl", "nccl" + m[1].str(), kNccl);
     if (absl::StrContains(line, "NCCL communicator was aborted")) return Make("nccl", "communicator aborted", kNccl);
+    if (std::regex_search(line, m, kNcclPeerClosed)) return Make("nccl", "connection closed by " + m[1].str(), kNccl);
     if (absl::StrContains(line, "NCCL timeout in")) return Make("hang", "nccl_timeout", kHang);
   }
   if (watchdog) {
@@ -182,5 +237,7 @@ std::optional<Crash> ClassifyCrashLine(const std::string& line) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 }  // namespace flightplan::cli

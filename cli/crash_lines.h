@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace flightplan::cli {
 
@@ -27,7 +28,18 @@ struct Crash {
   // over memory, over CUDA, over NCCL, over a timeout, over a bare signal.
   int rank = 0;
   bool planned = false;  // the job's own time limit
+  // The hosts the line blames (Interruption.nodes), as short names (ShortHost): the host of
+  // an Xid in the kernel log, NCCL's reporting host or the remote peer it lost, the node of
+  // Slurm's memory error. Empty when the line names none, or names only a victim (Slurm's
+  // NODE FAILURE line is printed by a node that survived; a watchdog's rank timed out
+  // waiting for another).
+  std::vector<std::string> nodes;
 };
+
+// A host as Slurm names nodes: its first label ("gpu004" for "gpu004.ds-a4-r02.abc.com", as
+// NCCL cuts its own host name), an IPv4 address whole; "" when it is not a node name
+// (docs/contract.md §4: 1-255 of [A-Za-z0-9._-]).
+std::string ShortHost(const std::string& host);
 
 // The cause a line names, if it names one. Knock-on lines (torchrun's "Sending process N
 // closing signal SIGTERM", "Some NCCL operations have failed or timed out", ChildFailedError)

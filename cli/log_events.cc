@@ -1,12 +1,14 @@
 #include "cli/log_events.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <regex>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/crash_lines.h"
 #include "convert/plan_convert.h"
 
@@ -80,8 +82,21 @@ const std::regex kNemoRestoring(R"(\bRestoring states from the checkpoint path a
 // performance:" then " Worst performing k/N ranks:" / " Best performing k/N ranks:" and
 // "  Rank={r} Node={node} Score={s:.2f}" (src/nvidia_resiliency_ext/ptl_resiliency/
 // straggler_det_callback.py _format_gpu_scores and line 154, v0.2.0 to v0.5.0).
-const std::regex kStragglerScore(R"(^\s*Rank=\d+ Node=\S+ Score=([\d.]+)\s*$)");
-const std::regex kStragglerRanks(R"(^\s*(?:Worst|Best) performing \d+/\d+ ranks:\s*$)");
+const std::regex kStragglerScore(R"(^\s*Rank=(\d+) Node=\S+ Score=([\d.]+)\s*$)");
+const std::regex kStragglerRanks(R"(^\s*(Worst|Best) performing \d+/\d+ ranks:\s*$)");
+// Megatron's per-rank timers, --timing-log-option all (megatron/core/timers.py
+// _get_all_ranks_time_string, core_v0.16.0 to core_v0.19.0): "times across ranks (ms):", then
+// per timer "\n  {name}:" and per rank "\n     rank {rank:2d}: {time:.2f}".
+const std::regex kMegatronRanksTimer(R"(^  (forward-backward|forward-compute|backward-compute):\s*$)");
+const std::regex kMegatronRankTime(R"(^\s+rank\s+(\d+): ([\d.]+)\s*$)");
+// DeepSpeed's runner (deepspeed/launcher/multinode_runner.py PDSHRunner.get_cmd, v0.7.0 to
+// v0.16.4): "Running on the following workers: %s" with the hosts joined by ',' in the
+// hostfile's order, the order of the nodes' ranks.
+const std::regex kDsWorkers(R"(Running on the following workers: (\S+))");
+// torchrun's failure summary (torch/distributed/elastic/multiprocessing/errors/__init__.py
+// _FAILURE_FORMAT_TEMPLATE, 1.10 to 2.5): under "Root Cause (first observed failure):" an
+// entry "[${idx}]:" with "  host      : ${hostname}" (socket.getfqdn()).
+const std::regex kTorchrunHost(R"(^\s*host\s+: (\S+)\s*$)");
 
 std::optional<absl::Time> Stamp(const std::string& line, absl::TimeZone tz) {
   std::smatch m;
@@ -181,6 +196,7 @@ void LogEvents::FlushCrash() {
   e.mutable_interruption()->set_cause(c.cause);
   e.mutable_interruption()->set_planned(c.planned);
   e.mutable_interruption()->set_detail(absl::StrCat(c.detail, " (line ", crash_line_, ")"));
+  for (const std::string& n : c.nodes) e.mutable_interruption()->add_nodes(n);
   Emit(std::move(e));
   active_ = false;
 }
@@ -222,6 +238,10 @@ void LogEvents::DateLaunch(absl::Time at) {
   v1::Event e = Base(at);
   e.mutable_job_started()->set_attempt(attempt_);
   e.mutable_job_started()->set_restored_step(restored);
+  const std::vector<std::string> nodes = !pending_nodes_.empty() ? std::exchange(pending_nodes_, {})
+                                         : o_.backfill           ? std::vector<std::string>{}
+                                                                 : o_.nodes;
+  for (const std::string& n : nodes) e.mutable_job_started()->add_nodes(n);
   if (!o_.backfill && !o_.launch.empty()) {
     // The first launch followed live is the scheduler's; one after it in the same job (an
     // elastic restart inside it) is a launch of its own, without the scheduler's name.
@@ -348,6 +368,24 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
   if (stamp) last_stamp_ = stamp;
   current_stamped_ = stamp.has_value();
   if (stamp && undated_launch_) DateLaunch(*stamp);
+  // torchrun's summary names the host of the first failure: the pending crash's node.
+  if (absl::StrContains(line, "Root Cause (first observed failure):")) {
+    root_cause_lines_ = 8;
+    ++recognised_;
+    return absl::OkStatus();
+  }
+  if (root_cause_lines_ > 0) {
+    --root_cause_lines_;
+    std::smatch m;
+    if (std::regex_search(line, m, kTorchrunHost)) {
+      root_cause_lines_ = 0;
+      if (crash_ && crash_->nodes.empty()) {
+        if (const std::string host = ShortHost(m[1].str()); !host.empty()) crash_->nodes = {host};
+      }
+      ++recognised_;
+      return absl::OkStatus();
+    }
+  }
   // A line that says what is killing the attempt: remembered (the most telling of them)
   // until the attempt's end shows.
   if (active_) {
@@ -357,7 +395,13 @@ absl::Status LogEvents::FeedLine(const std::string& raw, absl::Time read_time) {
         crash_read_ = read_time;
         crash_line_ = lines_;
       }
-      if (!crash_ || c->rank > crash_->rank) crash_ = std::move(c);
+      if (!crash_ || c->rank > crash_->rank) {
+        // A line that only names the cause keeps the host an earlier one blamed.
+        if (crash_ && c->nodes.empty()) c->nodes = std::move(crash_->nodes);
+        crash_ = std::move(c);
+      } else if (crash_->nodes.empty()) {
+        crash_->nodes = std::move(c->nodes);
+      }
       ++recognised_;
       return absl::OkStatus();
     }
@@ -435,6 +479,18 @@ absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, d
   e.mutable_steps()->set_tokens(tokens);
   if (rank_spread_ > 0) e.mutable_steps()->set_rank_spread(rank_spread_);
   rank_spread_ = 0;
+  // Megatron's per-rank timers: the rank with the most compute time (else the most
+  // forward-backward time).
+  for (const auto* times : {&rank_compute_, &rank_wait_}) {
+    if (times->empty() || slowest_rank_ >= 0) continue;
+    slowest_rank_ = std::max_element(times->begin(), times->end(), [](const auto& a, const auto& b) {
+                      return a.second < b.second;
+                    })->first;
+  }
+  rank_compute_.clear();
+  rank_wait_.clear();
+  if (slowest_rank_ >= 0) e.mutable_steps()->set_slowest_rank(slowest_rank_);
+  slowest_rank_ = -1;
   Emit(std::move(e));
   last_step_ = step;
   last_step_time_ = at;
@@ -548,6 +604,30 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   // A compute timer across ranks: the slowest rank's time over the fastest's is a
   // straggler's signature. The block follows an iteration line; its spread goes with the
   // next iteration's report (it covers the interval before it).
+  if (absl::StrContains(line, "times across ranks (ms):") && !absl::StrContains(line, "(min, max)")) {
+    ranks_timer_.clear();
+    return true;
+  }
+  if (std::regex_search(line, m, kMegatronRanksTimer)) {
+    ranks_timer_ = m[1].str();
+    ranks_low_ = 0;
+    return true;
+  }
+  if (!ranks_timer_.empty() && absl::StrContains(line, "rank") && std::regex_search(line, m, kMegatronRankTime)) {
+    // Each rank's compute time (forward-backward waits for the slowest rank, so it tells
+    // less), and the spread as the (min, max) block gives it.
+    const double t = Double(m, 2);
+    const std::optional<int64_t> rank = Int(m, 1);
+    if (rank && *rank <= INT32_MAX) {
+      (ranks_timer_ == "forward-backward" ? rank_wait_ : rank_compute_)[static_cast<int32_t>(*rank)] += t;
+    }
+    if (ranks_timer_ != "forward-backward") {
+      if (t > 0) ranks_low_ = ranks_low_ > 0 ? std::min(ranks_low_, t) : t;
+      if (ranks_low_ > 0 && t >= ranks_low_) rank_spread_ = std::max(rank_spread_, std::min(100.0, t / ranks_low_ - 1));
+    }
+    return true;
+  }
+  if (!ranks_timer_.empty()) ranks_timer_.clear();  // the block has ended
   if (absl::StrContains(line, "-compute") || absl::StrContains(line, "forward-backward")) {
     if (std::regex_search(line, m, kMegatronRankTimer)) {
       const double low = Double(m, 2), high = Double(m, 3);
@@ -766,6 +846,14 @@ bool LogEvents::FeedDeepSpeed(const std::string& line, const std::optional<absl:
   std::smatch m;
   // A launch: DeepSpeed's version line, or the engine's step=0 report at its init (before
   // the checkpoint loads); it begins with its first step.
+  if (std::regex_search(line, m, kDsWorkers)) {
+    std::vector<std::string> nodes;
+    for (absl::string_view h : absl::StrSplit(m[1].str(), ',')) {
+      if (const std::string host = ShortHost(std::string(h)); !host.empty()) nodes.push_back(host);
+    }
+    pending_nodes_ = std::move(nodes);
+    return true;
+  }
   if (std::regex_search(line, m, kDsInfo)) {
     launch_pending_ = true;
     pending_restored_ = 0;
@@ -844,9 +932,18 @@ bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time
     return true;
   }
   if (straggler_block_ != StragglerBlock::kNone) {
-    if (std::regex_search(line, kStragglerRanks)) return true;
+    if (std::regex_search(line, m, kStragglerRanks)) {
+      worst_ranks_ = straggler_block_ == StragglerBlock::kRelative && m[1].str() == "Worst";
+      return true;
+    }
     if (std::regex_search(line, m, kStragglerScore)) {
-      const double score = Double(m, 1);
+      const double score = Double(m, 2);
+      // The worst relative score names the slowest rank.
+      if (const std::optional<int64_t> rank = Int(m, 1);
+          worst_ranks_ && rank && *rank <= INT32_MAX && (slowest_rank_ < 0 || score < slowest_value_)) {
+        slowest_rank_ = static_cast<int32_t>(*rank);
+        slowest_value_ = score;
+      }
       if (straggler_block_ == StragglerBlock::kRelative && score > 0) {
         block_low_ = block_low_ > 0 ? std::min(block_low_, score) : score;
         block_high_ = std::max(block_high_, score);
@@ -855,6 +952,7 @@ bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time
       return true;
     }
     straggler_block_ = StragglerBlock::kNone;
+    worst_ranks_ = false;
   }
   // The report's own first line (the message begins with a newline) and its timing line.
   if (absl::StrContains(line, " straggler_det_callback:")) return true;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -64,6 +65,10 @@ struct LogOptions {
   // The first such launch's job_started carries it, so the two reports are one attempt
   // (docs/contract.md §4); a later one in the same job (an elastic restart) is its own.
   std::string launch;
+  // The nodes of launches followed live, in rank order (--nodes, or SLURM_JOB_NODELIST when
+  // the tail runs inside the job); a launch whose log lists its nodes (DeepSpeed's runner)
+  // takes those instead.
+  std::vector<std::string> nodes;
   // Following a live log mid-attempt: its iterations continue this attempt (no launch is
   // invented for the first one seen); 0 = none.
   uint32_t continue_attempt = 0;
@@ -167,6 +172,19 @@ class LogEvents {
   double rank_spread_ = 0;
   enum class StragglerBlock { kNone, kRelative, kIndividual } straggler_block_ = StragglerBlock::kNone;
   double block_low_ = 0, block_high_ = 0;  // the relative block's scores so far
+  // The rank the log names slowest since the last iteration line (Megatron's per-rank
+  // timers, the straggler report's worst relative score), for the next report; -1 = none.
+  int32_t slowest_rank_ = -1;
+  double slowest_value_ = 0;                            // its score (NeMo)
+  std::map<int32_t, double> rank_compute_, rank_wait_;  // Megatron: compute and forward-backward ms per rank
+  bool worst_ranks_ = false;                            // inside the straggler report's "Worst performing" list
+  std::string ranks_timer_;                             // Megatron's per-rank block: the timer being listed
+  double ranks_low_ = 0;                                // ... its fastest rank's time
+  // The next launch's nodes, from a line that lists them (DeepSpeed's runner).
+  std::vector<std::string> pending_nodes_;
+  // Lines left of torchrun's "Root Cause (first observed failure):" entry, whose host names
+  // the node of the pending crash.
+  int root_cause_lines_ = 0;
   std::optional<absl::Time> last_emitted_;
   std::optional<absl::Time> last_stamp_;   // the latest timestamp seen on any line
   std::optional<absl::Time> launch_time_;  // a launch began (print_datetime, "Starting job")

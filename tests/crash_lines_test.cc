@@ -169,3 +169,90 @@ TEST(CrashLinesRank, TheSchedulerOverTheHardwareOverMemoryOverCudaOverNcclOverAH
 
 }  // namespace
 }  // namespace flightplan::cli
+
+namespace flightplan::cli {
+namespace {
+
+// The host a crash line blames (Crash::nodes), from the emitters' own formats.
+struct HostCase {
+  const char* name;
+  const char* line;
+  const char* cause;
+  const char* node;  // "" = blames none
+};
+
+void PrintTo(const HostCase& c, std::ostream* os) { *os << c.name; }
+
+class CrashLineHosts : public ::testing::TestWithParam<HostCase> {};
+
+TEST_P(CrashLineHosts, NameTheNodeToBlame) {
+  const HostCase& c = GetParam();
+  const std::optional<Crash> crash = ClassifyCrashLine(c.line);
+  ASSERT_TRUE(crash.has_value()) << c.line;
+  EXPECT_EQ(crash->cause, c.cause);
+  if (std::string(c.node).empty()) {
+    EXPECT_TRUE(crash->nodes.empty()) << crash->nodes[0];
+  } else {
+    ASSERT_EQ(crash->nodes.size(), 1u);
+    EXPECT_EQ(crash->nodes[0], c.node);
+  }
+}
+
+const HostCase kHostCases[] = {
+    // NVIDIA/nccl-tests#166, verbatim: the peer NCCL lost, cut to its first label as NCCL cuts
+    // its own host name in the prefix.
+    {"NcclPeerClosed",
+     "gpu004:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+     "gpu004.ds-a4-r02.abc.com<55693>",
+     "nccl", "gpu004"},
+    // NCCL v2.26.2+ puts "[%F %T] " before its prefix (src/debug.cc).
+    {"NcclPeerClosedWithTime",
+     "[2027-01-04 00:15:30] gpu-node-103:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection "
+     "closed by remote peer gpu-node-117<40123>",
+     "nccl", "gpu-node-117"},
+    // An Xid in the kernel log as rsyslog's traditional format writes it ("%TIMESTAMP%
+    // %HOSTNAME% %syslogtag%%msg%"), the driver's line as NVIDIA/gpu-operator#1146 quotes it.
+    {"XidFromSyslog",
+     "Jan  4 00:15:29 gpu-node-117 kernel: [6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', "
+     "name=<unknown>, GPU has fallen off the bus.",
+     "gpu", "gpu-node-117"},
+    // The same under RFC 3339 timestamps (rsyslog's RSYSLOG_FileFormat).
+    {"XidFromSyslogRfc3339",
+     "2027-01-04T00:15:29.548779+00:00 gpu-node-117.cluster.local kernel: NVRM: Xid (PCI:0000:07:00): 48, "
+     "pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the "
+     "framebuffer at partition 6, subpartition 0.",
+     "ecc", "gpu-node-117"},
+    // Under MIG the instance follows the bus id: "(PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u)".
+    {"XidUnderMig", "NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, pid=1234, name=python, Contained ECC error.",
+     "ecc", ""},
+    // Slurm up to 20.11, src/slurmd/slurmstepd/req.c: the node with the memory error.
+    {"SlurmMemoryError",
+     "slurmstepd: error: *** JOB 1234 ON gpu-node-117 UNCORRECTABLE MEMORY ERROR AT 2027-01-04T00:15:29 ***", "ecc",
+     "gpu-node-117"},
+    // The NODE FAILURE line is printed by a node that survived: it blames none.
+    {"SlurmNodeFailureBlamesNone",
+     "slurmstepd: error: *** JOB 1234 ON gpu-node-103 CANCELLED AT 2027-01-04T00:15:29 DUE TO NODE FAILURE, SEE "
+     "SLURMCTLD LOG FOR DETAILS ***",
+     "node", ""},
+    // A watchdog's rank timed out waiting for another: it is the victim, not the cause.
+    {"WatchdogBlamesNone",
+     "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+     "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
+     "600020 milliseconds before timing out.",
+     "hang", ""},
+};
+
+INSTANTIATE_TEST_SUITE_P(Sources, CrashLineHosts, ::testing::ValuesIn(kHostCases),
+                         [](const ::testing::TestParamInfo<HostCase>& i) { return std::string(i.param.name); });
+
+TEST(ShortHost, FirstLabelIpWholeNoReverseDns) {
+  EXPECT_EQ(ShortHost("gpu004.ds-a4-r02.abc.com"), "gpu004");
+  EXPECT_EQ(ShortHost("gpu-node-117"), "gpu-node-117");
+  EXPECT_EQ(ShortHost("10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(ShortHost("1.0.0.127.in-addr.arpa"), "");  // torchrun's getfqdn() of an unnamed host
+  EXPECT_EQ(ShortHost("bad host"), "");
+  EXPECT_EQ(ShortHost(""), "");
+}
+
+}  // namespace
+}  // namespace flightplan::cli

@@ -260,6 +260,62 @@ def megatron_straggler():
     m.log.write('megatron-core_v0.19.0-straggler.log')
 
 
+def all_ranks_timers(log, rows):
+    # megatron/core/timers.py _get_all_ranks_time_string (core_v0.16.0 .. core_v0.19.0), as
+    # Timers.log prints it with --timing-log-option all: through logging (the first line
+    # carries the logger's prefix, the rest are the message's own lines).
+    output_string = 'times across ranks (ms):'
+    for name, times in rows:
+        output_string += '\n  {}:'.format(name)
+        for rank, t in enumerate(times):
+            output_string += '\n     rank {:2d}: {:.2f}'.format(rank, t)
+    log.print("INFO:megatron.core.timers:" + output_string)
+
+
+def megatron_slow_rank():
+    """core_v0.19.0 with --timing-log-level 1 --timing-log-option all on 16 ranks (2 nodes of 8):
+    after each iteration line (every 10 from 00:02:00, 100 s apart) every rank's compute
+    timers. Up to the block after iteration 30 the slowest rank moves (1% behind: rank
+    it/10 % 16); from the block after 40 on, rank 13 is 6% slower (forward-compute 1060.00 vs
+    1000.00, backward-compute 2120.00 vs 2000.00); forward-backward is the same on every rank
+    (each waits for the slowest). After iteration 80 the job dies: NCCL on gpu-node-103 loses
+    its peer gpu-node-117 (NCCL 2.21.5's src/misc/socket.cc socketProgress through
+    src/debug.cc's WARN prefix "%s:%d:%d [%d] %s:%d NCCL WARN "), PyTorch's NCCL error
+    (NCCLUtils.hpp), and torchrun's failure summary names rank 13 on gpu-node-117
+    (torch/distributed/elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE
+    inside ChildFailedError.format_msg, torch 2.5).
+    """
+    m = Megatron((0, 19))
+    args = {'global_batch_size': 64, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 4096,
+            'train_iters': 500}
+    print_args(m.log, args)
+    m.print_datetime('after megatron is initialized', at(0))
+    m.print_datetime('before the start of training step', at(20))
+    t = 20.0
+    for it in range(10, 81, 10):
+        t += 100
+        m.iteration(at(t), it, it * 64, 10.0, 64, 9.0)
+        slow_rank, factor = (13, 1.06) if it >= 40 else ((it // 10) % 16, 1.01)
+        fwd = [1000.00 * (factor if r == slow_rank else 1) for r in range(16)]
+        bwd = [2000.00 * (factor if r == slow_rank else 1) for r in range(16)]
+        all_ranks_timers(m.log, [('forward-backward', [3000.00 * factor] * 16), ('forward-compute', fwd),
+                                 ('backward-compute', bwd)])
+    m.log.print('gpu-node-103:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: '
+                'Connection closed by remote peer gpu-node-117.cluster.local<55693>')
+    m.log.print('[rank3]: torch.distributed.DistBackendError: NCCL error in: '
+                '/opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027, '
+                'remote process exited or there was a network error, NCCL version 2.21.5')
+    m.log.print('torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ')
+    boarder = '=' * 60
+    section = '-' * 60
+    root = ('[0]:\n  time      : 2027-01-04_00:15:31\n  host      : gpu-node-117.cluster.local\n'
+            '  rank      : 13 (local_rank: 5)\n  exitcode  : -6 (pid: 1246013)\n  error_file: <N/A>\n'
+            '  traceback : Signal 6 (SIGABRT) received by PID 1246013')
+    m.log.print(f'{boarder}\npretrain_gpt.py FAILED\n{section}\nFailures:\n  <NO_OTHER_FAILURES>\n{section}\n'
+                f'Root Cause (first observed failure):\n{root}\n{boarder}')
+    m.log.write('megatron-core_v0.19.0-slow-rank.log')
+
+
 def megatron_rampup():
     """core_v0.15.0: the batch ramps up (--rampup-batch-size 16 16 1536), no timestamps on the
     save lines: the save timer gives their length.
@@ -773,6 +829,7 @@ def bridge(name):
 if __name__ == "__main__":
     megatron_current()
     megatron_straggler()
+    megatron_slow_rank()
     megatron_rampup()
     megatron_old()
     titan("v0.2.2", "torchtitan-v0.2.2.log")
