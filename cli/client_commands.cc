@@ -241,6 +241,9 @@ void TailBasisFromPlan(const v1::PlanRevision& plan, LogOptions& lo, std::ostrea
   }
   for (const v1::Phase& p : plan.plan().phases()) ramp = ramp || p.has_ramp();
   if (lo.seq_len == 0 && seq_lens.size() == 1 && *seq_lens.begin() > 0) lo.plan_seq_len = *seq_lens.begin();
+  if (const v1::FleetReport& f = plan.report().fleet(); f.nodes() > 0 && f.gpus() % f.nodes() == 0) {
+    lo.gpus_per_node = f.gpus() / f.nodes();
+  }
   if (lo.tokens_per_step == 0 && per_step.size() == 1 && !ramp && *per_step.begin() > 0) {
     lo.plan_tokens_per_step = *per_step.begin();
   }

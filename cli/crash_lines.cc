@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace flightplan::cli {
 namespace {
@@ -65,6 +66,12 @@ const std::regex kWatchdogTimeout(
 // The watchdog thread's wrapper: "[Rank N] NCCL watchdog thread terminated with exception: "
 // (torch <= 2.2), "Process group watchdog thread terminated with exception: " (2.3+).
 const std::regex kWatchdogWrapper(R"((?:NCCL|Process group) watchdog thread terminated with exception: (.*))");
+// ProcessGroupGloo.cpp monitoredBarrier (torch 1.10+; dist.monitored_barrier, and the
+// collective checks of TORCH_DISTRIBUTED_DEBUG=DETAIL): rank 0 names the ranks that did not
+// arrive, "[Rank 0]: Rank %d failed to pass monitoredBarrier in %d ms", or with
+// wait_all_ranks "Ranks %s failed ..." joined by ", " (quoted in PyTorch's distributed docs:
+// "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms").
+const std::regex kMonitoredBarrier(R"(\bRanks? ([\d, ]+?) failed to pass monitoredBarrier in (\d+) ms)");
 // torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: %s) local_rank: %s";
 // agent/server/api.py: "Received %s death signal, shutting down workers"
 // (hpcaitech/ColossalAI#3514, pytorch/pytorch#150916).
@@ -157,7 +164,8 @@ std::optional<Crash> Classify(const std::string& line) {
                         absl::StrContains(line, "timed out in blocking wait");
   const bool signal = absl::StrContains(line, "exitcode") || absl::StrContains(line, "death signal") ||
                       absl::StrContains(line, "srun: error");
-  if (!(slurm || cuda || nccl || xid || memory || watchdog || signal)) return std::nullopt;
+  const bool barrier = absl::StrContains(line, "monitoredBarrier");
+  if (!(slurm || cuda || nccl || xid || memory || watchdog || signal || barrier)) return std::nullopt;
   // Knock-on lines: what torchrun and the watchdog do once another rank has failed.
   if (absl::StrContains(line, "closing signal") || absl::StrContains(line, "Some NCCL operations have failed") ||
       absl::StrContains(line, "ChildFailedError")) {
@@ -207,6 +215,15 @@ std::optional<Crash> Classify(const std::string& line) {
     if (absl::StrContains(line, "NCCL communicator was aborted")) return Make("nccl", "communicator aborted", kNccl);
     if (std::regex_search(line, m, kNcclPeerClosed)) return Make("nccl", "connection closed by " + m[1].str(), kNccl);
     if (absl::StrContains(line, "NCCL timeout in")) return Make("hang", "nccl_timeout", kHang);
+  }
+  if (barrier && std::regex_search(line, m, kMonitoredBarrier)) {
+    Crash c = Make("hang", absl::StrCat("rank ", m[1].str(), " failed to pass monitoredBarrier in ", m[2].str(), " ms"),
+                   kHang);
+    for (absl::string_view r : absl::StrSplit(m[1].str(), ", ")) {
+      int32_t rank = 0;
+      if (absl::SimpleAtoi(r, &rank) && rank >= 0) c.ranks.push_back(rank);
+    }
+    return c;
   }
   if (watchdog) {
     if (std::regex_search(line, m, kWatchdogTimeout)) {

@@ -12,6 +12,7 @@
 #ifndef FLIGHTPLAN_CLI_CRASH_LINES_H_
 #define FLIGHTPLAN_CLI_CRASH_LINES_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct Crash {
   // NODE FAILURE line is printed by a node that survived; a watchdog's rank timed out
   // waiting for another).
   std::vector<std::string> nodes;
+  // The global ranks the line names as the cause (PyTorch's monitored barrier: the ranks
+  // that did not arrive), for the caller to place on the launch's nodes.
+  std::vector<int32_t> ranks;
 };
 
 // A host as Slurm names nodes: its first label ("gpu004" for "gpu004.ds-a4-r02.abc.com", as

@@ -196,7 +196,16 @@ void LogEvents::FlushCrash() {
   e.mutable_interruption()->set_cause(c.cause);
   e.mutable_interruption()->set_planned(c.planned);
   e.mutable_interruption()->set_detail(absl::StrCat(c.detail, " (line ", crash_line_, ")"));
-  for (const std::string& n : c.nodes) e.mutable_interruption()->add_nodes(n);
+  std::vector<std::string> nodes = c.nodes;
+  if (nodes.empty() && o_.gpus_per_node > 0) {  // the ranks it names, on the launch's nodes
+    for (const int32_t rank : c.ranks) {
+      const size_t i = static_cast<size_t>(rank) / o_.gpus_per_node;
+      if (i < launch_nodes_.size() && std::find(nodes.begin(), nodes.end(), launch_nodes_[i]) == nodes.end()) {
+        nodes.push_back(launch_nodes_[i]);
+      }
+    }
+  }
+  for (const std::string& n : nodes) e.mutable_interruption()->add_nodes(n);
   Emit(std::move(e));
   active_ = false;
 }
@@ -242,6 +251,7 @@ void LogEvents::DateLaunch(absl::Time at) {
                                          : o_.backfill           ? std::vector<std::string>{}
                                                                  : o_.nodes;
   for (const std::string& n : nodes) e.mutable_job_started()->add_nodes(n);
+  launch_nodes_ = nodes;
   if (!o_.backfill && !o_.launch.empty()) {
     // The first launch followed live is the scheduler's; one after it in the same job (an
     // elastic restart inside it) is a launch of its own, without the scheduler's name.

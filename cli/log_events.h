@@ -69,6 +69,9 @@ struct LogOptions {
   // the tail runs inside the job); a launch whose log lists its nodes (DeepSpeed's runner)
   // takes those instead.
   std::vector<std::string> nodes;
+  // The plan's GPUs per node (fleet.gpus / fleet.nodes): a crash that names ranks (the
+  // monitored barrier) blames their nodes, rank r on the launch's nodes[r / gpus_per_node].
+  uint32_t gpus_per_node = 0;
   // Following a live log mid-attempt: its iterations continue this attempt (no launch is
   // invented for the first one seen); 0 = none.
   uint32_t continue_attempt = 0;
@@ -182,6 +185,7 @@ class LogEvents {
   double ranks_low_ = 0;                                // ... its fastest rank's time
   // The next launch's nodes, from a line that lists them (DeepSpeed's runner).
   std::vector<std::string> pending_nodes_;
+  std::vector<std::string> launch_nodes_;  // the current launch's, as its job_started said
   // Lines left of torchrun's "Root Cause (first observed failure):" entry, whose host names
   // the node of the pending crash.
   int root_cause_lines_ = 0;

@@ -245,6 +245,18 @@ const HostCase kHostCases[] = {
 INSTANTIATE_TEST_SUITE_P(Sources, CrashLineHosts, ::testing::ValuesIn(kHostCases),
                          [](const ::testing::TestParamInfo<HostCase>& i) { return std::string(i.param.name); });
 
+TEST(CrashLineRanks, TheMonitoredBarrierNamesTheRanksThatDidNotArrive) {
+  // PyTorch's distributed docs quote rank 0's error; wait_all_ranks lists every late rank.
+  std::optional<Crash> c = ClassifyCrashLine("RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->cause, "hang");
+  EXPECT_EQ(c->ranks, std::vector<int32_t>{1});
+  c = ClassifyCrashLine("[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->ranks, (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(c->nodes.empty());  // ranks, not hosts: the caller places them
+}
+
 TEST(ShortHost, FirstLabelIpWholeNoReverseDns) {
   EXPECT_EQ(ShortHost("gpu004.ds-a4-r02.abc.com"), "gpu004");
   EXPECT_EQ(ShortHost("gpu-node-117"), "gpu-node-117");

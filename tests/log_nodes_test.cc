@@ -134,3 +134,45 @@ TEST(LogNodes, DeepSpeedsWorkerListIsTheLaunchsNodes) {
 
 }  // namespace
 }  // namespace flightplan::cli
+
+namespace flightplan::cli {
+namespace {
+
+// A hang that PyTorch's monitored barrier resolves: rank 0 names rank 13 as the one that did
+// not arrive (ProcessGroupGloo.cpp monitoredBarrier's message); on a launch of 2 nodes of 8
+// GPUs (the plan's), rank 13 sits on the second.
+TEST(LogNodes, TheMonitoredBarriersRankIsPlacedOnItsNode) {
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("megatron-core_v0.19.0-slow-rank.log")) {
+    if (absl::StrContains(l, "NCCL") || absl::StrContains(l, "Root Cause")) break;  // the death replaced
+    lines.push_back(l);
+  }
+  lines.push_back("RuntimeError: [Rank 0]: Rank 13 failed to pass monitoredBarrier in 1800000 ms");
+  LogOptions o;
+  o.backfill = false;
+  o.nodes = {"gpu-node-103", "gpu-node-117"};
+  o.gpus_per_node = 8;
+  absl::Time clock = At(0);
+  const Tailed t = Feed(lines, o, [&clock](const std::string& line) {
+    if (absl::StrContains(line, " iteration ")) clock += absl::Seconds(100);
+    return clock;
+  });
+  ASSERT_TRUE(t.status.ok()) << t.status;
+  const Kinds k = Split(t.events);
+  ASSERT_EQ(k.stops.size(), 1u);
+  EXPECT_EQ(k.stops[0].interruption().cause(), "hang");
+  ASSERT_EQ(k.stops[0].interruption().nodes_size(), 1);
+  EXPECT_EQ(k.stops[0].interruption().nodes(0), "gpu-node-117");
+  // Without the plan's GPUs per node the rank cannot be placed: no node is blamed.
+  o.gpus_per_node = 0;
+  clock = At(0);
+  const Kinds k2 = Split(Feed(lines, o, [&clock](const std::string& line) {
+                           if (absl::StrContains(line, " iteration ")) clock += absl::Seconds(100);
+                           return clock;
+                         }).events);
+  ASSERT_EQ(k2.stops.size(), 1u);
+  EXPECT_EQ(k2.stops[0].interruption().nodes_size(), 0);
+}
+
+}  // namespace
+}  // namespace flightplan::cli
