@@ -81,7 +81,11 @@ std::shared_ptr<const forecast::NodeLedger> RunBoard::Ledger() const {
   }
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&ledger_mu_);
-  if (ledger_ != nullptr && ledger_publishes_ == publishes && now - ledger_built_ < kLedgerMaxAge) return ledger_;
+  // Fresh enough: nothing changed since, or (on the wall clock) it is younger than
+  // kLedgerMinAge, so that a daemon whose runs stream does not rebuild it per read.
+  const bool unchanged =
+      ledger_publishes_ == publishes || (!options_.events_clock && now - ledger_built_ < kLedgerMinAge);
+  if (ledger_ != nullptr && unchanged && now - ledger_built_ < kLedgerMaxAge) return ledger_;
   std::vector<forecast::RunNodes> runs;
   for (const auto& view : List()) runs.push_back(NodesOf(*view));
   ledger_ = std::make_shared<const forecast::NodeLedger>(forecast::BuildLedger(runs));

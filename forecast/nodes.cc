@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -155,35 +158,58 @@ std::vector<std::string> NodeLedger::Suspects() const {
 
 NodeLedger BuildLedger(const std::vector<RunNodes>& runs) {
   NodeLedger ledger;
-  std::map<std::string, NodeRecord> by_node;
-  std::map<std::string, std::set<std::string>> runs_of;
-  for (const RunNodes& r : runs) {
+  // One record per node, found by name; the runs of each as indices into `runs` (in order,
+  // each at most once: a run's book holds a node once).
+  std::vector<NodeRecord> records;
+  std::vector<std::vector<uint32_t>> runs_of;
+  std::unordered_map<std::string_view, size_t> index;
+  for (uint32_t ri = 0; ri < runs.size(); ++ri) {
+    const RunNodes& r = runs[ri];
     if (r.book == nullptr || r.book->nodes.empty()) continue;
     ++ledger.runs_with_nodes;
     const NodeBook& book = *r.book;
     const double open = book.held.empty() || book.held_since == absl::InfinitePast()
                             ? 0
                             : std::max(0.0, absl::ToDoubleSeconds(r.now - book.held_since));
-    std::set<std::string> held(book.held.begin(), book.held.end());
     for (const auto& [node, use] : book.nodes) {
-      NodeRecord& rec = by_node[node];
+      auto [it, added] = index.try_emplace(node, records.size());
+      if (added) {
+        records.emplace_back().node = node;
+        runs_of.emplace_back();
+      }
+      NodeRecord& rec = records[it->second];
       rec.attempts += use.attempts;
-      rec.node_hours += (use.held_seconds + (held.count(node) ? open : 0)) / 3600;
+      rec.node_hours += use.held_seconds / 3600;
       rec.failures += use.failures;
       rec.slow_stretches += use.slow_stretches + (node == r.active_stretch_node ? 1 : 0);
-      runs_of[node].insert(r.run);
+      runs_of[it->second].push_back(ri);
+    }
+    if (open > 0) {                               // the launch still holding its nodes, up to the run's now
+      std::unordered_set<std::string_view> seen;  // a node listed twice holds once
+      for (const std::string& n : book.held) {
+        if (!seen.insert(n).second) continue;
+        auto it = index.find(n);
+        if (it != index.end()) records[it->second].node_hours += open / 3600;
+      }
     }
   }
-  for (auto& [node, rec] : by_node) {
-    rec.node = node;
-    rec.runs.assign(runs_of[node].begin(), runs_of[node].end());
+  std::vector<size_t> order(records.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return records[a].node < records[b].node; });
+  std::vector<NodeRecord> by_name;
+  by_name.reserve(records.size());
+  for (size_t i : order) {
+    NodeRecord& rec = records[i];
+    for (uint32_t ri : runs_of[i]) rec.runs.push_back(runs[ri].run);
+    std::sort(rec.runs.begin(), rec.runs.end());
     ledger.failures += rec.failures;
     ledger.node_hours += rec.node_hours;
     if (rec.node_hours > 0) ++ledger.tested;
+    by_name.push_back(std::move(rec));
   }
   ledger.fleet_rate_per_hour = ledger.node_hours > 0 ? ledger.failures / ledger.node_hours : 0;
   ledger.threshold = ledger.tested > 0 ? kSuspectAlpha / ledger.tested : 0;
-  for (auto& [node, rec] : by_node) {
+  for (NodeRecord& rec : by_name) {
     std::vector<std::string> reasons, words;
     if (rec.node_hours > 0 && rec.failures > 0) {
       rec.expected_failures = ledger.fleet_rate_per_hour * rec.node_hours;
