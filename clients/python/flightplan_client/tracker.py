@@ -124,14 +124,20 @@ class Tracker:
             body["gpus"] = int(gpus)
         self._enqueue("job_started", body)
 
-    def step(self, step, tokens, rank_spread=None):
+    def step(self, step, tokens, rank_spread=None, slowest_rank=None):
         """Training reached `step` with `tokens` in all. `rank_spread`, when the loop measures
         it: the slowest rank's compute time over the fastest's, minus 1, since the last report
-        (0.05: one rank 5% slower), a straggler's signature."""
+        (0.05: one rank 5% slower), a straggler's signature; `slowest_rank`, that rank's global
+        rank, which the daemon places on the launch's nodes (a slow stretch then names its
+        node)."""
+        if slowest_rank is not None and int(slowest_rank) < 0:
+            raise ValueError(f"slowest_rank {slowest_rank}: a global rank is 0 or more")
         self._last_step = max(getattr(self, "_last_step", -1), int(step))
         body = {"step": int(step), "tokens": int(tokens)}
         if rank_spread:
             body["rank_spread"] = float(rank_spread)
+        if slowest_rank is not None:
+            body["slowest_rank"] = int(slowest_rank)
         self._enqueue("steps", body, key=f"s{int(step)}")
 
     def checkpoint_saved(self, step, blocking_seconds=0.0, tokens=None):

@@ -80,6 +80,19 @@ def test_a_launch_under_slurm_names_its_nodes_and_a_stop_its_node(daemon, monkey
     assert started[-1]["nodes"] == ["spare-001", "gpu-node-116"], started
 
 
+def test_the_slowest_rank_is_sent_and_the_status_says_the_nodes(daemon):
+    with Tracker(RUN, server=daemon.address) as t:
+        t.job_started(restored_step=0, nodes=["gpu-node-116", "gpu-node-117"], gpus=16)
+        t.step(1, 1000, rank_spread=0.04, slowest_rank=13)
+        t.step(2, 2000)
+        with pytest.raises(ValueError, match="slowest_rank -2"):
+            t.step(3, 3000, slowest_rank=-2)
+    steps = [e["steps"] for e in stored(daemon) if "steps" in e]
+    assert [s.get("slowest_rank") for s in steps] == [13, None], steps
+    nodes = daemon.status()["nodes"]
+    assert nodes["named"] and nodes["nodes"] == 2 and not nodes.get("suspects"), nodes
+
+
 def test_a_bad_node_name_is_refused_naming_it(daemon, tmp_path):
     with Tracker(RUN, server=daemon.address, spool_dir=str(tmp_path)) as t:
         t.job_started(nodes=["gpu-node-[1-2]"])  # a list left unexpanded
