@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/nodes_command.h"
 #include "tests/daemon_fixture.h"
 #include "tests/http_get.h"
 
@@ -164,6 +165,39 @@ TEST_F(NodesTest, TheStatusNamesTheSuspectAndTheOptionThatDrainsIt) {
   EXPECT_NE(anon.nodes().note().find("no node attribution"), std::string::npos);
   EXPECT_NE(cli::FormatRunStatus(anon).find("nodes                  no node attribution"), std::string::npos)
       << cli::FormatRunStatus(anon);
+}
+
+// `flightplan nodes`: the table with the evidence and the drain option, --suspects, --json with
+// the contract's field names, and an unknown run refused (exit 1).
+TEST_F(NodesTest, TheNodesCommandPrintsTheLedger) {
+  cli::ClientOptions client;
+  client.server = absl::StrCat("127.0.0.1:", daemon_->grpc_port());
+  std::ostringstream out, err;
+  // Before any event names a node: what attribution needs.
+  ASSERT_TRUE(Create(FlagshipPlan()).ok());
+  EXPECT_EQ(cli::RunNodes(client, {}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("no node attribution"), std::string::npos) << out.str();
+  Fleet();
+  out.str("");
+  EXPECT_EQ(cli::RunNodes(client, {}, out, err), 0) << err.str();
+  const std::string table = out.str();
+  EXPECT_NE(table.find("n07"), std::string::npos);
+  EXPECT_NE(table.find("suspect (failures): 5 failures in"), std::string::npos) << table;
+  EXPECT_NE(table.find("drain: --exclude=n07"), std::string::npos) << table;
+  EXPECT_NE(table.find("16 nodes from 2 of 2 runs"), std::string::npos) << table;
+  out.str("");
+  EXPECT_EQ(cli::RunNodes(client, {.run = "", .suspects = true, .json = true}, out, err), 0);
+  v1::NodeLedger parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &parsed).ok()) << out.str();
+  ASSERT_EQ(parsed.nodes_size(), 1);
+  EXPECT_EQ(parsed.nodes(0).node(), "n07");
+  EXPECT_EQ(parsed.exclude(), "--exclude=n07");
+  for (const char* field : {"\"node_hours\"", "\"slow_stretches\"", "\"suspect\"", "\"reason\"", "\"exclude\""}) {
+    EXPECT_NE(out.str().find(field), std::string::npos) << field;
+  }
+  out.str("");
+  EXPECT_EQ(cli::RunNodes(client, {.run = "nope", .suspects = false, .json = false}, out, err), 1);
+  EXPECT_NE(err.str().find("NOT_FOUND"), std::string::npos) << err.str();
 }
 
 TEST_F(NodesTest, TheWhatIfWithoutTheSuspectTakesItsExcessOut) {
