@@ -69,7 +69,8 @@ class DaemonTest : public ::testing::Test {
   void Start(daemon::TrackerOptions tracker = {}, bool events_clock = true) {
     daemon::DaemonOptions options;
     options.listen = "127.0.0.1:0";
-    options.metrics = "";
+    options.metrics = metrics_;
+    options.node_info_metrics = node_info_metrics_;
     options.db = db_path_;
     tracker.events_clock = events_clock;  // by default a deterministic "now": the latest event
     options.tracker = tracker;
@@ -98,6 +99,11 @@ class DaemonTest : public ::testing::Test {
     return v1::Tracker::NewStub(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", daemon_->grpc_port()),
                                                           grpc::InsecureChannelCredentials(), args));
   }
+
+  // The HTTP side ("" none; "127.0.0.1:0" a free port, daemon_->metrics_port()) and
+  // --node-info-metrics, for the next Start.
+  std::string metrics_;
+  bool node_info_metrics_ = false;
 
   grpc::Status Create(const v1::Plan& plan, v1::CreateRunResponse* response = nullptr, const std::string& run = "") {
     grpc::ClientContext ctx;

@@ -231,45 +231,23 @@ TEST_F(NodesTest, TheWhatIfWithoutTheSuspectTakesItsExcessOut) {
 
 // The scrape: a series per suspect and reason, none per healthy node; the run-node info
 // series only with the flag.
-TEST(NodeMetrics, SuspectsOnlyAndNodeInfoBehindItsFlag) {
+TEST_F(NodesTest, TheScrapeHasSuspectsOnlyAndNodeInfoBehindItsFlag) {
+  metrics_ = "127.0.0.1:0";
+  Restart();
+  Fleet();
   for (const bool info : {false, true}) {
-    TempDir dir;
-    daemon::DaemonOptions options;
-    options.listen = "127.0.0.1:0";
-    options.metrics = "127.0.0.1:0";
-    options.db = dir.path() + "/nodes.db";
-    options.tracker.events_clock = true;
-    options.node_info_metrics = info;
-    absl::StatusOr<std::unique_ptr<daemon::Daemon>> d = daemon::Daemon::Start(options);
-    ASSERT_TRUE(d.ok()) << d.status();
-    auto stub = v1::Tracker::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*d)->grpc_port()), grpc::InsecureChannelCredentials()));
-    {
-      grpc::ClientContext ctx;
-      v1::CreateRunRequest request;
-      *request.mutable_plan() = FlagshipPlan();
-      v1::CreateRunResponse response;
-      ASSERT_TRUE(stub->CreateRun(&ctx, request, &response).ok());
-    }
-    v1::EventBatch batch;
-    const std::vector<std::string> blamed = {"n07", "n07", "n03", "n07", "n07", "n07"};
-    for (uint32_t a = 0; a < 7; ++a) {
-      *batch.add_events() = Launch(kRun, a * 86400.0, a + 1, Pool(1, 16));
-      *batch.add_events() = StepsAt(kRun, a * 86400.0 + 600, a * 10 + 10, (a * 10 + 10) * 1000);
-      if (a < blamed.size()) *batch.add_events() = Failed(kRun, a * 86400.0 + 86000, blamed[a]);
-    }
-    {
-      grpc::ClientContext ctx;
-      v1::BatchAck ack;
-      ASSERT_TRUE(stub->ReportBatch(&ctx, batch, &ack).ok());
-    }
-    const std::string scrape = HttpGet((*d)->metrics_port(), "/metrics");
+    node_info_metrics_ = info;
+    Restart();
+    const std::string scrape = HttpGet(daemon_->metrics_port(), "/metrics");
     EXPECT_NE(scrape.find("flightplan_node_suspect{node=\"n07\",reason=\"failures\"} 1"), std::string::npos) << scrape;
     EXPECT_EQ(scrape.find("flightplan_node_suspect{node=\"n03\""), std::string::npos);
     EXPECT_EQ(scrape.find("flightplan_run_node_info{") != std::string::npos, info);
     if (info) {
+      // The flagship's 8th launch holds all 16; the ablation's week, n01-n08.
       EXPECT_NE(scrape.find("flightplan_run_node_info{run=\"dense-70b-10t\",node=\"n16\"} 1"), std::string::npos)
           << scrape;
+      EXPECT_NE(scrape.find("flightplan_run_node_info{run=\"ablation\",node=\"n08\"} 1"), std::string::npos);
+      EXPECT_EQ(scrape.find("flightplan_run_node_info{run=\"ablation\",node=\"n09\"}"), std::string::npos);
     }
   }
 }

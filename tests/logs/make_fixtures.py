@@ -235,14 +235,9 @@ def megatron_current():
     m.log.write('megatron-core_v0.19.0.log')
 
 
-def megatron_straggler():
-    """core_v0.19.0 with --timing-log-level 1: after each iteration line (every 10 from 00:02:00,
-    100 s apart), the compute timers across ranks. Until iteration 40 the slowest rank is 1%
-    behind the fastest (forward-compute 1000.00 vs 1010.00 ms, backward-compute 2000.00 vs
-    2020.00); from the block after 40 on, one rank is 6% slower (1060.00, 2120.00).
-    forward-backward, which includes the wait for the slowest, spreads less (3050.00 vs
-    3060.00; then 3180.00 vs 3185.00).
-    """
+def timed_iterations(block):
+    """core_v0.19.0: the arguments, then iterations 10..80 every 100 s from 00:02:00 (10 s
+    each, 64 sequences of 4,096 tokens), each followed by block(m, iteration): the timers."""
     m = Megatron((0, 19))
     args = {'global_batch_size': 64, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 4096,
             'train_iters': 500}
@@ -253,11 +248,25 @@ def megatron_straggler():
     for it in range(10, 81, 10):
         t += 100
         m.iteration(at(t), it, it * 64, 10.0, 64, 9.0)
+        block(m, it)
+    return m
+
+
+def megatron_straggler():
+    """core_v0.19.0 with --timing-log-level 1: after each iteration line (every 10 from 00:02:00,
+    100 s apart), the compute timers across ranks. Until iteration 40 the slowest rank is 1%
+    behind the fastest (forward-compute 1000.00 vs 1010.00 ms, backward-compute 2000.00 vs
+    2020.00); from the block after 40 on, one rank is 6% slower (1060.00, 2120.00).
+    forward-backward, which includes the wait for the slowest, spreads less (3050.00 vs
+    3060.00; then 3180.00 vs 3185.00).
+    """
+    def block(m, it):
         slow = it >= 40
         timers(m.log, [('forward-backward', 3180.00 if slow else 3050.00, 3185.00 if slow else 3060.00),
                        ('forward-compute', 1000.00, 1060.00 if slow else 1010.00),
                        ('backward-compute', 2000.00, 2120.00 if slow else 2020.00)], logger_prefix=True)
-    m.log.write('megatron-core_v0.19.0-straggler.log')
+
+    timed_iterations(block).log.write('megatron-core_v0.19.0-straggler.log')
 
 
 def all_ranks_timers(log, rows):
@@ -285,21 +294,14 @@ def megatron_slow_rank():
     (torch/distributed/elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE
     inside ChildFailedError.format_msg, torch 2.5).
     """
-    m = Megatron((0, 19))
-    args = {'global_batch_size': 64, 'micro_batch_size': 1, 'rampup_batch_size': None, 'seq_length': 4096,
-            'train_iters': 500}
-    print_args(m.log, args)
-    m.print_datetime('after megatron is initialized', at(0))
-    m.print_datetime('before the start of training step', at(20))
-    t = 20.0
-    for it in range(10, 81, 10):
-        t += 100
-        m.iteration(at(t), it, it * 64, 10.0, 64, 9.0)
+    def block(m, it):
         slow_rank, factor = (13, 1.06) if it >= 40 else ((it // 10) % 16, 1.01)
         fwd = [1000.00 * (factor if r == slow_rank else 1) for r in range(16)]
         bwd = [2000.00 * (factor if r == slow_rank else 1) for r in range(16)]
         all_ranks_timers(m.log, [('forward-backward', [3000.00 * factor] * 16), ('forward-compute', fwd),
                                  ('backward-compute', bwd)])
+
+    m = timed_iterations(block)
     m.log.print('gpu-node-103:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: '
                 'Connection closed by remote peer gpu-node-117.cluster.local<55693>')
     m.log.print('[rank3]: torch.distributed.DistBackendError: NCCL error in: '
