@@ -288,27 +288,36 @@ int32_t ExitStatusOf(absl::string_view exit_code) {
   return static_cast<int32_t>(((code & 0xff) << 8) | (signal & 0x7f));
 }
 
+namespace {
+
+// A cause without nodes (the caller adds the failed node where Slurm names one).
+SlurmCause Ended(std::string cause, bool planned, std::string detail) {
+  return SlurmCause{std::move(cause), planned, std::move(detail), {}};
+}
+
+}  // namespace
+
 SlurmCause CauseOfEndState(const std::string& state, int32_t exit_status, const std::string& nodes, bool resubmits) {
   const std::string on = nodes.empty() ? "" : absl::StrCat(" on ", nodes);
-  if (state == "NODE_FAIL") return {"node", false, absl::StrCat("Slurm: NODE_FAIL", on)};
-  if (state == "PREEMPTED") return {"preemption", false, absl::StrCat("Slurm: PREEMPTED", on)};
+  if (state == "NODE_FAIL") return Ended("node", false, absl::StrCat("Slurm: NODE_FAIL", on));
+  if (state == "PREEMPTED") return Ended("preemption", false, absl::StrCat("Slurm: PREEMPTED", on));
   if (state == "TIMEOUT") {
-    return {"time_limit", resubmits,
-            absl::StrCat("Slurm: TIMEOUT", on, resubmits ? " (the job comes back by itself)" : "")};
+    return Ended("time_limit", resubmits,
+                 absl::StrCat("Slurm: TIMEOUT", on, resubmits ? " (the job comes back by itself)" : ""));
   }
-  if (state == "OUT_OF_MEMORY") return {"oom", false, absl::StrCat("Slurm: OUT_OF_MEMORY", on)};
-  if (state == "CANCELLED") return {"operator", true, absl::StrCat("Slurm: CANCELLED by a user", on)};
+  if (state == "OUT_OF_MEMORY") return Ended("oom", false, absl::StrCat("Slurm: OUT_OF_MEMORY", on));
+  if (state == "CANCELLED") return Ended("operator", true, absl::StrCat("Slurm: CANCELLED by a user", on));
   if (state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_HOLD") {
-    return {"operator", true, absl::StrCat("Slurm: requeued", on)};
+    return Ended("operator", true, absl::StrCat("Slurm: requeued", on));
   }
-  if (state == "BOOT_FAIL") return {"node", false, absl::StrCat("Slurm: BOOT_FAIL", on)};
-  if (state == "DEADLINE") return {"time_limit", false, absl::StrCat("Slurm: DEADLINE", on)};
-  if (state == "COMPLETED") return {"job_completed", true, absl::StrCat("Slurm: COMPLETED", on, ", exit code 0")};
+  if (state == "BOOT_FAIL") return Ended("node", false, absl::StrCat("Slurm: BOOT_FAIL", on));
+  if (state == "DEADLINE") return Ended("time_limit", false, absl::StrCat("Slurm: DEADLINE", on));
+  if (state == "COMPLETED") return Ended("job_completed", true, absl::StrCat("Slurm: COMPLETED", on, ", exit code 0"));
   // FAILED and anything else: the exit status says how (wait(2): code << 8 | signal).
   const int code = (exit_status >> 8) & 0xff, signal = exit_status & 0x7f;
   if (signal != 0)
-    return {absl::StrCat("signal_", signal), false, absl::StrCat("Slurm: ", state, on, ", signal ", signal)};
-  return {absl::StrCat("exit_code_", code), false, absl::StrCat("Slurm: ", state, on, ", exit code ", code)};
+    return Ended(absl::StrCat("signal_", signal), false, absl::StrCat("Slurm: ", state, on, ", signal ", signal));
+  return Ended(absl::StrCat("exit_code_", code), false, absl::StrCat("Slurm: ", state, on, ", exit code ", code));
 }
 
 std::string SlurmLaunchName(int64_t job_id, uint32_t restarts) { return absl::StrCat("slurm:", job_id, ".", restarts); }
