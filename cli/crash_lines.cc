@@ -14,7 +14,12 @@ constexpr int kScheduler = 7, kHardware = 6, kMemory = 5, kCuda = 4, kNccl = 3, 
 
 Crash Make(std::string cause, std::string detail, int rank, bool planned = false) {
   if (detail.size() > 240) detail = detail.substr(0, 240) + "...";
-  return Crash{std::move(cause), std::move(detail), rank, planned};
+  Crash c;
+  c.cause = std::move(cause);
+  c.detail = std::move(detail);
+  c.rank = rank;
+  c.planned = planned;
+  return c;
 }
 
 // Slurm, src/slurmd/slurmstepd/req.c (22.05 to 25.05): "*** %s ON %s CANCELLED AT %s DUE TO

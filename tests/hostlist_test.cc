@@ -94,13 +94,17 @@ TEST(Hostlist, RefusesWhatSlurmRefusesAndSaysWhy) {
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(got.status().message().find(why), std::string::npos) << got.status();
     EXPECT_NE(got.status().message().find(expression), std::string::npos) << got.status();
-    if (slurm) EXPECT_FALSE(AskSlurm(expression).ok) << expression << ": scontrol accepts it";
+    if (slurm) {
+      EXPECT_FALSE(AskSlurm(expression).ok) << expression << ": scontrol accepts it";
+    }
   }
   // A typo that would name a hundred million hosts is an error, not a gigabyte of names.
   absl::StatusOr<std::vector<std::string>> huge = ExpandHostlist("n[1-100000000]");
   ASSERT_FALSE(huge.ok());
   EXPECT_NE(huge.status().message().find("more than"), std::string::npos) << huge.status();
-  if (slurm) EXPECT_FALSE(AskSlurm("n[1-100000000]").ok) << "scontrol names a hundred million hosts";
+  if (slurm) {
+    EXPECT_FALSE(AskSlurm("n[1-100000000]").ok) << "scontrol names a hundred million hosts";
+  }
 }
 
 TEST(Hostlist, JoinsForSlurmsExclude) {

@@ -115,7 +115,9 @@ TEST_F(NodesTest, TheLedgerCallsTheNodeThatKeepsFailingAndNoOther) {
   EXPECT_NE(first.evidence().find("5 failures in"), std::string::npos) << first.evidence();
   EXPECT_EQ(all.exclude(), "--exclude=n07");
   for (const v1::NodeVerdict& n : all.nodes()) {
-    if (n.node() != "n07") EXPECT_FALSE(n.suspect()) << n.node() << ": " << n.evidence();
+    if (n.node() != "n07") {
+      EXPECT_FALSE(n.suspect()) << n.node() << ": " << n.evidence();
+    }
   }
   // n09 was held by the flagship alone: the ablation's week less, and one run named.
   const v1::NodeVerdict* n09 = Find(all, "n09");
