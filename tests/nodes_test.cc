@@ -218,7 +218,7 @@ TEST(NodeLedger, TwoSlowStretchesMakeASuspectAcrossRuns) {
 //
 // A job on 128 of a pool of 136 nodes (8 spares). Each node fails at Meta RSC's rate,
 // 6.50 failures per 1,000 node-days (Kokolis et al. 2024, "Revisiting Reliability in
-// Large-Scale Machine Learning Research Clusters", RSC-1; ../shared/research/bad-periods.md):
+// Large-Scale Machine Learning Research Clusters", RSC-1):
 // 2.7e-4 per node-hour, a job MTBF of about 29 h on 128 nodes. A failure names its node,
 // which is drained for 24 h and then comes back; the job relaunches 30 min later on 128
 // nodes of those not drained. The lemon (when there is one) fails once per 36 h held, as
