@@ -37,9 +37,9 @@ std::vector<v1::RunStatus> AllStatuses(const Tracker& tracker) {
 // The ledger's suspects, and with `held` each run's held nodes.
 exporters::NodeSeries NodeSeriesOf(const Tracker& tracker, bool held) {
   exporters::NodeSeries out;
-  absl::StatusOr<forecast::NodeLedger> ledger = tracker.Nodes("");
+  absl::StatusOr<std::shared_ptr<const forecast::NodeLedger>> ledger = tracker.Nodes("");
   if (ledger.ok()) {
-    for (const forecast::NodeRecord& r : ledger->nodes) {
+    for (const forecast::NodeRecord& r : (*ledger)->nodes) {
       if (!r.suspect) break;  // suspects come first
       for (absl::string_view reason : absl::StrSplit(r.reason, ',')) out.suspects.emplace_back(r.node, reason);
     }

@@ -529,8 +529,8 @@ grpc::ServerUnaryReactor* TrackerService::ListNodes(grpc::CallbackServerContext*
     reactor->Finish(ToGrpc(denied));
     return reactor;
   }
-  absl::StatusOr<forecast::NodeLedger> ledger = tracker_->Nodes(request->run());
-  if (ledger.ok()) *response = NodeLedgerToProto(*ledger, static_cast<uint32_t>(tracker_->List().size()));
+  absl::StatusOr<std::shared_ptr<const forecast::NodeLedger>> ledger = tracker_->Nodes(request->run());
+  if (ledger.ok()) *response = NodeLedgerToProto(**ledger, static_cast<uint32_t>(tracker_->List().size()));
   reactor->Finish(ToGrpc(ledger.status()));
   return reactor;
 }

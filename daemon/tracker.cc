@@ -83,19 +83,20 @@ absl::StatusOr<RunStatus> Tracker::Status(const std::string& run) const {
   return StatusOf(*view);
 }
 
-absl::StatusOr<forecast::NodeLedger> Tracker::Nodes(const std::string& run) const {
-  const std::shared_ptr<const forecast::NodeLedger> ledger = board_->Ledger();
-  if (run.empty()) return *ledger;
+absl::StatusOr<std::shared_ptr<const forecast::NodeLedger>> Tracker::Nodes(const std::string& run) const {
+  std::shared_ptr<const forecast::NodeLedger> ledger = board_->Ledger();
+  if (run.empty()) return ledger;
   std::shared_ptr<const RunView> view = Find(run);
   if (!view) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
-  forecast::NodeLedger out = *ledger;
-  out.nodes.clear();
+  auto out = std::make_shared<forecast::NodeLedger>();
+  *out = *ledger;  // the fleet's figures; its nodes, only the run's
+  out->nodes.clear();
   if (const forecast::NodeBook* book = view->state.node_book.get()) {
     for (const forecast::NodeRecord& r : ledger->nodes) {
-      if (book->nodes.count(r.node)) out.nodes.push_back(r);
+      if (book->nodes.count(r.node)) out->nodes.push_back(r);
     }
   }
-  return out;
+  return std::shared_ptr<const forecast::NodeLedger>(std::move(out));
 }
 
 namespace {

@@ -99,7 +99,8 @@ class Tracker {
   [[nodiscard]] RunStatus StatusOf(const RunView& view) const;
   // The node ledger across every run; with `run`, only the nodes that run held or named
   // (NOT_FOUND for an unknown run).
-  [[nodiscard]] absl::StatusOr<forecast::NodeLedger> Nodes(const std::string& run) const;
+  // The whole ledger is the board's, shared (never copied per read).
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<const forecast::NodeLedger>> Nodes(const std::string& run) const;
 
   // Calls `fn` (on the writer thread; it must not block) after `run` changes. Returns an
   // id for Unsubscribe.

@@ -381,6 +381,20 @@ void ReleaseHeld(RunState& s, absl::Time at) {
   if (s.node_book != nullptr && !s.node_book->held.empty()) ReleaseNodes(MutableBook(s), at);
 }
 
+// What changes when the slowdown detector closes a bin or a stretch starts or ends: the
+// stretches are attributed again only then, not on every step report.
+struct PaceMoment {
+  size_t stretches = 0;
+  uint32_t count = 0;
+  bool active = false;
+  absl::Time last_bin = absl::InfinitePast();
+  bool operator==(const PaceMoment&) const = default;
+};
+PaceMoment MomentOf(const SlowdownState& d) {
+  return {d.stretches.size(), d.count, !d.stretches.empty() && d.stretches.back().active,
+          d.recent.empty() ? absl::InfinitePast() : d.recent.back().end};
+}
+
 // Names the node of each slow stretch not yet attributed for good, newest first: an active
 // one from the reports so far, an ended one once (then it is booked on its node).
 void AttributeStretches(RunState& s, absl::Time now) {
@@ -547,6 +561,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       s.saw_step_in_attempt = false;
       break;
     case EventKind::kSteps: {
+      const PaceMoment pace_before = MomentOf(s.slowdown);
       if (std::optional<std::string> flag = ImplausibleSteps(s, e)) AddFlag(s, *std::move(flag));
       // The plan changes the pace by design between the latest report and this one.
       const bool pace_break = CrossesPaceBreak(s.settings, s.tokens, e.tokens, s.last_time, e.time);
@@ -602,7 +617,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       if (e.slowest_rank >= 0 && s.node_book != nullptr) {
         AddRankMark(s.rank_marks, e.time, NodeOfRank(*s.node_book, e.slowest_rank, s.settings.gpus_per_node));
       }
-      AttributeStretches(s, e.time);
+      if (!(MomentOf(s.slowdown) == pace_before)) AttributeStretches(s, e.time);
       s.step = e.step;
       s.tokens = e.tokens;
       s.tokens_inferred = false;

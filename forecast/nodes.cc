@@ -33,6 +33,12 @@ std::string Odds(double p) {
   return absl::StrFormat("1 in %.1e", one_in);
 }
 
+// Seconds the current launch has held its nodes by `now` (0 when none is held).
+double OpenSeconds(const NodeBook& book, absl::Time now) {
+  if (book.held.empty() || book.held_since == absl::InfinitePast()) return 0;
+  return std::max(0.0, absl::ToDoubleSeconds(now - book.held_since));
+}
+
 std::string Hours(double h) { return h < 10 ? absl::StrFormat("%.1f", h) : absl::StrFormat("%.0f", h); }
 
 }  // namespace
@@ -168,9 +174,7 @@ NodeLedger BuildLedger(const std::vector<RunNodes>& runs) {
     if (r.book == nullptr || r.book->nodes.empty()) continue;
     ++ledger.runs_with_nodes;
     const NodeBook& book = *r.book;
-    const double open = book.held.empty() || book.held_since == absl::InfinitePast()
-                            ? 0
-                            : std::max(0.0, absl::ToDoubleSeconds(r.now - book.held_since));
+    const double open = OpenSeconds(book, r.now);
     for (const auto& [node, use] : book.nodes) {
       auto [it, added] = index.try_emplace(node, records.size());
       if (added) {
@@ -245,9 +249,7 @@ NodeLedger BuildLedger(const std::vector<RunNodes>& runs) {
 double ExcessFailures(const NodeBook& book, const std::vector<std::string>& nodes, double fleet_rate_per_hour,
                       absl::Time now) {
   const std::set<std::string> held(book.held.begin(), book.held.end());
-  const double open = book.held.empty() || book.held_since == absl::InfinitePast()
-                          ? 0
-                          : std::max(0.0, absl::ToDoubleSeconds(now - book.held_since));
+  const double open = OpenSeconds(book, now);
   double excess = 0;
   for (const std::string& n : std::set<std::string>(nodes.begin(), nodes.end())) {
     auto it = book.nodes.find(n);
