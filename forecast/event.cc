@@ -21,6 +21,22 @@ const char* EventKindName(EventKind kind) {
   return "unknown";
 }
 
+int KindRank(EventKind k) {
+  switch (k) {
+    case EventKind::kJobStarted:
+      return 0;
+    case EventKind::kSteps:
+      return 1;
+    case EventKind::kCheckpointSaved:
+      return 2;
+    case EventKind::kInterruption:
+      return 3;
+    case EventKind::kRunFinished:
+      return 4;
+  }
+  return 5;
+}
+
 std::string EventKey(const Event& e, uint32_t attempt) {
   if (!e.id.empty()) return e.id;
   switch (e.kind) {

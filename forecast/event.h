@@ -15,6 +15,10 @@ enum class EventKind { kJobStarted, kSteps, kCheckpointSaved, kInterruption, kRu
 
 const char* EventKindName(EventKind kind);
 
+// The fold order of kinds at one instant (EventBefore, FoldOrder): a launch, then steps,
+// the checkpoint of that step, an interruption, the finish.
+int KindRank(EventKind kind);
+
 // Event::source of the reports of `flightplan slurm`.
 inline constexpr char kSchedulerSource[] = "slurm";
 
