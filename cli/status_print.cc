@@ -71,13 +71,12 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   auto row = [&](const char* label, double seconds) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %12.2f %7s\n", label, seconds / 3600, text::ShareText(t, seconds)));
   };
-  row("productive", t.productive());
-  row("checkpoint", t.checkpoint());
-  row("lost", t.lost());
-  row("startup", t.startup());
-  row("down, unplanned", t.down_unplanned());
-  row("down, planned", t.down_planned());
-  row("stalled", t.stalled());
+  for (const text::TimeCategory& c : text::TimeCategories(t)) {
+    if (c.Shown()) row(c.label, c.seconds);
+  }
+  for (const v1::SpanSeconds& k : t.custom_seconds_by_kind()) {
+    row(absl::StrCat("  custom: ", k.kind()).c_str(), k.seconds());
+  }
   absl::StrAppend(&out, absl::StrFormat("  %-22s %12.2f\n\n", "elapsed", elapsed / 3600));
 
   std::string unplanned, planned;
@@ -96,6 +95,29 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         t.productive() > 0 ? text::RateText(tp.tokens_per_second()) : "-",
                                         t.productive() > 0 ? text::RateText(tp.recent_tokens_per_second()) : "-",
                                         text::RateText(tp.plan_tokens_per_second())));
+  const v1::Mfu& mfu = s.mfu();
+  if (mfu.plan() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-22s %s over the run, %s last hour (plan %s; end to end, productive time)\n", "MFU",
+                              mfu.lifetime() > 0 ? text::units::Percent(mfu.lifetime(), 1) : "-",
+                              mfu.last_hour() > 0 ? text::units::Percent(mfu.last_hour(), 1) : "-",
+                              text::units::Percent(mfu.plan(), 1)));
+  }
+  if (s.has_span()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s since %s, promised until %s\n", "open span", s.span().kind(),
+                                          Date(convert::TimeFromProto(s.span().since())),
+                                          Date(convert::TimeFromProto(s.span().promised_until()))));
+  }
+  for (const v1::ExclusionWindow& w : s.exclusions()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s to %s%s\n", "excluded", Date(convert::TimeFromProto(w.from())),
+                                          Date(convert::TimeFromProto(w.until())),
+                                          w.reason().empty() ? "" : absl::StrCat(" (", w.reason(), ")")));
+  }
+  if (s.gpus() > 0 && s.plan_gpus() > 0 && s.gpus() < s.plan_gpus()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %d of the plan's %d GPUs: the missing share is capacity, not a "
+                                          "slowdown\n",
+                                          "launch", s.gpus(), s.plan_gpus()));
+  }
   // Slowdowns on the run's own pace (docs/contract.md §5).
   const v1::Slowdown& sd = s.slowdown();
   absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "slowdown", text::SlowdownText(sd)));

@@ -206,10 +206,36 @@ absl::StatusOr<forecast::Event> EventFromProto(const v1::Event& p) {
     case v1::Event::kRunFinished:
       e.kind = EventKind::kRunFinished;
       break;
+    case v1::Event::kSpanStarted:
+      e.kind = EventKind::kSpanStarted;
+      e.span = p.span_started().kind();
+      e.expected_seconds = p.span_started().expected_seconds();
+      break;
+    case v1::Event::kSpanEnded:
+      e.kind = EventKind::kSpanEnded;
+      e.span = p.span_ended().kind();
+      break;
+    case v1::Event::kExcluded:
+      if (p.attempt() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("event.attempt ", p.attempt(),
+                                                       " on an excluded window: a window belongs to the run, not to "
+                                                       "a launch (run ",
+                                                       p.run(), ")"));
+      }
+      if (!p.excluded().has_until()) {
+        return absl::InvalidArgumentError(absl::StrCat("excluded.until is required (run ", p.run(), ")"));
+      }
+      if (p.excluded().until().nanos() < 0 || p.excluded().until().nanos() > 999'999'999) {
+        return absl::InvalidArgumentError("excluded.until has out-of-range nanos");
+      }
+      e.kind = EventKind::kExcluded;
+      e.until = TimeFromProto(p.excluded().until());
+      e.detail = p.excluded().reason();
+      break;
     case v1::Event::KIND_NOT_SET:
       return absl::InvalidArgumentError(
           absl::StrCat("event has no kind: one of job_started, steps, checkpoint_saved, interruption, "
-                       "run_finished is required (run ",
+                       "run_finished, span_started, span_ended, excluded is required (run ",
                        p.run(), ", id '", p.id(), "')"));
   }
   return e;
@@ -253,6 +279,19 @@ v1::Event EventToProto(const forecast::Event& e, const std::string& run) {
       p.set_attempt(e.attempt);
       p.mutable_run_finished();
       break;
+    case EventKind::kSpanStarted:
+      p.set_attempt(e.attempt);
+      p.mutable_span_started()->set_kind(e.span);
+      p.mutable_span_started()->set_expected_seconds(e.expected_seconds);
+      break;
+    case EventKind::kSpanEnded:
+      p.set_attempt(e.attempt);
+      p.mutable_span_ended()->set_kind(e.span);
+      break;
+    case EventKind::kExcluded:
+      *p.mutable_excluded()->mutable_until() = TimeToProto(e.until);
+      p.mutable_excluded()->set_reason(e.detail);
+      break;
   }
   return p;
 }
@@ -266,9 +305,29 @@ v1::RunStateSnapshot StateToProto(const forecast::RunState& s) {
   p.set_last_time_us(Micros(s.last_time));
   p.set_step(s.step);
   p.set_tokens(s.tokens);
-  for (double v : {s.seconds.productive, s.seconds.checkpoint, s.seconds.lost, s.seconds.startup,
-                   s.seconds.down_unplanned, s.seconds.down_planned, s.seconds.stalled}) {
+  for (double v :
+       {s.seconds.productive, s.seconds.checkpoint, s.seconds.lost, s.seconds.startup, s.seconds.down_unplanned,
+        s.seconds.down_planned, s.seconds.stalled, s.seconds.capacity, s.seconds.custom, s.seconds.excluded}) {
     p.add_seconds(v);
+  }
+  p.set_gpus(s.gpus);
+  if (!s.span_kind.empty()) {
+    p.set_span_kind(s.span_kind);
+    p.set_span_start_us(Micros(s.span_start));
+    p.set_span_promise(s.span_promise);
+    p.set_span_charged(s.span_charged);
+  }
+  for (const forecast::SpanSeconds& k : s.custom_by_kind) {
+    auto* pk = p.add_custom_by_kind();
+    pk->set_kind(k.kind);
+    pk->set_seconds(k.seconds);
+  }
+  p.set_paused_since_step(s.paused_since_step);
+  for (const forecast::ExclusionWindow& w : s.exclusions) {
+    auto* pw = p.add_exclusions();
+    pw->set_from_us(Micros(w.from));
+    pw->set_until_us(Micros(w.until));
+    pw->set_reason(w.reason);
   }
   p.set_startup_after_unplanned(s.startup_after_unplanned);
   p.set_down_planned(s.down_planned);
@@ -387,8 +446,25 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   s.last_time = FromMicros(p.last_time_us());
   s.step = p.step();
   s.tokens = p.tokens();
-  if (p.seconds_size() == 7) {
+  if (p.seconds_size() >= 7) {
     s.seconds = {p.seconds(0), p.seconds(1), p.seconds(2), p.seconds(3), p.seconds(4), p.seconds(5), p.seconds(6)};
+  }
+  if (p.seconds_size() >= 10) {
+    s.seconds.capacity = p.seconds(7);
+    s.seconds.custom = p.seconds(8);
+    s.seconds.excluded = p.seconds(9);
+  }
+  s.gpus = p.gpus();
+  if (!p.span_kind().empty()) {
+    s.span_kind = p.span_kind();
+    s.span_start = FromMicros(p.span_start_us());
+    s.span_promise = p.span_promise();
+    s.span_charged = p.span_charged();
+  }
+  for (const auto& k : p.custom_by_kind()) s.custom_by_kind.push_back({k.kind(), k.seconds()});
+  s.paused_since_step = p.paused_since_step();
+  for (const auto& w : p.exclusions()) {
+    s.exclusions.push_back({FromMicros(w.from_us()), FromMicros(w.until_us()), w.reason()});
   }
   s.startup_after_unplanned = p.startup_after_unplanned();
   s.down_planned = p.down_planned();
@@ -485,7 +561,22 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   progress->set_step(s.step);
   progress->set_fraction(target_tokens > 0 ? static_cast<double>(s.tokens) / static_cast<double>(target_tokens) : 0);
   if (s.last_step_time != absl::InfinitePast() && s.as_of != absl::InfinitePast()) {
-    progress->set_seconds_since_step(absl::ToDoubleSeconds(s.as_of - s.last_step_time));
+    // Silence inside a span counts from when its promise runs out.
+    const absl::Time quiet_since = std::max(s.last_step_time, s.span_promised_until);
+    progress->set_seconds_since_step(std::max(0.0, absl::ToDoubleSeconds(s.as_of - quiet_since)));
+  }
+  if (!s.span_kind.empty()) {
+    v1::OpenSpan* span = p.mutable_span();
+    span->set_kind(s.span_kind);
+    *span->mutable_since() = TimeToProto(s.span_start);
+    *span->mutable_promised_until() = TimeToProto(s.span_promised_until);
+  }
+  p.set_gpus(s.gpus);
+  for (const forecast::ExclusionWindow& w : s.exclusions) {
+    v1::ExclusionWindow* pw = p.add_exclusions();
+    *pw->mutable_from() = TimeToProto(w.from);
+    *pw->mutable_until() = TimeToProto(w.until);
+    pw->set_reason(w.reason);
   }
   progress->set_usual_report_interval_seconds(s.typical_step_gap);
   auto* t = p.mutable_time_seconds();
@@ -496,6 +587,14 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
   t->set_down_unplanned(s.seconds.down_unplanned);
   t->set_down_planned(s.seconds.down_planned);
   t->set_stalled(s.seconds.stalled);
+  t->set_capacity(s.seconds.capacity);
+  t->set_custom(s.seconds.custom);
+  t->set_excluded(s.seconds.excluded);
+  for (const forecast::SpanSeconds& k : s.custom_by_kind) {
+    v1::SpanSeconds* pk = t->add_custom_seconds_by_kind();
+    pk->set_kind(k.kind);
+    pk->set_seconds(k.seconds);
+  }
   t->set_elapsed(s.elapsed_seconds);
   for (const auto& i : s.interruptions) {
     auto* pi = p.add_interruptions();
@@ -587,6 +686,11 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
 
   v1::Reliability* r = p.mutable_reliability();
   r->set_goodput(f.goodput);
+  r->set_goodput_counting_excluded(f.goodput_counting_excluded);
+  p.mutable_mfu()->set_lifetime(f.mfu_lifetime);
+  p.mutable_mfu()->set_last_hour(f.mfu_last_hour);
+  p.mutable_mfu()->set_plan(f.mfu_plan);
+  p.set_plan_gpus(f.plan_gpus);
   r->set_observed_mtbf_seconds(f.observed_mtbf_seconds);
   r->set_plan_mtbf_seconds(f.plan_mtbf_seconds);
   r->set_mean_loss_per_interruption_seconds(f.mean_loss_per_interruption_seconds);

@@ -310,6 +310,35 @@ bool ReadKind(Reader& r, std::string_view name, v1::Event& e) {
     e.mutable_run_finished();
     return ReadObject(r, [](std::string_view) { return false; });
   }
+  if (Is(name, "span_started", "spanStarted")) {
+    v1::SpanStarted* sp = e.mutable_span_started();
+    return ReadObject(r, [&](std::string_view f) {
+      std::string_view s;
+      if (f == "kind") return once(1) && r.ReadString(s) && (sp->set_kind(s.data(), s.size()), true);
+      if (Is(f, "expected_seconds", "expectedSeconds")) {
+        double d = 0;
+        return once(2) && r.ReadDouble(d) && (sp->set_expected_seconds(d), true);
+      }
+      return false;
+    });
+  }
+  if (Is(name, "span_ended", "spanEnded")) {
+    v1::SpanEnded* sp = e.mutable_span_ended();
+    return ReadObject(r, [&](std::string_view f) {
+      std::string_view s;
+      if (f == "kind") return once(1) && r.ReadString(s) && (sp->set_kind(s.data(), s.size()), true);
+      return false;
+    });
+  }
+  if (name == "excluded") {
+    v1::Excluded* x = e.mutable_excluded();
+    return ReadObject(r, [&](std::string_view f) {
+      std::string_view s;
+      if (f == "until") return once(1) && r.ReadTime(*x->mutable_until());
+      if (f == "reason") return once(2) && r.ReadString(s) && (x->set_reason(s.data(), s.size()), true);
+      return false;
+    });
+  }
   return false;
 }
 
@@ -499,6 +528,25 @@ void AppendEventJson(const v1::Event& e, std::string& out) {
       break;
     case v1::Event::kRunFinished:
       open("run_finished");
+      out += '}';
+      break;
+    case v1::Event::kSpanStarted:
+      open("span_started");
+      if (!e.span_started().kind().empty()) key("kind"), AppendString(e.span_started().kind(), out);
+      if (e.span_started().expected_seconds() != 0) {
+        key("expected_seconds"), AppendDouble(e.span_started().expected_seconds(), out);
+      }
+      out += '}';
+      break;
+    case v1::Event::kSpanEnded:
+      open("span_ended");
+      if (!e.span_ended().kind().empty()) key("kind"), AppendString(e.span_ended().kind(), out);
+      out += '}';
+      break;
+    case v1::Event::kExcluded:
+      open("excluded");
+      if (e.excluded().has_until()) key("until"), AppendTime(e.excluded().until(), out);
+      if (!e.excluded().reason().empty()) key("reason"), AppendString(e.excluded().reason(), out);
       out += '}';
       break;
     case v1::Event::KIND_NOT_SET:

@@ -18,8 +18,8 @@ storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forec
   storage::ForecastPoint point = PointFromForecast(forecast::Combine(forecast::ForecastNow(state, prior, now), sim));
   point.tokens = state.tokens;
   const forecast::TimeSeconds& t = state.seconds;
-  const double seconds[7] = {t.productive,     t.checkpoint,   t.lost,   t.startup,
-                             t.down_unplanned, t.down_planned, t.stalled};
+  const double seconds[10] = {t.productive,   t.checkpoint, t.lost,     t.startup, t.down_unplanned,
+                              t.down_planned, t.stalled,    t.capacity, t.custom,  t.excluded};
   std::copy(std::begin(seconds), std::end(seconds), std::begin(point.seconds));
   point.slowdown_seconds = forecast::ReportSlowdown(state.slowdown, 0, now).seconds;
   return point;

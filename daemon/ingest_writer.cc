@@ -258,6 +258,13 @@ absl::Status IngestWriter::Submit(std::vector<IngestEvent> events, std::function
                           ". Fix the host's clock, or replay a recorded run into a daemon with --clock events")),
                       i, events[i].run, events[i].id);
     }
+    if (e->kind == forecast::EventKind::kExcluded && e->until > latest_allowed) {
+      return Annotate(absl::InvalidArgumentError(absl::StrCat(
+                          "excluded.until ", forecast::FormatUtc(e->until),
+                          " is in the future (flightpland's clock: ", forecast::FormatUtc(clock_->Now()),
+                          "); a window is excluded once it has passed: exclude up to now, and again later")),
+                      i, events[i].run, events[i].id);
+    }
     Request::Item item;
     item.index = i;
     item.run = std::move(events[i].run);

@@ -262,6 +262,9 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
     t->set_down_unplanned(p.seconds[4]);
     t->set_down_planned(p.seconds[5]);
     t->set_stalled(p.seconds[6]);
+    t->set_capacity(p.seconds[7]);
+    t->set_custom(p.seconds[8]);
+    t->set_excluded(p.seconds[9]);
     double elapsed = 0;
     for (const double x : p.seconds) elapsed += x;
     t->set_elapsed(elapsed);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "exporters/timestamp_seconds.h"
+#include "text/run_figures.h"
 
 namespace flightplan::exporters {
 namespace {
@@ -93,15 +94,11 @@ std::vector<MetricFamily> RunCollector::Collect() const {
           s.outage().allowance_seconds());
 
     const v1::TimeSeconds& t = s.time_seconds();
-    const std::pair<const char*, double> categories[] = {
-        {"productive", t.productive()}, {"checkpoint", t.checkpoint()},         {"lost", t.lost()},
-        {"startup", t.startup()},       {"down_unplanned", t.down_unplanned()}, {"down_planned", t.down_planned()},
-        {"stalled", t.stalled()}};
-    for (const auto& [category, seconds] : categories) {
+    for (const text::TimeCategory& c : text::TimeCategories(t)) {
       f.Add("flightplan_time_seconds", kGauge,
             "Wall time of the run by category; the categories add up to the elapsed time. A "
             "gauge: a restore moves productive time to lost.",
-            with("category", category), seconds);
+            with("category", c.name), c.seconds);
     }
     // The label limit: the first max_causes_ distinct causes keep their label.
     std::vector<std::string> labelled;
@@ -278,7 +275,16 @@ std::vector<MetricFamily> RunCollector::Collect() const {
     }
 
     const v1::Reliability& r = s.reliability();
-    f.Add("flightplan_goodput_ratio", kGauge, "Productive time over elapsed time.", {run}, r.goodput());
+    f.Add("flightplan_goodput_ratio", kGauge,
+          "Productive time over elapsed time, the windows an operator excluded left out of both.", {run}, r.goodput());
+    // MFU, end to end over productive time; absent until the plan and the run give one.
+    constexpr char kMfuHelp[] =
+        "Model FLOPs utilisation, end to end: the plan's model FLOPs per token x tokens per productive "
+        "second / (the plan's GPUs x peak FLOP/s), over the run (lifetime) or the last hour (1h).";
+    if (s.mfu().lifetime() > 0)
+      f.Add("flightplan_mfu_ratio", kGauge, kMfuHelp, with("window", "lifetime"), s.mfu().lifetime());
+    if (s.mfu().last_hour() > 0)
+      f.Add("flightplan_mfu_ratio", kGauge, kMfuHelp, with("window", "1h"), s.mfu().last_hour());
     // Absent before the first unplanned interruption: no failure seen is no MTBF (a 0 would
     // read as a failure every instant).
     if (r.observed_mtbf_seconds() > 0) {

@@ -250,16 +250,24 @@ std::vector<std::pair<double, double>> ThroughputPoints(const std::vector<const 
 
 namespace {
 
+// A time category's colour on the page (Okabe-Ito; the three later categories in tints).
+const char* CategoryColor(std::string_view name) {
+  static const std::pair<std::string_view, const char*> kColors[] = {
+      {"productive", kGreen}, {"capacity", "#7FCEB9"}, {"checkpoint", kSky},       {"custom", kBlue},
+      {"lost", kVermillion},  {"startup", kYellow},    {"down_unplanned", kBlack}, {"down_planned", kPurple},
+      {"stalled", kOrange},   {"excluded", "#BBBBBB"}};
+  for (const auto& [n, color] : kColors) {
+    if (n == name) return color;
+  }
+  return kBlack;
+}
+
 // Where the wall time went: one stacked bar, each category's share, and the hours.
 std::string TimeBar(const v1::TimeSeconds& t) {
-  const std::vector<std::tuple<const char*, double, const char*>> parts = {
-      {"productive", t.productive(), kGreen},
-      {"checkpoint", t.checkpoint(), kSky},
-      {"lost", t.lost(), kVermillion},
-      {"startup", t.startup(), kYellow},
-      {"down, unplanned", t.down_unplanned(), kBlack},
-      {"down, planned", t.down_planned(), kPurple},
-      {"stalled", t.stalled(), kOrange}};
+  std::vector<std::tuple<const char*, double, const char*>> parts;
+  for (const text::TimeCategory& c : text::TimeCategories(t)) {
+    if (c.Shown()) parts.emplace_back(c.label, c.seconds, CategoryColor(c.name));
+  }
   double total = 0;
   for (const auto& p : parts) total += std::get<1>(p);
   std::string out =
@@ -558,19 +566,28 @@ std::string RunPageHtml(const RunPageInput& in) {
 
   // Wall time by category over the run's life, stacked.
   Chart time{"time-history", "Wall time by category over the run's life", "hours", false, {}, {}, {}, 0};
-  const std::vector<std::pair<const char*, const char*>> categories = {
-      {"productive", kGreen},      {"checkpoint", kSky},       {"lost", kVermillion}, {"startup", kYellow},
-      {"down, unplanned", kBlack}, {"down, planned", kPurple}, {"stalled", kOrange}};
+  // The categories any point shows (the seven always, the others once they hold time).
+  std::vector<text::TimeCategory> shown;
+  for (const text::TimeCategory& c : text::TimeCategories(v1::TimeSeconds())) {
+    const bool any = std::any_of(stood.begin(), stood.end(), [&](const v1::ForecastPoint* p) {
+      for (const text::TimeCategory& d : text::TimeCategories(p->time_seconds())) {
+        if (std::string_view(d.name) == c.name && d.Shown()) return true;
+      }
+      return false;
+    });
+    if (c.always || any) shown.push_back(c);
+  }
   std::vector<double> below(stood.size(), 0);
-  for (size_t k = 0; k < categories.size(); ++k) {
-    Area a{categories[k].first, categories[k].second, {}, {}, {}, 0.85, true, {}};
+  for (const text::TimeCategory& c : shown) {
+    Area a{c.label, CategoryColor(c.name), {}, {}, {}, 0.85, true, {}};
     for (size_t i = 0; i < stood.size(); ++i) {
-      const v1::TimeSeconds& t = stood[i]->time_seconds();
-      const double v[] = {t.productive(),     t.checkpoint(),   t.lost(),   t.startup(),
-                          t.down_unplanned(), t.down_planned(), t.stalled()};
+      double v = 0;
+      for (const text::TimeCategory& d : text::TimeCategories(stood[i]->time_seconds())) {
+        if (std::string_view(d.name) == c.name) v = d.seconds;
+      }
       a.x.push_back(Seconds(stood[i]->as_of()));
       a.low.push_back(below[i] / 3600);
-      below[i] += v[k];
+      below[i] += v;
       a.high.push_back(below[i] / 3600);
     }
     time.areas.push_back(std::move(a));

@@ -130,13 +130,13 @@ EvidenceSample FoldedEvidence(const RunState& s, absl::Time t) {
   EvidenceSample e;
   e.time = t;
   const TimeSeconds& x = s.seconds;
-  e.running_seconds = x.startup + x.productive + x.checkpoint + x.lost + x.stalled;
+  e.running_seconds = x.startup + x.productive + x.capacity + x.checkpoint + x.custom + x.lost + x.stalled;
   e.productive_seconds = x.productive;
   e.productive_tokens = s.productive_tokens;
   e.incidents = s.incidents;
   e.incident_loss_seconds = s.incident_loss_sum;
   const double open = s.incident_open ? BudgetConsumed(s) - s.incident_start_budget : 0;
-  e.other_seconds = std::max(0.0, x.Sum() - x.productive - x.checkpoint - s.incident_loss_sum - open);
+  e.other_seconds = std::max(0.0, x.Sum() - x.excluded - x.productive - x.checkpoint - s.incident_loss_sum - open);
   e.planned_stops = s.planned_interruptions;
   return e;
 }
@@ -174,11 +174,60 @@ void ChargeStartup(RunState& s, double seconds) {
   s.startup_in_attempt += std::max(0.0, seconds);
 }
 
-// Running time that produced progress (or will have to be redone).
-void ChargeWork(RunState& s, double seconds, double& work_bucket) {
+// The share of a productive second that the launch's GPUs make: 1 on the plan's fleet (or
+// when either count is unknown), gpus / plan's below it.
+double CapacityShare(const RunState& s) {
+  const uint32_t plan = s.settings.plan_gpus;
+  return s.gpus > 0 && plan > 0 && s.gpus < plan ? static_cast<double>(s.gpus) / plan : 1.0;
+}
+
+// Productive seconds of the launch: the missing GPUs' share is `capacity`.
+void ChargeProductive(const RunState& s, TimeSeconds& x, double seconds) {
+  const double share = CapacityShare(s);
+  x.productive += seconds * share;
+  x.capacity += seconds * (1 - share);
+}
+
+// Running time that produced progress, or (`lost`) work that will have to be redone.
+void ChargeWork(RunState& s, double seconds, bool lost) {
   const Split split = SplitStall(seconds, s.typical_step_gap);
-  work_bucket += split.work;
+  if (lost) {
+    s.seconds.lost += split.work;
+  } else {
+    ChargeProductive(s, s.seconds, split.work);
+  }
   s.seconds.stalled += split.stalled;
+}
+
+void AddCustom(std::vector<SpanSeconds>& by_kind, const std::string& kind, double seconds) {
+  for (SpanSeconds& k : by_kind) {
+    if (k.kind == kind) {
+      k.seconds += seconds;
+      return;
+    }
+  }
+  if (by_kind.size() + 1 >= kMaxSpanKinds && kind != "other") {
+    AddCustom(by_kind, "other", seconds);
+    return;
+  }
+  by_kind.push_back({kind, seconds});
+}
+
+// Time inside the open span: `custom` while its promise holds, `stalled` past it.
+void ChargeSpan(RunState& s, double seconds) {
+  const double within = std::clamp(s.span_promise - s.span_charged, 0.0, std::max(0.0, seconds));
+  s.seconds.custom += within;
+  AddCustom(s.custom_by_kind, s.span_kind, within);
+  s.span_charged += within;
+  s.paused_since_step += within;
+  s.seconds.stalled += std::max(0.0, seconds - within);
+}
+
+void CloseSpan(RunState& s) {
+  s.span_kind.clear();
+  s.span_start = absl::InfinitePast();
+  s.span_promise = 0;
+  s.span_charged = 0;
 }
 
 // Where the lineage stood at `step`: an exact mark (a checkpoint's, or the step's own
@@ -248,6 +297,7 @@ void Restore(RunState& s, int64_t step, uint32_t attempt) {
   }
   s.tokens_uncertain = !exact;
   // The time and tokens of steps S..F no longer count.
+  // (The capacity share of those steps stays `capacity`: those GPUs were missing either way.)
   s.seconds.lost += s.seconds.productive - m.productive_seconds;
   s.seconds.productive = m.productive_seconds;
   s.productive_tokens = m.productive_tokens;
@@ -457,8 +507,40 @@ absl::Status ValidateEvent(const Event& e) {
       break;
     case EventKind::kRunFinished:
       break;
+    case EventKind::kSpanStarted:
+    case EventKind::kSpanEnded: {
+      const char* field = e.kind == EventKind::kSpanStarted ? "span_started.kind" : "span_ended.kind";
+      if (e.span.empty() || !ValidCause(e.span)) {
+        return absl::InvalidArgumentError(absl::StrCat(field, " '", e.span.substr(0, 40),
+                                                       "' must be a short lowercase word (eval, sdc_check, profiling, "
+                                                       "or the job's own): 1 to 32 of a-z, 0-9, '_' and '-'"));
+      }
+      if (!(e.expected_seconds >= 0) || !(e.expected_seconds <= 30 * 86400.0)) {
+        return absl::InvalidArgumentError(absl::StrCat("span_started.expected_seconds ", e.expected_seconds,
+                                                       " must be a number of seconds from 0 (not said) to 30 days"));
+      }
+      break;
+    }
+    case EventKind::kExcluded:
+      if (e.until <= e.time) {
+        return absl::InvalidArgumentError(absl::StrCat("excluded.until ", FormatUtc(e.until),
+                                                       " is not after the window's start ", FormatUtc(e.time),
+                                                       ": a window runs from the event's time to until"));
+      }
+      if (e.detail.size() > 4096) return absl::InvalidArgumentError("excluded.reason is longer than 4096 bytes");
+      break;
   }
   return absl::OkStatus();
+}
+
+double ExcludedSeconds(const std::vector<ExclusionWindow>& windows, absl::Time from, absl::Time to) {
+  double out = 0;
+  for (const ExclusionWindow& w : windows) {
+    if (w.from >= to) break;
+    const absl::Time a = std::max(w.from, from), b = std::min(w.until, to);
+    if (b > a) out += absl::ToDoubleSeconds(b - a);
+  }
+  return out;
 }
 
 absl::Status ApplyEvent(RunState& s, const Event& e) {
@@ -478,6 +560,29 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       // merged into the earlier launch.
       return ReusedAttempt(e.attempt, s.attempt, "");
     }
+    if (s.settings.plan_gpus > 0 && e.gpus > s.settings.plan_gpus) {
+      return absl::InvalidArgumentError(absl::StrCat("job_started.gpus ", e.gpus, " is above the plan's fleet of ",
+                                                     s.settings.plan_gpus,
+                                                     " GPUs; a larger fleet is a plan revision (flightplan create "
+                                                     "--update)"));
+    }
+  } else if (e.kind == EventKind::kExcluded) {
+    // An operator's window, in any phase of the run once it has begun.
+    if (s.phase == Phase::kNew) {
+      return Precondition(absl::StrCat("excluded window from ", FormatUtc(e.time),
+                                       " starts before the run's first event; a window lies within the run"));
+    }
+    for (const ExclusionWindow& w : s.exclusions) {
+      if (w.from < e.until && e.time < w.until) {
+        return Precondition(absl::StrCat("excluded window ", FormatUtc(e.time), " to ", FormatUtc(e.until),
+                                         " overlaps the excluded window ", FormatUtc(w.from), " to ",
+                                         FormatUtc(w.until), w.reason.empty() ? "" : absl::StrCat(" (", w.reason, ")"),
+                                         "; retract it first, or exclude the part that is not covered"));
+      }
+    }
+    if (s.exclusions.size() >= kMaxExclusions) {
+      return Precondition(absl::StrCat("the run has ", kMaxExclusions, " excluded windows, the most it keeps"));
+    }
   } else {
     const uint32_t attempt = e.attempt ? e.attempt : s.attempt;
     const char* kind = EventKindName(e.kind);
@@ -494,6 +599,12 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
     if (!running) {
       return Precondition(absl::StrCat(kind, " while the run is down: attempt ", s.attempt,
                                        " was interrupted; a new attempt starts with job_started"));
+    }
+    if (e.kind == EventKind::kSpanEnded && s.span_kind != e.span) {
+      return Precondition(absl::StrCat(
+          "span_ended.kind '", e.span, "' ends no open span: ",
+          s.span_kind.empty() ? std::string("none is open (a span_ended needs its span_started first)")
+                              : absl::StrCat("the open span is '", s.span_kind, "', since ", FormatUtc(s.span_start))));
     }
   }
   if (e.kind == EventKind::kSteps) {
@@ -517,8 +628,27 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
 
   // Valid: charge the interval since the latest event, then change phase.
   if (e.source == kSchedulerSource) s.scheduler_reports = true;
-  const double gap = s.events > 0 ? absl::ToDoubleSeconds(e.time - s.last_time) : 0;
+  double gap = s.events > 0 ? absl::ToDoubleSeconds(e.time - s.last_time) : 0;
   if (s.events == 0) s.first_time = e.time;
+  // Seconds inside excluded windows are `excluded`, whatever the run was doing.
+  const double excluded = s.events > 0 ? ExcludedSeconds(s.exclusions, s.last_time, e.time) : 0;
+  const double wall_gap = gap;
+  s.seconds.excluded += excluded;
+  s.paused_since_step += excluded;
+  gap -= excluded;
+  // Inside an open span, the time is the span's (a save's blocking stays `checkpoint`); the
+  // kind's own rules below see only what is left. A launch closes it after the implied stop.
+  bool spanned = false;
+  if (!s.span_kind.empty() && e.kind != EventKind::kJobStarted) {
+    const double blocking = e.kind == EventKind::kCheckpointSaved ? std::clamp(e.blocking_seconds, 0.0, gap) : 0.0;
+    ChargeSpan(s, gap - blocking);
+    gap = blocking;
+    spanned = true;
+    if (e.kind == EventKind::kSpanStarted || e.kind == EventKind::kSpanEnded || e.kind == EventKind::kInterruption ||
+        e.kind == EventKind::kRunFinished) {
+      CloseSpan(s);
+    }
+  }
   switch (e.kind) {
     case EventKind::kJobStarted:
       if (running) {
@@ -533,6 +663,8 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       } else if (s.phase == Phase::kDown) {
         ChargeDown(s, gap);
       }
+      CloseSpan(s);
+      s.gpus = e.gpus;
       if (!e.nodes.empty()) HoldNodes(MutableBook(s), e.nodes, e.gpus, e.time);
       Restore(s, e.restored_step, e.attempt);
       s.pace_mark_valid = false;  // the next interval starts at the launch's first report
@@ -555,7 +687,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
                                 ? std::min(gap, static_cast<double>(e.step - s.step) * s.typical_seconds_per_step)
                                 : 0.0;
         ChargeStartup(s, gap - work);
-        s.seconds.productive += work;
+        ChargeProductive(s, s.seconds, work);
         if (work > 0 && !s.tokens_uncertain) {
           s.productive_tokens += static_cast<double>(std::max<int64_t>(0, e.tokens - s.tokens));
         } else if (s.tokens_inferred && !s.tokens_uncertain && e.step == s.step) {
@@ -577,20 +709,23 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         const double expected =
             per_step_known ? static_cast<double>(covered) * s.typical_seconds_per_step : s.typical_step_gap;
         const Split split = SplitStall(gap, expected);
-        s.seconds.productive += split.work;
+        ChargeProductive(s, s.seconds, split.work);
         s.seconds.stalled += split.stalled;
-        s.productive_tokens += static_cast<double>(e.tokens - s.tokens);
+        // Tokens gained in an excluded window are not the throughput's: its share of the interval.
+        s.productive_tokens += static_cast<double>(e.tokens - s.tokens) * (wall_gap > 0 ? 1 - excluded / wall_gap : 1);
         if (s.pace_mark_valid && !pace_break && split.stalled == 0 && s.seconds.stalled == s.pace_stalled_mark &&
-            !s.tokens_inferred && !s.tokens_uncertain) {
+            !s.tokens_inferred && !s.tokens_uncertain && excluded == 0) {
           AddPace(s.slowdown, e.time, s.seconds.productive - s.pace_productive_mark,
                   static_cast<double>(e.tokens - s.tokens), covered);
         }
         if (split.stalled == 0) {
-          Ewma(s.typical_step_gap, gap);
-          // Seconds per step: since the previous report, less saves.
-          const double since_report = s.last_step_time == absl::InfinitePast()
-                                          ? gap
-                                          : absl::ToDoubleSeconds(e.time - s.last_step_time) - s.checkpoint_since_step;
+          // A gap cut by a span or a window is not a usual one.
+          if (!spanned && s.paused_since_step == 0) Ewma(s.typical_step_gap, gap);
+          // Seconds per step: since the previous report, less saves, spans and excluded windows.
+          const double since_report =
+              s.last_step_time == absl::InfinitePast()
+                  ? gap
+                  : absl::ToDoubleSeconds(e.time - s.last_step_time) - s.checkpoint_since_step - s.paused_since_step;
           if (covered > 0 && since_report > 0 && !s.tokens_inferred) {
             Ewma(s.typical_seconds_per_step, since_report / static_cast<double>(covered));
           }
@@ -614,6 +749,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       }
       s.last_step_time = e.time;
       s.checkpoint_since_step = 0;
+      s.paused_since_step = 0;
       AddStepMark(s);
       PushSample(s, e.time);
       break;
@@ -627,7 +763,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       if (s.phase == Phase::kStarting) {
         ChargeStartup(s, gap - blocking);
       } else {
-        ChargeWork(s, gap - blocking, s.seconds.productive);
+        ChargeWork(s, gap - blocking, false);
       }
       if (e.step > s.step) SaveAhead(s, e.step);
       AddMark(s, e.step);
@@ -645,7 +781,7 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
         ChargeStartup(s, gap);
       } else {
         // Work since the latest report produced no step that counts.
-        ChargeWork(s, gap, s.seconds.lost);
+        ChargeWork(s, gap, true);
       }
       CountInterruption(s, e.cause.empty() ? "unknown" : e.cause, e.planned, e.time);
       ReleaseHeld(s, e.time);
@@ -660,11 +796,36 @@ absl::Status ApplyEvent(RunState& s, const Event& e) {
       if (s.phase == Phase::kStarting) {
         ChargeStartup(s, gap);
       } else {
-        ChargeWork(s, gap, s.seconds.productive);
+        ChargeWork(s, gap, false);
       }
       ReleaseHeld(s, e.time);
       s.phase = Phase::kFinished;
       break;
+    case EventKind::kSpanStarted:
+    case EventKind::kExcluded:
+      // The time before it, as a save's (without its blocking) or as the phase says.
+      if (s.phase == Phase::kStarting) {
+        ChargeStartup(s, gap);
+      } else if (s.phase == Phase::kRunning) {
+        ChargeWork(s, gap, false);
+      } else if (s.phase == Phase::kDown) {
+        ChargeDown(s, gap);
+      }
+      if (e.kind == EventKind::kSpanStarted) {
+        s.span_kind = e.span;
+        s.span_start = e.time;
+        s.span_promise = e.expected_seconds > 0 ? e.expected_seconds : kSpanDefaultPromiseSeconds;
+        s.span_charged = 0;
+      } else {
+        const ExclusionWindow w{e.time, e.until, e.detail};
+        s.exclusions.insert(
+            std::upper_bound(s.exclusions.begin(), s.exclusions.end(), w,
+                             [](const ExclusionWindow& a, const ExclusionWindow& b) { return a.from < b.from; }),
+            w);
+      }
+      break;
+    case EventKind::kSpanEnded:
+      break;  // its time was the span's
   }
   s.last_time = e.time;
   s.last_kind_rank = static_cast<uint32_t>(KindRank(e.kind));
@@ -695,7 +856,7 @@ EvidenceSample EvidenceNow(const RunState& s, const RunSnapshot& snap) {
   e.incidents = s.incidents;
   e.incident_loss_seconds = s.incident_loss_sum;
   const double open = s.incident_open ? snap.failure_budget_consumed_seconds - s.incident_start_budget : 0;
-  e.other_seconds = std::max(0.0, x.Sum() - x.productive - x.checkpoint - s.incident_loss_sum - open);
+  e.other_seconds = std::max(0.0, x.Sum() - x.excluded - x.productive - x.checkpoint - s.incident_loss_sum - open);
   e.planned_stops = s.planned_interruptions;
   return e;
 }
@@ -717,6 +878,14 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
   out.slowdown = ReportSlowdown(s.slowdown, 0, std::max(now, s.last_time));
   out.rank_spread = s.rank_spread;
   out.typical_rank_spread = s.typical_rank_spread;
+  out.custom_by_kind = s.custom_by_kind;
+  out.gpus = s.gpus;
+  out.exclusions = s.exclusions;
+  if (!s.span_kind.empty()) {
+    out.span_kind = s.span_kind;
+    out.span_start = s.span_start;
+    out.span_promised_until = s.span_start + absl::Seconds(s.span_promise);
+  }
   double startup_after_unplanned = s.startup_after_unplanned;
   if (s.events == 0) {
     out.as_of = now;
@@ -725,30 +894,40 @@ RunSnapshot Snapshot(const RunState& s, absl::Time now) {
   absl::Time as_of = std::max(now, s.last_time);
   if (s.phase == Phase::kFinished) as_of = s.last_time;
   out.as_of = as_of;
-  const double tail = absl::ToDoubleSeconds(as_of - s.last_time);
-  switch (s.phase) {
-    case Phase::kDown:
-      (s.down_planned ? out.seconds.down_planned : out.seconds.down_unplanned) += tail;
-      break;
-    case Phase::kStarting: {
-      const double within = std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, tail);
-      out.seconds.startup += within;
-      if (s.last_stop_unplanned) startup_after_unplanned += within;
-      out.seconds.stalled += tail - within;
-      break;
+  const double excluded = ExcludedSeconds(s.exclusions, s.last_time, as_of);
+  out.seconds.excluded += excluded;
+  const double tail = absl::ToDoubleSeconds(as_of - s.last_time) - excluded;
+  if (!s.span_kind.empty() && s.phase != Phase::kFinished) {
+    // Inside the open span: custom while its promise holds, a stall past it.
+    const double within = std::clamp(s.span_promise - s.span_charged, 0.0, std::max(0.0, tail));
+    out.seconds.custom += within;
+    AddCustom(out.custom_by_kind, s.span_kind, within);
+    out.seconds.stalled += std::max(0.0, tail - within);
+  } else {
+    switch (s.phase) {
+      case Phase::kDown:
+        (s.down_planned ? out.seconds.down_planned : out.seconds.down_unplanned) += tail;
+        break;
+      case Phase::kStarting: {
+        const double within = std::clamp(StartupStallSeconds(s) - s.startup_in_attempt, 0.0, tail);
+        out.seconds.startup += within;
+        if (s.last_stop_unplanned) startup_after_unplanned += within;
+        out.seconds.stalled += tail - within;
+        break;
+      }
+      case Phase::kRunning: {
+        const Split split = SplitStall(tail, s.typical_step_gap);
+        ChargeProductive(s, out.seconds, split.work);
+        out.seconds.stalled += split.stalled;
+        break;
+      }
+      default:
+        break;
     }
-    case Phase::kRunning: {
-      const Split split = SplitStall(tail, s.typical_step_gap);
-      out.seconds.productive += split.work;
-      out.seconds.stalled += split.stalled;
-      break;
-    }
-    default:
-      break;
   }
   out.elapsed_seconds = absl::ToDoubleSeconds(as_of - s.first_time);
-  out.running_seconds =
-      out.seconds.startup + out.seconds.productive + out.seconds.checkpoint + out.seconds.lost + out.seconds.stalled;
+  out.running_seconds = out.seconds.startup + out.seconds.productive + out.seconds.capacity + out.seconds.checkpoint +
+                        out.seconds.custom + out.seconds.lost + out.seconds.stalled;
   out.failure_budget_consumed_seconds =
       out.seconds.lost + out.seconds.down_unplanned + out.seconds.stalled + startup_after_unplanned;
   out.tokens_per_second = s.seconds.productive > 0 ? s.productive_tokens / s.seconds.productive : 0;

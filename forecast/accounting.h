@@ -48,12 +48,41 @@ inline constexpr absl::Duration kRecentWindow = absl::Hours(1);
 enum class Phase { kNew, kStarting, kRunning, kDown, kFinished };
 const char* PhaseName(Phase phase);
 
+// The categories of docs/contract.md §5. Every second of a run's time is in exactly one.
+// `capacity`: the missing share of productive seconds on fewer GPUs than the plan's;
+// `custom`: inside a span (deliberate work that is not training); `excluded`: inside a window
+// an operator left out.
 struct TimeSeconds {
   double productive = 0, checkpoint = 0, lost = 0, startup = 0, down_unplanned = 0, down_planned = 0, stalled = 0;
+  double capacity = 0, custom = 0, excluded = 0;
   [[nodiscard]] double Sum() const {
-    return productive + checkpoint + lost + startup + down_unplanned + down_planned + stalled;
+    return productive + checkpoint + lost + startup + down_unplanned + down_planned + stalled + capacity + custom +
+           excluded;
   }
 };
+
+// A span without a promise (SpanStarted.expected_seconds 0) promises this: past it, its
+// silence is a stall like any other.
+inline constexpr double kSpanDefaultPromiseSeconds = 1800.0;
+// Kinds of span a run keeps apart (custom_seconds_by_kind); later new ones count as "other".
+inline constexpr size_t kMaxSpanKinds = 32;
+// Exclusion windows a run keeps; past it, one more is refused.
+inline constexpr size_t kMaxExclusions = 1024;
+
+struct SpanSeconds {
+  std::string kind;
+  double seconds = 0;
+};
+
+// A window of the run's time an operator left out of its accounting (an `excluded` event).
+struct ExclusionWindow {
+  absl::Time from;
+  absl::Time until;
+  std::string reason;
+};
+
+// Seconds of [from, to) inside the windows (sorted, disjoint).
+[[nodiscard]] double ExcludedSeconds(const std::vector<ExclusionWindow>& windows, absl::Time from, absl::Time to);
 
 // One interruption on the run's timeline (reported, or implied by a relaunch).
 struct InterruptionMark {
@@ -154,6 +183,9 @@ struct FoldSettings {
   // The plan's GPUs per node: where a launch names its nodes but not its GPUs, this places
   // a rank on its node (NodeOfRank). 0: unknown.
   uint32_t gpus_per_node = 0;
+  // The plan's GPUs: a launch on fewer (JobStarted.gpus) charges the missing share of its
+  // productive seconds to `capacity`; a launch on more is refused. 0: unknown.
+  uint32_t plan_gpus = 0;
 };
 
 struct RunState {
@@ -245,6 +277,19 @@ struct RunState {
   std::shared_ptr<const NodeBook> node_book;
   // Step reports' slowest ranks, as the nodes they sat on (the newest kMaxRankMarks).
   std::deque<RankMark> rank_marks;
+  // The current launch's GPUs (JobStarted.gpus; 0: the plan's fleet).
+  uint32_t gpus = 0;
+  // Deliberate work: the open span (span_kind "" when none), when it started, what it
+  // promised (seconds) and the custom seconds charged to it so far; custom seconds by kind;
+  // custom and excluded seconds since the latest step report (not part of its seconds per step).
+  std::string span_kind;
+  absl::Time span_start = absl::InfinitePast();
+  double span_promise = 0;
+  double span_charged = 0;
+  std::vector<SpanSeconds> custom_by_kind;
+  double paused_since_step = 0;
+  // Windows an operator excluded, by start (disjoint).
+  std::vector<ExclusionWindow> exclusions;
 };
 
 // Applies one event. On error the state is unchanged and the status says which field is
@@ -332,7 +377,7 @@ struct RunSnapshot {
   std::vector<InterruptionCount> interruptions;
   double tokens_per_second = 0;
   double recent_tokens_per_second = 0;
-  // Seconds the job was up: startup, productive, checkpoint, lost, stalled.
+  // Seconds the job was up: startup, productive, capacity, checkpoint, custom, lost, stalled.
   double running_seconds = 0;
   absl::Time last_step_time = absl::InfinitePast();
   double typical_step_gap = 0;
@@ -341,6 +386,14 @@ struct RunSnapshot {
   // target, adds tokens_left x excess_seconds_per_token).
   SlowdownReport slowdown;
   double rank_spread = 0, typical_rank_spread = 0;
+  std::vector<SpanSeconds> custom_by_kind;
+  // The open span ("" none), its start, and when its promise runs out.
+  std::string span_kind;
+  absl::Time span_start = absl::InfinitePast();
+  absl::Time span_promised_until = absl::InfinitePast();
+  // The launch's GPUs (0: the plan's fleet).
+  uint32_t gpus = 0;
+  std::vector<ExclusionWindow> exclusions;
 };
 [[nodiscard]] RunSnapshot Snapshot(const RunState& state, absl::Time now);
 

@@ -1,5 +1,7 @@
 #include "forecast/event.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -17,24 +19,23 @@ const char* EventKindName(EventKind kind) {
       return "interruption";
     case EventKind::kRunFinished:
       return "run_finished";
+    case EventKind::kSpanStarted:
+      return "span_started";
+    case EventKind::kSpanEnded:
+      return "span_ended";
+    case EventKind::kExcluded:
+      return "excluded";
   }
   return "unknown";
 }
 
-int KindRank(EventKind k) {
-  switch (k) {
-    case EventKind::kJobStarted:
-      return 0;
-    case EventKind::kSteps:
-      return 1;
-    case EventKind::kCheckpointSaved:
-      return 2;
-    case EventKind::kInterruption:
-      return 3;
-    case EventKind::kRunFinished:
-      return 4;
-  }
-  return 5;
+int KindRank(EventKind k) { return static_cast<int>(k); }
+
+int KindOrder(int rank) {
+  // Indexed by the code: job_started, steps, checkpoint_saved, interruption, run_finished,
+  // span_started, span_ended, excluded.
+  static constexpr int kOrder[] = {0, 3, 4, 6, 7, 5, 2, 1};
+  return rank >= 0 && rank < static_cast<int>(std::size(kOrder)) ? kOrder[rank] : 8;
 }
 
 std::string EventKey(const Event& e, uint32_t attempt) {
@@ -50,6 +51,12 @@ std::string EventKey(const Event& e, uint32_t attempt) {
       return absl::StrCat("~in/a", attempt, "/t", absl::ToUnixMicros(e.time));
     case EventKind::kRunFinished:
       return "~fin";
+    case EventKind::kSpanStarted:
+      return absl::StrCat("~ss/a", attempt, "/t", absl::ToUnixMicros(e.time));
+    case EventKind::kSpanEnded:
+      return absl::StrCat("~se/a", attempt, "/t", absl::ToUnixMicros(e.time));
+    case EventKind::kExcluded:
+      return absl::StrCat("~ex/t", absl::ToUnixMicros(e.time));
   }
   return "~";
 }
@@ -59,6 +66,7 @@ bool SameEvent(const Event& a, uint32_t attempt_a, const Event& b, uint32_t atte
          a.step == b.step && a.tokens == b.tokens && a.rank_spread == b.rank_spread &&
          a.blocking_seconds == b.blocking_seconds && a.cause == b.cause && a.planned == b.planned &&
          a.source == b.source && a.launch == b.launch && a.gpus == b.gpus && a.slowest_rank == b.slowest_rank &&
+         a.span == b.span && a.expected_seconds == b.expected_seconds && a.until == b.until &&
          (a.kind == EventKind::kInterruption || a.nodes == b.nodes);
 }
 
@@ -83,6 +91,17 @@ std::string Describe(const Event& e) {
       if (!e.nodes.empty()) absl::StrAppend(&out, " on ", absl::StrJoin(e.nodes, ","));
       break;
     case EventKind::kRunFinished:
+      break;
+    case EventKind::kSpanStarted:
+      absl::StrAppend(&out, " ", e.span);
+      if (e.expected_seconds > 0) absl::StrAppend(&out, " expected ", e.expected_seconds, " s");
+      break;
+    case EventKind::kSpanEnded:
+      absl::StrAppend(&out, " ", e.span);
+      break;
+    case EventKind::kExcluded:
+      absl::StrAppend(&out, " until ", FormatUtc(e.until));
+      if (!e.detail.empty()) absl::StrAppend(&out, " (", e.detail, ")");
       break;
   }
   if (e.kind != EventKind::kJobStarted && e.attempt != 0) absl::StrAppend(&out, " of attempt ", e.attempt);

@@ -11,13 +11,26 @@
 
 namespace flightplan::forecast {
 
-enum class EventKind { kJobStarted, kSteps, kCheckpointSaved, kInterruption, kRunFinished };
+enum class EventKind {
+  kJobStarted,
+  kSteps,
+  kCheckpointSaved,
+  kInterruption,
+  kRunFinished,
+  kSpanStarted,
+  kSpanEnded,
+  kExcluded,
+};
 
 const char* EventKindName(EventKind kind);
 
-// The fold order of kinds at one instant (EventBefore, FoldOrder): a launch, then steps,
-// the checkpoint of that step, an interruption, the finish.
+// A kind's stable code (RunState::last_kind_rank, kept in snapshots): the order of the
+// enumeration, which only ever grows at its end.
 int KindRank(EventKind kind);
+// The fold order of kinds at one instant (EventBefore, FoldOrder), from a code: a launch, an
+// exclusion (its window opens), the end of a span, steps, the checkpoint of that step, the
+// start of a span, an interruption, the finish.
+int KindOrder(int rank);
 
 // Event::source of the reports of `flightplan slurm`.
 inline constexpr char kSchedulerSource[] = "slurm";
@@ -51,7 +64,13 @@ struct Event {
   // kInterruption.
   std::string cause;
   bool planned = false;
+  // kInterruption: free text. kExcluded: the reason.
   std::string detail;
+  // kSpanStarted, kSpanEnded: the span's kind; kSpanStarted: the seconds it promises (0: none).
+  std::string span;
+  double expected_seconds = 0;
+  // kExcluded: the window is [time, until).
+  absl::Time until = absl::UnixEpoch();
 };
 
 // The idempotency key of an event: its id, or a natural key from its kind, its attempt

@@ -161,7 +161,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
   };
   std::vector<Key> keys(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
-    keys[i] = {events[i].event.time, attempt[i], KindRank(events[i].event.kind), events[i].seq, i};
+    keys[i] = {events[i].event.time, attempt[i], KindOrder(KindRank(events[i].event.kind)), events[i].seq, i};
   }
   if (std::is_sorted(keys.begin(), keys.end())) return events;
   std::sort(keys.begin(), keys.end());
@@ -203,13 +203,14 @@ bool NeedsRefold(const RunState& s, const Event& e) {
   const uint32_t attempt = AttemptOf(s, e);
   if (e.kind != EventKind::kJobStarted && attempt < s.attempt) return true;
   // At the latest event's instant, one that the fold order puts before it.
-  return e.time == s.last_time && attempt == s.attempt && static_cast<uint32_t>(KindRank(e.kind)) < s.last_kind_rank;
+  return e.time == s.last_time && attempt == s.attempt &&
+         KindOrder(KindRank(e.kind)) < KindOrder(static_cast<int>(s.last_kind_rank));
 }
 
 bool EventBefore(const Event& a, const Event& b) {
   if (a.time != b.time) return a.time < b.time;
   if (a.attempt != b.attempt) return a.attempt < b.attempt;
-  return KindRank(a.kind) < KindRank(b.kind);
+  return KindOrder(KindRank(a.kind)) < KindOrder(KindRank(b.kind));
 }
 
 }  // namespace flightplan::forecast

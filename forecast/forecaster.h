@@ -32,6 +32,9 @@ struct ForecastPrior {
   double plan_tokens_per_second = 0;
   double peak_tokens_per_second = 0;     // the fleet at 100% MFU (0: unknown)
   uint32_t gpus_per_node = 0;            // the plan's fleet.gpus / fleet.nodes (0: unknown)
+  uint32_t plan_gpus = 0;                // the plan's fleet.gpus (0: unknown)
+  double flops_per_token = 0;            // the plan's model FLOPs per token (MFU's numerator)
+  double peak_flops_per_gpu = 0;         // hardware.peak_flops (MFU's denominator, per GPU)
   double outage_allowance_seconds = 0;   // OutageAllowanceSeconds of the plan's detect and restart
   double plan_total_seconds = 0;         // the whole schedule
   double plan_active_seconds = 0;        // active compute
@@ -191,8 +194,14 @@ struct Forecast {
   double exhaustion_probability = 0;
   std::optional<absl::Time> exhausted_at;  // at the current burn; past when already spent
 
-  // Reliability.
+  // Reliability. goodput: productive / (elapsed - excluded); counting_excluded: / elapsed.
   double goodput = 0;
+  double goodput_counting_excluded = 0;
+  // Model FLOPs utilisation, end to end over productive time (the plan's model FLOPs per
+  // token x tokens per productive second / (the plan's GPUs x peak)): over the run and over
+  // the last hour. 0 when the plan gives no FLOPs or peak, or no work was seen.
+  double mfu_lifetime = 0, mfu_last_hour = 0, mfu_plan = 0;
+  uint32_t plan_gpus = 0;            // the plan's fleet
   double observed_mtbf_seconds = 0;  // running time / unplanned interruptions; 0 before one
   double plan_mtbf_seconds = 0;
   double posterior_mtbf_seconds = 0;  // Gamma-Poisson: the plan's as a prior

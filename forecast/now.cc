@@ -33,7 +33,8 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
   f.schedule_seconds = prior.plan_total_seconds;
   f.consumed_seconds = snap.failure_budget_consumed_seconds;
   f.remaining_seconds = f.budget_seconds - f.consumed_seconds;
-  const double elapsed = snap.elapsed_seconds;
+  // Excluded windows are outside the budget's clock and goodput's denominator.
+  const double elapsed = std::max(0.0, snap.elapsed_seconds - snap.seconds.excluded);
   auto burn = [&](double consumed, double window) {
     return Div(Div(consumed, prior.budget_seconds), Div(window, prior.plan_total_seconds));
   };
@@ -76,6 +77,14 @@ Forecast ForecastNow(const RunState& s, const ForecastPrior& prior, absl::Time n
 
   // Reliability.
   f.goodput = Div(snap.seconds.productive, elapsed);
+  f.goodput_counting_excluded = Div(snap.seconds.productive, snap.elapsed_seconds);
+  // Tokens per productive second are the plan's fleet's (a launch on fewer GPUs charges the
+  // missing share to capacity), so the plan's GPUs are the denominator's.
+  const double peak = static_cast<double>(prior.plan_gpus) * prior.peak_flops_per_gpu;
+  f.mfu_lifetime = Div(prior.flops_per_token * snap.tokens_per_second, peak);
+  f.mfu_last_hour = Div(prior.flops_per_token * snap.recent_tokens_per_second, peak);
+  f.plan_gpus = prior.plan_gpus;
+  f.mfu_plan = Div(prior.flops_per_token * prior.plan_tokens_per_second, peak);
   f.observed_mtbf_seconds = s.unplanned_interruptions > 0 ? snap.running_seconds / s.unplanned_interruptions : 0;
   f.plan_mtbf_seconds = prior.job_mtbf_seconds;
   // The rate counts incidents (a crash during the recovery from another is one incident,

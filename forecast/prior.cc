@@ -26,6 +26,9 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.plan_tokens_per_second = r.compute.tokens_per_second;
   p.peak_tokens_per_second = r.compute.mfu > 0 ? r.compute.tokens_per_second / r.compute.mfu : 0;
   p.gpus_per_node = r.fleet.nodes > 0 && r.fleet.gpus % r.fleet.nodes == 0 ? r.fleet.gpus / r.fleet.nodes : 0;
+  p.plan_gpus = static_cast<uint32_t>(r.fleet.gpus);
+  p.flops_per_token = r.compute.flops_per_token;
+  p.peak_flops_per_gpu = plan.hardware.peak_flops;
   p.plan_total_seconds = r.schedule.total_seconds;
   p.plan_active_seconds = r.schedule.active_compute_seconds;
   p.plan_checkpoint_seconds = r.schedule.checkpoint_seconds;
@@ -53,6 +56,7 @@ FoldSettings FoldSettingsFor(const ForecastPrior& prior, uint32_t max_causes) {
   f.max_causes = max_causes;
   f.peak_tokens_per_second = prior.peak_tokens_per_second;
   f.gpus_per_node = prior.gpus_per_node;
+  f.plan_gpus = prior.plan_gpus;
   // 1%: as the detector's test of the tokens per step (slowdown.cc), a change the plan
   // makes by design is one well above the noise of a rate the plan computes.
   auto differs = [](double a, double b) { return a > 0 && b > 0 && std::abs(a / b - 1) > 0.01; };
@@ -87,6 +91,10 @@ RunCost CostOfRun(const TimeSeconds& seconds, const ForecastPrior::Cost& cost, a
   add("down_unplanned", seconds.down_unplanned, false);
   add("down_planned", seconds.down_planned, false);
   add("stalled", seconds.stalled, true);
+  add("capacity", seconds.capacity, true);
+  add("custom", seconds.custom, true);
+  // An excluded window is left out of goodput, not out of the bill; whatever ran in it, at idle power.
+  add("excluded", seconds.excluded, false);
   const double ahead_rate = gpu_dollars_per_second + cost.training_watts * dollars_per_joule;
   auto ahead = [&](absl::Time finish) {
     const double s = absl::ToDoubleSeconds(finish - as_of);

@@ -45,7 +45,9 @@ struct ForecastPoint {
   // category (productive, checkpoint, lost, startup, down unplanned, down planned,
   // stalled), for the page's burn-up and time charts.
   int64_t tokens = 0;
-  double seconds[7] = {0, 0, 0, 0, 0, 0, 0};
+  // productive, checkpoint, lost, startup, down_unplanned, down_planned, stalled; then
+  // capacity, custom, excluded (schema 7; 0 in older points).
+  double seconds[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   // What the run's slowdowns had cost (schema 6; 0 in older points), seconds.
   double slowdown_seconds = 0;
 };

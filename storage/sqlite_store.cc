@@ -92,6 +92,10 @@ const std::vector<const char*>& Migrations() {
       "ALTER TABLE forecast_history ADD COLUMN stalled_seconds REAL NOT NULL DEFAULT 0;",
       // 6: what the run's slowdowns had cost at each forecast point (forecast/slowdown.h).
       "ALTER TABLE forecast_history ADD COLUMN slowdown_seconds REAL NOT NULL DEFAULT 0;",
+      // 7: the categories of capacity, deliberate work and exclusions (0 in older points).
+      "ALTER TABLE forecast_history ADD COLUMN capacity_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN custom_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE forecast_history ADD COLUMN excluded_seconds REAL NOT NULL DEFAULT 0;",
   };
   return *migrations;
 }
@@ -541,7 +545,8 @@ absl::Status SqliteStore::Migrate(bool check) {
   "as_of_us, events, finish_p10_us, finish_p50_us, finish_p90_us, consumed_seconds, "  \
   "projected_at_finish_seconds, exhaustion_probability, burn_rate, finished, tokens, " \
   "productive_seconds, checkpoint_seconds, lost_seconds, startup_seconds, "            \
-  "down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds"
+  "down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds, "  \
+  "capacity_seconds, custom_seconds, excluded_seconds"
 
 absl::Status SqliteStore::Prepare() {
   struct Entry {
@@ -579,8 +584,10 @@ absl::Status SqliteStore::Prepare() {
        "INSERT INTO forecast_history(run_id, as_of_us, events, finish_p10_us, finish_p50_us, "
        "  finish_p90_us, consumed_seconds, projected_at_finish_seconds, exhaustion_probability, "
        "  burn_rate, finished, tokens, productive_seconds, checkpoint_seconds, lost_seconds, "
-       "  startup_seconds, down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds) "
-       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20 "
+       "  startup_seconds, down_unplanned_seconds, down_planned_seconds, stalled_seconds, slowdown_seconds, "
+       "  capacity_seconds, custom_seconds, excluded_seconds) "
+       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+       "  ?21, ?22, ?23 "
        "WHERE NOT EXISTS("
        "  SELECT 1 FROM forecast_history WHERE run_id = ?1 AND as_of_us > ?2) "
        "ON CONFLICT(run_id, as_of_us) DO UPDATE SET events = excluded.events, "
@@ -594,7 +601,8 @@ absl::Status SqliteStore::Prepare() {
        "  startup_seconds = excluded.startup_seconds, "
        "  down_unplanned_seconds = excluded.down_unplanned_seconds, "
        "  down_planned_seconds = excluded.down_planned_seconds, stalled_seconds = excluded.stalled_seconds, "
-       "  slowdown_seconds = excluded.slowdown_seconds"},
+       "  slowdown_seconds = excluded.slowdown_seconds, capacity_seconds = excluded.capacity_seconds, "
+       "  custom_seconds = excluded.custom_seconds, excluded_seconds = excluded.excluded_seconds"},
       {&read_points_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
                       "ORDER BY as_of_us"},
       {&last_point_, "SELECT " FLIGHTPLAN_POINT_COLUMNS " FROM forecast_history WHERE run_id = ?1 "
@@ -885,6 +893,9 @@ absl::Status SqliteStore::InsertForecastPoint(int64_t run_id, const ForecastPoin
                         .BindReal(18, p.seconds[5])
                         .BindReal(19, p.seconds[6])
                         .BindReal(20, p.slowdown_seconds)
+                        .BindReal(21, p.seconds[7])
+                        .BindReal(22, p.seconds[8])
+                        .BindReal(23, p.seconds[9])
                         .Run("insert forecast point");
   if (!st.ok()) return st;
   if (sqlite3_changes(db_) == 0) {
@@ -913,6 +924,7 @@ ForecastPoint PointFromRow(S& s) {
   p.tokens = s.Int(10);
   for (int i = 0; i < 7; ++i) p.seconds[i] = s.Real(11 + i);
   p.slowdown_seconds = s.Real(18);
+  for (int i = 7; i < 10; ++i) p.seconds[i] = s.Real(12 + i);
   return p;
 }
 }  // namespace

@@ -31,7 +31,7 @@ inline constexpr int32_t kApplicationId = 0x464C504E;  // "FLPN"
 // flightpland's default database: $XDG_STATE_HOME/flightplan/flightplan.db, else
 // ~/.local/state/flightplan/flightplan.db (works for a first-time user without root).
 std::string DefaultDatabasePath();
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 class SqliteStore final : public RunStore {
  public:

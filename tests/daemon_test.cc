@@ -113,7 +113,7 @@ TEST_F(DaemonTest, AccountsACrashToTheSecondAndSurvivesARestart) {
   EXPECT_DOUBLE_EQ(cost.reserved_gpus(), 4288);
   EXPECT_NEAR(cost.spent_dollars(), 4288 * 2.5 * 1060 / 3600, 1e-6);
   EXPECT_NEAR(cost.badput_dollars(), 4288 * 2.5 * (1060 - 240) / 3600.0, 1e-6);
-  ASSERT_EQ(cost.categories_size(), 7);
+  ASSERT_EQ(cost.categories_size(), 10);
   EXPECT_EQ(cost.categories(4).category(), "down_unplanned");
   EXPECT_NEAR(cost.categories(4).dollars(), 4288 * 2.5 * 300 / 3600, 1e-6);
   EXPECT_GT(cost.categories(0).energy_joules() / 240, cost.categories(4).energy_joules() / 300);  // idle draws less

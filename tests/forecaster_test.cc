@@ -134,7 +134,7 @@ TEST(Forecaster, CostOfARunByCategoryAndAtItsFinish) {
   t.checkpoint = 360;
   t.down_unplanned = 1800;
   const RunCost c = CostOfRun(t, prices, At(5760), At(5760 + 7200), At(5760 + 10800));
-  ASSERT_EQ(c.categories.size(), 7u);
+  ASSERT_EQ(c.categories.size(), 10u);  // the seven, then capacity, custom, excluded
   EXPECT_EQ(c.categories[0].name, "productive");
   // Productive: 100 GPU-hours x $3 + 1 MWh x $200 = $500; 3.6e9 J.
   EXPECT_DOUBLE_EQ(c.categories[0].dollars, 500);

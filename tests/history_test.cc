@@ -238,17 +238,23 @@ TEST_F(ForecastHistoryStore, ADatabaseOfSchemaOneGainsTheTableAndKeepsItsRuns) {
   ASSERT_TRUE(store_->Begin().ok());
   storage::ForecastPoint point = At(0, 1);
   point.slowdown_seconds = 42.5;  // schema 6's column, added by the migration
+  point.seconds[7] = 1.5;         // schema 7's capacity, custom and excluded
+  point.seconds[8] = 2.5;
+  point.seconds[9] = 3.5;
   EXPECT_TRUE(store_->InsertForecastPoint(a, point).ok());
   ASSERT_TRUE(store_->Commit().ok());
   ASSERT_EQ(Read(a).size(), 1u);
   EXPECT_EQ(Read(a)[0].slowdown_seconds, 42.5);
+  EXPECT_EQ(Read(a)[0].seconds[7], 1.5);
+  EXPECT_EQ(Read(a)[0].seconds[8], 2.5);
+  EXPECT_EQ(Read(a)[0].seconds[9], 3.5);
   store_.reset();
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), storage::kSchemaVersion);
-  EXPECT_EQ(storage::kSchemaVersion, 6);
+  EXPECT_EQ(storage::kSchemaVersion, 7);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

@@ -27,9 +27,30 @@ std::string PlanFinishText(const v1::Forecast& f) {
   return out;
 }
 
-double Goodput(const v1::TimeSeconds& t) { return t.elapsed() > 0 ? t.productive() / t.elapsed() : 0; }
+double Goodput(const v1::TimeSeconds& t) {
+  const double counted = t.elapsed() - t.excluded();
+  return counted > 0 ? t.productive() / counted : 0;
+}
 
-std::string GoodputText(const v1::TimeSeconds& t) { return ShareText(t, t.productive()); }
+std::string GoodputText(const v1::TimeSeconds& t) {
+  if (!(t.elapsed() - t.excluded() > 0)) return "-";
+  if (t.excluded() <= 0) return units::Percent(Goodput(t));
+  return absl::StrCat(units::Percent(Goodput(t)), " without the excluded ", units::Percent(t.excluded() / t.elapsed()),
+                      " (", units::Percent(t.productive() / t.elapsed()), " counting it)");
+}
+
+std::vector<TimeCategory> TimeCategories(const v1::TimeSeconds& t) {
+  return {{"productive", "productive", t.productive(), true},
+          {"capacity", "capacity (fewer GPUs)", t.capacity(), false},
+          {"checkpoint", "checkpoint", t.checkpoint(), true},
+          {"custom", "custom (spans)", t.custom(), false},
+          {"lost", "lost", t.lost(), true},
+          {"startup", "startup", t.startup(), true},
+          {"down_unplanned", "down, unplanned", t.down_unplanned(), true},
+          {"down_planned", "down, planned", t.down_planned(), true},
+          {"stalled", "stalled", t.stalled(), true},
+          {"excluded", "excluded", t.excluded(), false}};
+}
 
 std::string ShareText(const v1::TimeSeconds& t, double seconds) {
   return t.elapsed() > 0 ? units::Percent(seconds / t.elapsed()) : "-";

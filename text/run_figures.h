@@ -5,6 +5,7 @@
 #define FLIGHTPLAN_TEXT_RUN_FIGURES_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "flightplan/v1/status.pb.h"
@@ -21,10 +22,23 @@ namespace flightplan::text {
 // forecast has a P50.
 [[nodiscard]] std::string PlanFinishText(const v1::Forecast& forecast);
 
-// Goodput: productive / elapsed, of the same seconds the wall-time table shows (so the
-// status's goodput, the page's and the table's productive share agree to the digit).
+// Goodput: productive / (elapsed - excluded), of the same seconds the wall-time table shows
+// (without exclusions, the status's goodput, the page's and the table's productive share
+// agree to the digit).
 [[nodiscard]] double Goodput(const v1::TimeSeconds& seconds);
-// "72.5%", or "-" before any time has elapsed.
+// The time categories in the order every table, chart and metric shows them: `name` is the
+// metric's label value, `label` the words a table prints. Tables print the seven that every
+// run has (`always`) and the others (capacity, custom, excluded) when they hold time.
+struct TimeCategory {
+  const char* name;
+  const char* label;
+  double seconds;
+  bool always;
+  [[nodiscard]] bool Shown() const { return always || seconds > 0; }
+};
+[[nodiscard]] std::vector<TimeCategory> TimeCategories(const v1::TimeSeconds& seconds);
+// "72.5%", "72.5% without the excluded 8.0% (66.7% counting it)", or "-" before any time
+// has elapsed.
 [[nodiscard]] std::string GoodputText(const v1::TimeSeconds& seconds);
 // A category's share of the elapsed time, as the wall-time table prints it.
 [[nodiscard]] std::string ShareText(const v1::TimeSeconds& seconds, double category_seconds);
