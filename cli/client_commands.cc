@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -594,15 +595,25 @@ int RunReport(const ClientOptions& client, const ReportOptions& o, std::ostream&
   if (o.started) {
     e.mutable_job_started()->set_attempt(*o.started);
     e.mutable_job_started()->set_restored_step(o.restored_step);
+    e.mutable_job_started()->set_gpus(o.gpus);
     ++kinds;
   }
   if (o.finished) {
     e.mutable_run_finished();
     ++kinds;
   }
+  if (!o.span_start.empty()) {
+    e.mutable_span_started()->set_kind(o.span_start);
+    e.mutable_span_started()->set_expected_seconds(o.expected_seconds);
+    ++kinds;
+  }
+  if (!o.span_end.empty()) {
+    e.mutable_span_ended()->set_kind(o.span_end);
+    ++kinds;
+  }
   if (kinds != 1) {
     err << "flightplan report: give exactly one of --step/--tokens, --checkpoint, "
-           "--interruption, --started, --finished\n";
+           "--interruption, --started, --finished, --span-start, --span-end\n";
     return 2;
   }
   auto stub = Connect(client);
@@ -656,6 +667,21 @@ int RunStatus(const ClientOptions& client, const StatusOptions& options, std::os
   auto stub = Connect(client);
   v1::GetStatusRequest request;
   request.set_run(options.run);
+  for (const auto& [text, flag, field] : {std::tuple{&options.from, "--from", request.mutable_from()},
+                                          std::tuple{&options.to, "--to", request.mutable_to()}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<absl::Time> t = ParseTimestamp(*text);
+    if (!t.ok()) {
+      err << "flightplan status: " << flag << " '" << *text << "': " << t.status().message() << "\n";
+      return 2;
+    }
+    *field = convert::TimeToProto(*t);
+  }
+  if (!options.from.empty() && !options.to.empty() &&
+      !(convert::TimeFromProto(request.to()) > convert::TimeFromProto(request.from()))) {
+    err << "flightplan status: --to " << options.to << " is not after --from " << options.from << "\n";
+    return 2;
+  }
   v1::RunStatus status;
   // A stale forecast is on its way (the daemon hurries a run read while stale): wait for
   // it, bounded, then print what there is; the text and JSON say when it is stale.

@@ -49,7 +49,10 @@ struct ReportOptions {
   std::string detail;
   std::optional<uint32_t> started;  // attempt launched
   int64_t restored_step = 0;
+  uint32_t gpus = 0;  // with started: 0 = the plan's fleet
   bool finished = false;
+  std::string span_start, span_end;  // a span's kind
+  double expected_seconds = 0;
 };
 int RunReport(const ClientOptions& client, const ReportOptions& options, std::ostream& out, std::ostream& err);
 
@@ -104,6 +107,9 @@ struct StatusOptions {
   // every 100 ms); after it, the status is printed as it is, its forecast labelled stale.
   // 0: no wait.
   double wait_seconds = 2;
+  // An interval (RFC 3339 or a date; "" = the run's first event / its now): the time,
+  // goodput and interruptions of that interval alone.
+  std::string from, to;
 };
 int RunStatus(const ClientOptions& client, const StatusOptions& options, std::ostream& out, std::ostream& err);
 // The run's stored forecast trajectory: a table, or the ForecastHistory as proto JSON.

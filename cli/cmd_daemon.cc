@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/client_commands.h"
 #include "cli/commands.h"
+#include "cli/exclude_command.h"
 #include "cli/nodes_command.h"
 #include "storage/sqlite_store.h"
 
@@ -26,6 +27,7 @@ void AddDaemonCommands(Commands& c) {
     bool history_json = false;
     WhatIfOptions whatif_options;
     NodesOptions nodes_options;
+    ExcludeOptions exclude_options;
     std::string plans_run;
     bool plans_json = false;
     RetractOptions retract_options;
@@ -57,7 +59,7 @@ void AddDaemonCommands(Commands& c) {
 
   CLI::App* report = c.app.add_subcommand("report",
                                           "Send one event by hand: --step with --tokens, --checkpoint, --interruption, "
-                                          "--started or --finished.");
+                                          "--started, --finished, --span-start or --span-end.");
   report->add_option("RUN", s->report_options.run, "run name")->required();
   // Counts are checked as the JSON path checks them: a number that does not fit (a 20-digit
   // token count) is refused, never clamped to the largest integer.
@@ -90,7 +92,18 @@ void AddDaemonCommands(Commands& c) {
       ->add_option("--restored-step", s->report_options.restored_step,
                    "with --started: the checkpoint step it resumed from (0 = scratch)")
       ->check(counts(kInt64Max));
+  report
+      ->add_option("--gpus", s->report_options.gpus,
+                   "with --started: the GPUs it trains on, when fewer than the plan's (at least 1)")
+      ->check(CLI::Range(1u, static_cast<unsigned>(kUint32Max)));
   report->add_flag("--finished", s->report_options.finished, "the target was reached");
+  report->add_option("--span-start", s->report_options.span_start,
+                     "deliberate work began, of this kind (eval, sdc_check, profiling, ...): its time is custom");
+  report
+      ->add_option("--expected", s->report_options.expected_seconds,
+                   "with --span-start: seconds it promises; silence past them is a stall (default 1800)")
+      ->check(CLI::Range(0.0, 30 * 86400.0));
+  report->add_option("--span-end", s->report_options.span_end, "the open span of this kind ended");
   report->add_option("--time", s->report_options.time, "when it happened (RFC 3339; default now)");
   report->add_option("--id", s->report_options.id, "idempotency key");
   report->add_option("--attempt", s->report_options.attempt, "the attempt it comes from (default: current)")
@@ -114,6 +127,10 @@ void AddDaemonCommands(Commands& c) {
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
   status->add_flag("--no-wait", s->no_wait, "print at once, a stale forecast labelled (--wait 0)");
+  status->add_option("--from", s->status_options.from,
+                     "an interval's start (RFC 3339 or a date; default the run's first event): the wall time, "
+                     "goodput, budget consumed and interruptions of the interval alone");
+  status->add_option("--to", s->status_options.to, "the interval's end (default: the run's now)");
 
   CLI::App* history =
       c.app.add_subcommand("history",
@@ -182,6 +199,17 @@ void AddDaemonCommands(Commands& c) {
   nodes->add_option("--run", s->nodes_options.run, "only the nodes this run held or named");
   nodes->add_flag("--suspects", s->nodes_options.suspects, "only the suspects");
   nodes->add_flag("--json", s->nodes_options.json, "print the NodeLedger as proto JSON");
+
+  CLI::App* exclude = c.app.add_subcommand(
+      "exclude",
+      "Leave a window of a run's time out of its accounting (a site outage the team does not count): its "
+      "seconds become 'excluded', outside goodput's denominator and the failure budget; the status shows "
+      "goodput with and without it. Stored as an event; undo with flightplan retract --id.");
+  exclude->add_option("RUN", s->exclude_options.run, "run name")->required();
+  exclude->add_option("--from", s->exclude_options.from, "the window's start (RFC 3339 or a date)")->required();
+  exclude->add_option("--to", s->exclude_options.to, "its end: in the past, after --from")->required();
+  exclude->add_option("--reason", s->exclude_options.reason, "why, in words (shown in the status)");
+  exclude->add_option("--id", s->exclude_options.id, "idempotency key (default: ~ex/t<from in microseconds>)");
 
   CLI::App* plans = c.app.add_subcommand("plans",
                                          "A run's plan revisions, oldest first, with when each took effect (flightplan "
@@ -292,6 +320,7 @@ void AddDaemonCommands(Commands& c) {
   c.Add(runs, [&client] { return RunList(client, std::cout, std::cerr); });
   c.Add(whatif, [s, &client] { return RunWhatIf(client, s->whatif_options, std::cout, std::cerr); });
   c.Add(nodes, [s, &client] { return RunNodes(client, s->nodes_options, std::cout, std::cerr); });
+  c.Add(exclude, [s, &client] { return RunExclude(client, s->exclude_options, std::cout, std::cerr); });
   c.Add(plans, [s, &client] { return RunPlans(client, s->plans_run, s->plans_json, std::cout, std::cerr); });
   c.Add(retract, [s, &client] { return RunRetract(client, s->retract_options, std::cout, std::cerr); });
   c.Add(backup, [s] {

@@ -67,6 +67,12 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
   }
   const v1::TimeSeconds& t = s.time_seconds();
   const double elapsed = t.elapsed();
+  if (s.has_interval()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s to %s: the wall time, goodput, budget consumed and "
+                                          "interruptions below are its alone\n",
+                                          "interval", Date(convert::TimeFromProto(s.interval().from())),
+                                          Date(convert::TimeFromProto(s.interval().to()))));
+  }
   absl::StrAppend(&out, "\n  wall time                   hours   share\n");
   auto row = [&](const char* label, double seconds) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %12.2f %7s\n", label, seconds / 3600, text::ShareText(t, seconds)));

@@ -319,11 +319,13 @@ absl::Status IngestWriter::SubmitHistoryRead(std::string run, std::function<void
   return Enqueue(std::move(request));
 }
 
-absl::Status IngestWriter::SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done) {
+absl::Status IngestWriter::SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done,
+                                         bool with_events) {
   if (absl::Status st = ValidateRunName(run); !st.ok()) return st;
   if (!board_->Find(run)) return absl::NotFoundError(absl::StrCat("run '", run, "' does not exist"));
   auto request = std::make_unique<Request>();
   request->kind = Request::Kind::kRunInfo;
+  request->with_events = with_events;
   request->run = std::move(run);
   request->info_done = std::move(done);
   return Enqueue(std::move(request));
@@ -633,6 +635,15 @@ void IngestWriter::Complete(std::vector<std::unique_ptr<Request>>& requests) {
         });
         if (!st.ok()) st = absl::UnavailableError(absl::StrCat("storage: ", st.message()));
         if (st.ok()) st = parse;
+        if (st.ok() && r->with_events) {
+          absl::StatusOr<std::vector<forecast::LoggedEvent>> events = LoadRunEvents(view->id, nullptr);
+          if (events.ok()) {
+            info.events = std::move(*events);
+            info.settings = view->state.settings;
+          } else {
+            st = events.status();
+          }
+        }
         if (st.ok()) {
           r->info_done(std::move(info));
         } else {

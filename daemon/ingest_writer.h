@@ -108,6 +108,9 @@ struct RunInfo {
   std::vector<forecast::AttemptStart> attempts;           // oldest first (the newest 4,096)
   uint32_t attempt = 0;
   absl::Time latest_event = absl::InfinitePast();
+  // With SubmitRunRead(with_events): the run's log (arrival order) and the fold's settings.
+  std::vector<forecast::LoggedEvent> events;
+  forecast::FoldSettings settings;
 };
 
 // A run's forecast history, oldest first; NOT_FOUND for an unknown run.
@@ -163,7 +166,8 @@ class IngestWriter {
   // other Submits do, and NOT_FOUND at once for a run that does not exist.
   [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
   // The run's plan revisions and launches, read on the writer thread like the history.
-  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
+  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done,
+                                           bool with_events = false);
   // Retracts events of `run` (see RetractSpec): they move to the retracted log with an
   // audit row, the run is folded again from what remains, and its forecast follows.
   // NOT_FOUND when nothing matches (or an id is unknown); FAILED_PRECONDITION when what

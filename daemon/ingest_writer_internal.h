@@ -39,6 +39,7 @@ struct IngestWriter::Request {
 
   std::function<void(HistoryResult)> history_done;         // kHistory, for `run`
   std::function<void(absl::StatusOr<RunInfo>)> info_done;  // kRunInfo, for `run`
+  bool with_events = false;                                // kRunInfo: the log too
 
   RetractSpec retract;  // kRetract, of `run`
   std::function<void(RetractResult)> retract_done;

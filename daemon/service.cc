@@ -370,7 +370,23 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
   }
   absl::StatusOr<RunStatus> status = tracker_->Status(request->run());
   if (status.ok()) *response = RunStatusToProto(*status);
-  reactor->Finish(ToGrpc(status.status()));
+  if (!status.ok() || (!request->has_from() && !request->has_to())) {
+    reactor->Finish(ToGrpc(status.status()));
+    return reactor;
+  }
+  // An interval: the run's log, read by the writer (SQLite's one owner), folded here.
+  const v1::GetStatusRequest query = *request;
+  absl::Status st = tracker_->SubmitRunRead(
+      request->run(),
+      [=](absl::StatusOr<RunInfo> info) {
+        if (!info.ok()) {
+          reactor->Finish(ToGrpc(info.status()));
+          return;
+        }
+        reactor->Finish(ToGrpc(IntervalStatus(query, std::move(info->events), info->settings, *response)));
+      },
+      /*with_events=*/true);
+  if (!st.ok()) reactor->Finish(ToGrpc(st));
   return reactor;
 }
 

@@ -57,8 +57,9 @@ absl::Status Tracker::SubmitUpdatePlan(std::string run, PlanInput plan, std::fun
 absl::Status Tracker::SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done) {
   return writer_->SubmitHistoryRead(std::move(run), std::move(done));
 }
-absl::Status Tracker::SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done) {
-  return writer_->SubmitRunRead(std::move(run), std::move(done));
+absl::Status Tracker::SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done,
+                                    bool with_events) {
+  return writer_->SubmitRunRead(std::move(run), std::move(done), with_events);
 }
 absl::Status Tracker::SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done) {
   return writer_->SubmitRetract(std::move(run), std::move(spec), std::move(done));

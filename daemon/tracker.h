@@ -81,7 +81,8 @@ class Tracker {
   [[nodiscard]] absl::Status SubmitCreateRun(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitUpdatePlan(std::string run, PlanInput plan, std::function<void(CreateResult)> done);
   [[nodiscard]] absl::Status SubmitHistoryRead(std::string run, std::function<void(HistoryResult)> done);
-  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done);
+  [[nodiscard]] absl::Status SubmitRunRead(std::string run, std::function<void(absl::StatusOr<RunInfo>)> done,
+                                           bool with_events = false);
   [[nodiscard]] absl::Status SubmitRetract(std::string run, RetractSpec spec, std::function<void(RetractResult)> done);
 
   [[nodiscard]] std::shared_ptr<const RunView> Find(const std::string& run) const;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "convert/event_convert.h"
 #include "convert/plan_convert.h"
+#include "forecast/interval.h"
 #include "text/hostlist.h"
 
 namespace flightplan::daemon {
@@ -287,6 +288,63 @@ v1::ForecastHistory HistoryToProto(const std::string& run, const std::vector<sto
     }
   }
   return out;
+}
+
+absl::Status IntervalStatus(const v1::GetStatusRequest& request, std::vector<forecast::LoggedEvent> events,
+                            const forecast::FoldSettings& settings, v1::RunStatus& status) {
+  if (!status.has_first_event_time()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run '", status.run(), "' has no events yet: an interval of it has no time"));
+  }
+  const absl::Time now = convert::TimeFromProto(status.as_of());
+  const absl::Time from =
+      request.has_from() ? convert::TimeFromProto(request.from()) : convert::TimeFromProto(status.first_event_time());
+  const absl::Time to = request.has_to() ? convert::TimeFromProto(request.to()) : now;
+  if (to <= from) {
+    return absl::InvalidArgumentError(absl::StrCat("to ", forecast::FormatUtc(to), " is not after from ",
+                                                   forecast::FormatUtc(from), ": an interval runs from from to to"));
+  }
+  if (from >= now) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("from ", forecast::FormatUtc(from), " is not before the run's now ", forecast::FormatUtc(now)));
+  }
+  absl::StatusOr<forecast::IntervalAccounting> a =
+      forecast::AccountInterval(std::move(events), settings, from, to, now);
+  if (!a.ok()) return a.status();
+  const forecast::TimeSeconds& x = a->seconds;
+  v1::TimeSeconds* t = status.mutable_time_seconds();
+  t->Clear();
+  t->set_productive(x.productive);
+  t->set_checkpoint(x.checkpoint);
+  t->set_lost(x.lost);
+  t->set_startup(x.startup);
+  t->set_down_unplanned(x.down_unplanned);
+  t->set_down_planned(x.down_planned);
+  t->set_stalled(x.stalled);
+  t->set_capacity(x.capacity);
+  t->set_custom(x.custom);
+  t->set_excluded(x.excluded);
+  t->set_elapsed(a->elapsed_seconds);
+  for (const forecast::SpanSeconds& k : a->custom_by_kind) {
+    v1::SpanSeconds* pk = t->add_custom_seconds_by_kind();
+    pk->set_kind(k.kind);
+    pk->set_seconds(k.seconds);
+  }
+  status.clear_interruptions();
+  for (const forecast::InterruptionCount& c : a->interruptions) {
+    v1::InterruptionCount* pc = status.add_interruptions();
+    pc->set_cause(c.cause);
+    pc->set_planned(c.planned);
+    pc->set_count(c.count);
+  }
+  const double counted = a->elapsed_seconds - x.excluded;
+  status.mutable_reliability()->set_goodput(counted > 0 ? x.productive / counted : 0);
+  status.mutable_reliability()->set_goodput_counting_excluded(a->elapsed_seconds > 0 ? x.productive / a->elapsed_seconds
+                                                                                     : 0);
+  status.mutable_failure_budget()->set_consumed_seconds(a->failure_budget_consumed_seconds);
+  *status.mutable_interval()->mutable_from() = convert::TimeToProto(a->from);
+  *status.mutable_interval()->mutable_to() = convert::TimeToProto(a->to);
+  return absl::OkStatus();
 }
 
 }  // namespace flightplan::daemon

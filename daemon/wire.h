@@ -55,6 +55,14 @@ void BatchAckToProto(uint64_t sequence, const BatchResult& result, v1::BatchAck&
 // The run's i-th plan revision, as GetRun lists them and GetPlan returns one.
 void RevisionToProto(const RunInfo& info, size_t i, v1::PlanRevision& out);
 [[nodiscard]] v1::RunInfo RunInfoToProto(const RunInfo& info);
+// GetStatus over an interval (GetStatusRequest.from / to): `status`, the run's status now,
+// gets the interval's time, goodput, failure budget consumed and interruptions
+// (forecast::AccountInterval over the run's log `events`) and its `interval`.
+// INVALID_ARGUMENT naming the field for an interval that is reversed or after the run's now.
+[[nodiscard]] absl::Status IntervalStatus(const v1::GetStatusRequest& request,
+                                          std::vector<forecast::LoggedEvent> events,
+                                          const forecast::FoldSettings& settings, v1::RunStatus& status);
+
 void RetractResultToProto(const std::string& run, const RetractResult& result, v1::RetractResponse& out);
 // The stored points as the GetHistory message (and the run page's input), with the run's
 // interruptions on its timeline from its folded state.
