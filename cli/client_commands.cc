@@ -667,15 +667,16 @@ int RunStatus(const ClientOptions& client, const StatusOptions& options, std::os
   auto stub = Connect(client);
   v1::GetStatusRequest request;
   request.set_run(options.run);
-  for (const auto& [text, flag, field] : {std::tuple{&options.from, "--from", request.mutable_from()},
-                                          std::tuple{&options.to, "--to", request.mutable_to()}}) {
+  // Only a given end is set: an absent one is the run's first event, or its now.
+  for (const auto& [text, flag, is_from] :
+       {std::tuple{&options.from, "--from", true}, std::tuple{&options.to, "--to", false}}) {
     if (text->empty()) continue;
     absl::StatusOr<absl::Time> t = ParseTimestamp(*text);
     if (!t.ok()) {
       err << "flightplan status: " << flag << " '" << *text << "': " << t.status().message() << "\n";
       return 2;
     }
-    *field = convert::TimeToProto(*t);
+    *(is_from ? request.mutable_from() : request.mutable_to()) = convert::TimeToProto(*t);
   }
   if (!options.from.empty() && !options.to.empty() &&
       !(convert::TimeFromProto(request.to()) > convert::TimeFromProto(request.from()))) {

@@ -179,6 +179,19 @@ TEST_F(CategoriesTest, EvaluationFewerGpusAndAnExcludedOutage) {
   EXPECT_DOUBLE_EQ(first.time_seconds().capacity(), 0);
   ASSERT_EQ(first.interruptions_size(), 1);
   EXPECT_EQ(first.interruptions(0).cause(), "node");
+  // The same from the command line, and its own check of a reversed one.
+  cli::StatusOptions so;
+  so.run = kEvalRun;
+  so.from = CategoryUtc(relaunch_ + 1);
+  so.wait_seconds = 0;
+  std::ostringstream sout, serr;
+  ASSERT_EQ(cli::RunStatus(Client(), so, sout, serr), 0) << serr.str();
+  EXPECT_NE(sout.str().find("the wall time, goodput, budget consumed and interruptions below are its alone"),
+            std::string::npos)
+      << sout.str();
+  so.to = CategoryUtc(relaunch_);
+  EXPECT_EQ(cli::RunStatus(Client(), so, sout, serr), 2);
+  EXPECT_NE(serr.str().find("is not after --from"), std::string::npos) << serr.str();
   // A reversed interval is refused, naming it.
   Interval(end_ + 3600, &st);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();

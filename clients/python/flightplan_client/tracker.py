@@ -1,9 +1,11 @@
 """The Tracker: enqueue events in microseconds, deliver them in the background."""
 
 import collections
+import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -120,7 +122,9 @@ class Tracker:
         nodes = list(nodes) if nodes is not None else slurm_nodes()
         if nodes:
             body["nodes"] = [str(n) for n in nodes]
-        if gpus:
+        if gpus is not None:
+            if int(gpus) < 1:
+                raise ValueError(f"gpus {gpus}: a launch trains on 1 GPU or more (None: the plan's fleet)")
             body["gpus"] = int(gpus)
         self._enqueue("job_started", body)
 
@@ -159,6 +163,33 @@ class Tracker:
 
     def run_finished(self):
         self._enqueue("run_finished", {})
+
+    def span_started(self, kind, expected_seconds=None):
+        """Deliberate work that is not training began (an evaluation, a data-corruption
+        check, a profile): its time is `custom`, not productive, and not charged to the
+        failure budget. Silence within `expected_seconds` (default: the daemon's 1,800 s) is
+        not a stall; past it, it is. Prefer `with tracker.span(...)`."""
+        _check_span_kind(kind)
+        body = {"kind": kind}
+        if expected_seconds is not None:
+            if not expected_seconds >= 0:
+                raise ValueError(f"expected_seconds {expected_seconds}: seconds, 0 or more")
+            body["expected_seconds"] = float(expected_seconds)
+        self._enqueue("span_started", body)
+
+    def span_ended(self, kind):
+        _check_span_kind(kind)
+        self._enqueue("span_ended", {"kind": kind})
+
+    @contextlib.contextmanager
+    def span(self, kind, expected_seconds=None):
+        """`with tracker.span("eval", expected_seconds=600): evaluate()`: the block's time is
+        custom time of that kind. An exception in the block still ends the span."""
+        self.span_started(kind, expected_seconds)
+        try:
+            yield self
+        finally:
+            self.span_ended(kind)
 
     def flush(self, timeout=10.0):
         """Waits (up to timeout) until everything queued was delivered or spooled."""
@@ -461,6 +492,14 @@ class Tracker:
                 os.replace(self._spool_path + ".tmp", self._spool_path)
                 raise
         os.remove(self._spool_path)
+
+
+_SPAN_KIND = re.compile(r"[a-z0-9_-]{1,32}")
+
+
+def _check_span_kind(kind):
+    if not isinstance(kind, str) or not _SPAN_KIND.fullmatch(kind):
+        raise ValueError(f"span kind {kind!r}: 1 to 32 of a-z, 0-9, '_' and '-' (eval, sdc_check, profiling)")
 
 
 class _Unreachable(Exception):
