@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/event_convert.h"
 #include "forecast/accounting.h"
 #include "forecast/forecaster.h"
 #include "gtest/gtest.h"
@@ -129,6 +130,16 @@ TEST(Categories, APromisedTenMinuteEvaluationIsCustomTimeAndNoStall) {
   EXPECT_DOUBLE_EQ(during.seconds.stalled, 0);
   EXPECT_EQ(during.span_kind, "eval");
   EXPECT_EQ(during.span_promised_until, At(1800));
+}
+
+// The stall alert reads the step report's age (flightplan_step_report_age_seconds): inside a
+// span it counts from when the promise runs out.
+TEST(Categories, TheStepReportsAgeWaitsForTheSpansPromise) {
+  const RunState s = Fold({Started(0, 1), Steps(60, 0, 0), Steps(120, 1, 10), SpanStart(180, "eval", 600)});
+  EXPECT_EQ(convert::StatusToProto("r", Snapshot(s, At(700)), 100, 1).progress().seconds_since_step(), 0);
+  EXPECT_EQ(convert::StatusToProto("r", Snapshot(s, At(1000)), 100, 1).progress().seconds_since_step(), 220);
+  const RunState plain = Fold({Started(0, 1), Steps(60, 0, 0), Steps(120, 1, 10)});
+  EXPECT_EQ(convert::StatusToProto("r", Snapshot(plain, At(700)), 100, 1).progress().seconds_since_step(), 580);
 }
 
 TEST(Categories, ASpanThatOverrunsItsPromiseIsAStallFromThenOn) {
