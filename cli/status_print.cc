@@ -101,13 +101,8 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                         t.productive() > 0 ? text::RateText(tp.tokens_per_second()) : "-",
                                         t.productive() > 0 ? text::RateText(tp.recent_tokens_per_second()) : "-",
                                         text::RateText(tp.plan_tokens_per_second())));
-  const v1::Mfu& mfu = s.mfu();
-  if (mfu.plan() > 0) {
-    absl::StrAppend(
-        &out, absl::StrFormat("  %-22s %s over the run, %s last hour (plan %s; end to end, productive time)\n", "MFU",
-                              mfu.lifetime() > 0 ? text::units::Percent(mfu.lifetime(), 1) : "-",
-                              mfu.last_hour() > 0 ? text::units::Percent(mfu.last_hour(), 1) : "-",
-                              text::units::Percent(mfu.plan(), 1)));
+  if (const std::string mfu = text::MfuText(s.mfu()); !mfu.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "MFU", mfu));
   }
   if (s.has_span()) {
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s since %s, promised until %s\n", "open span", s.span().kind(),

@@ -489,6 +489,7 @@ std::string RunPageHtml(const RunPageInput& in) {
     const std::string said = HtmlEscape(text::NodesText(s.nodes()));
     row("nodes", s.nodes().suspects_size() > 0 ? absl::StrCat("<span class=\"flag\">", said, "</span>") : said);
   }
+  if (const std::string mfu = text::MfuText(s.mfu()); !mfu.empty()) row("MFU", mfu);
   row("MTBF", absl::StrCat(Hours(s.reliability().observed_mtbf_seconds()), " observed, ",
                            Hours(s.reliability().plan_mtbf_seconds()), " planned"));
   for (const std::string& flag : s.flags())

@@ -75,7 +75,9 @@ TEST(RunCollector, ExposesEveryRunWithItsLabels) {
   EXPECT_NE(text.find("# TYPE flightplan_interruptions_total counter"), std::string::npos);
   EXPECT_NE(text.find("# TYPE flightplan_failure_budget_consumed_seconds gauge"), std::string::npos);
   EXPECT_NE(text.find("# TYPE flightplan_time_seconds gauge"), std::string::npos);
-  EXPECT_NE(text.find("# HELP flightplan_goodput_ratio Productive time over elapsed time."), std::string::npos);
+  EXPECT_NE(text.find("# HELP flightplan_goodput_ratio Productive time over elapsed time, the windows an operator "
+                      "excluded left out of both."),
+            std::string::npos);
   // No forecast quantile that was not computed.
   EXPECT_EQ(text.find("percentile=\"10\""), std::string::npos);
 }

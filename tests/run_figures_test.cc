@@ -66,6 +66,39 @@ TEST(RunFigures, TheStatusAndThePageSayEachFigureAlike) {
   EXPECT_EQ(cli.find("962142"), std::string::npos);
 }
 
+// The categories of issue 40: MFU, an exclusion's goodput, and the three later categories,
+// alike in both, the later ones only once they hold time.
+TEST(RunFigures, MfuExclusionsAndTheLaterCategoriesAreSaidAlike) {
+  v1::RunStatus s = Running();
+  std::string cli = cli::FormatRunStatus(s), page = Page(s);
+  EXPECT_EQ(cli.find("MFU"), std::string::npos);  // the plan gives none: nothing said
+  EXPECT_EQ(cli.find("capacity"), std::string::npos);
+  EXPECT_EQ(page.find("excluded"), std::string::npos);
+  s.mutable_mfu()->set_lifetime(0.373);
+  s.mutable_mfu()->set_last_hour(0.36);
+  s.mutable_mfu()->set_plan(0.386);
+  auto* t = s.mutable_time_seconds();
+  t->set_productive(6250);
+  t->set_capacity(500);
+  t->set_custom(250);
+  t->set_excluded(1000);  // 6,250 + 500 + 250 + 1,000 + the rest = 10,000 - 750
+  t->set_lost(150);
+  cli = cli::FormatRunStatus(s);
+  page = Page(s);
+  const std::string mfu = text::MfuText(s.mfu());
+  EXPECT_EQ(mfu, "37.3% over the run, 36.0% last hour (plan 38.6%; end to end, productive time)");
+  const std::string goodput = text::GoodputText(s.time_seconds());
+  EXPECT_EQ(goodput, "69.4% without the excluded 10.0% (62.5% counting it)");  // 6,250 / 9,000
+  for (const std::string& figure : {mfu, goodput}) {
+    EXPECT_NE(cli.find(figure), std::string::npos) << figure << "\n" << cli;
+    EXPECT_NE(page.find(figure), std::string::npos) << figure;
+  }
+  for (const char* label : {"capacity (fewer GPUs)", "custom (spans)", "excluded"}) {
+    EXPECT_NE(cli.find(label), std::string::npos) << label << "\n" << cli;
+    EXPECT_NE(page.find(label), std::string::npos) << label;
+  }
+}
+
 TEST(RunFigures, BeforeThePaceIsKnownBothSayItIsBeingLearned) {
   v1::RunStatus s = Running();
   s.clear_slowdown();

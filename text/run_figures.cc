@@ -39,6 +39,13 @@ std::string GoodputText(const v1::TimeSeconds& t) {
                       " (", units::Percent(t.productive() / t.elapsed()), " counting it)");
 }
 
+std::string MfuText(const v1::Mfu& mfu) {
+  if (!(mfu.plan() > 0)) return "";
+  auto share = [](double v) { return v > 0 ? units::Percent(v, 1) : std::string("-"); };
+  return absl::StrCat(share(mfu.lifetime()), " over the run, ", share(mfu.last_hour()), " last hour (plan ",
+                      units::Percent(mfu.plan(), 1), "; end to end, productive time)");
+}
+
 std::vector<TimeCategory> TimeCategories(const v1::TimeSeconds& t) {
   return {{"productive", "productive", t.productive(), true},
           {"capacity", "capacity (fewer GPUs)", t.capacity(), false},

@@ -37,6 +37,9 @@ struct TimeCategory {
   [[nodiscard]] bool Shown() const { return always || seconds > 0; }
 };
 [[nodiscard]] std::vector<TimeCategory> TimeCategories(const v1::TimeSeconds& seconds);
+// MFU, end to end: "37.3% over the run, 37.3% last hour (plan 38.6%; end to end, productive
+// time)", or "" when the plan gives none.
+[[nodiscard]] std::string MfuText(const v1::Mfu& mfu);
 // "72.5%", "72.5% without the excluded 8.0% (66.7% counting it)", or "-" before any time
 // has elapsed.
 [[nodiscard]] std::string GoodputText(const v1::TimeSeconds& seconds);
