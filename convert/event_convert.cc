@@ -541,6 +541,27 @@ forecast::RunState StateFromProto(const v1::RunStateSnapshot& p) {
   return s;
 }
 
+void TimeSecondsToProto(const forecast::TimeSeconds& x, const std::vector<forecast::SpanSeconds>& custom_by_kind,
+                        double elapsed_seconds, v1::TimeSeconds* t) {
+  t->Clear();
+  t->set_productive(x.productive);
+  t->set_checkpoint(x.checkpoint);
+  t->set_lost(x.lost);
+  t->set_startup(x.startup);
+  t->set_down_unplanned(x.down_unplanned);
+  t->set_down_planned(x.down_planned);
+  t->set_stalled(x.stalled);
+  t->set_capacity(x.capacity);
+  t->set_custom(x.custom);
+  t->set_excluded(x.excluded);
+  for (const forecast::SpanSeconds& k : custom_by_kind) {
+    v1::SpanSeconds* pk = t->add_custom_seconds_by_kind();
+    pk->set_kind(k.kind);
+    pk->set_seconds(k.seconds);
+  }
+  t->set_elapsed(elapsed_seconds);
+}
+
 v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& s, int64_t target_tokens,
                             double plan_tokens_per_second) {
   v1::RunStatus p;
@@ -579,23 +600,7 @@ v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot&
     pw->set_reason(w.reason);
   }
   progress->set_usual_report_interval_seconds(s.typical_step_gap);
-  auto* t = p.mutable_time_seconds();
-  t->set_productive(s.seconds.productive);
-  t->set_checkpoint(s.seconds.checkpoint);
-  t->set_lost(s.seconds.lost);
-  t->set_startup(s.seconds.startup);
-  t->set_down_unplanned(s.seconds.down_unplanned);
-  t->set_down_planned(s.seconds.down_planned);
-  t->set_stalled(s.seconds.stalled);
-  t->set_capacity(s.seconds.capacity);
-  t->set_custom(s.seconds.custom);
-  t->set_excluded(s.seconds.excluded);
-  for (const forecast::SpanSeconds& k : s.custom_by_kind) {
-    v1::SpanSeconds* pk = t->add_custom_seconds_by_kind();
-    pk->set_kind(k.kind);
-    pk->set_seconds(k.seconds);
-  }
-  t->set_elapsed(s.elapsed_seconds);
+  TimeSecondsToProto(s.seconds, s.custom_by_kind, s.elapsed_seconds, p.mutable_time_seconds());
   for (const auto& i : s.interruptions) {
     auto* pi = p.add_interruptions();
     pi->set_cause(i.cause);

@@ -27,6 +27,10 @@ namespace flightplan::convert {
 [[nodiscard]] v1::RunStateSnapshot StateToProto(const forecast::RunState& state);
 [[nodiscard]] forecast::RunState StateFromProto(const v1::RunStateSnapshot& snapshot);
 
+// The ten categories, their seconds by span kind and `elapsed` (replacing what `out` held).
+void TimeSecondsToProto(const forecast::TimeSeconds& seconds, const std::vector<forecast::SpanSeconds>& custom_by_kind,
+                        double elapsed_seconds, v1::TimeSeconds* out);
+
 // The status fields that come from accounting (progress, time, interruptions, throughput).
 // `target_tokens` and `plan_tokens_per_second` come from the run's plan.
 [[nodiscard]] v1::RunStatus StatusToProto(const std::string& run, const forecast::RunSnapshot& snapshot,

@@ -312,24 +312,7 @@ absl::Status IntervalStatus(const v1::GetStatusRequest& request, std::vector<for
       forecast::AccountInterval(std::move(events), settings, from, to, now);
   if (!a.ok()) return a.status();
   const forecast::TimeSeconds& x = a->seconds;
-  v1::TimeSeconds* t = status.mutable_time_seconds();
-  t->Clear();
-  t->set_productive(x.productive);
-  t->set_checkpoint(x.checkpoint);
-  t->set_lost(x.lost);
-  t->set_startup(x.startup);
-  t->set_down_unplanned(x.down_unplanned);
-  t->set_down_planned(x.down_planned);
-  t->set_stalled(x.stalled);
-  t->set_capacity(x.capacity);
-  t->set_custom(x.custom);
-  t->set_excluded(x.excluded);
-  t->set_elapsed(a->elapsed_seconds);
-  for (const forecast::SpanSeconds& k : a->custom_by_kind) {
-    v1::SpanSeconds* pk = t->add_custom_seconds_by_kind();
-    pk->set_kind(k.kind);
-    pk->set_seconds(k.seconds);
-  }
+  convert::TimeSecondsToProto(x, a->custom_by_kind, a->elapsed_seconds, status.mutable_time_seconds());
   status.clear_interruptions();
   for (const forecast::InterruptionCount& c : a->interruptions) {
     v1::InterruptionCount* pc = status.add_interruptions();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "convert/event_convert.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -73,6 +74,20 @@ std::vector<v1::Event> Sample() {
     slow.mutable_steps()->set_slowest_rank(rank);
     events.push_back(slow);
   }
+  // Deliberate work and an operator's exclusion (issue 40).
+  v1::Event span = testing::StepsAt("run-1", 5, 0, 0);
+  span.clear_steps();
+  span.mutable_span_started()->set_kind("eval");
+  span.mutable_span_started()->set_expected_seconds(600.5);
+  events.push_back(span);
+  span.mutable_span_ended()->set_kind("eval");
+  events.push_back(span);
+  v1::Event excluded = testing::StepsAt("run-1", 6.25, 0, 0);
+  excluded.clear_steps();
+  excluded.mutable_excluded()->mutable_until()->set_seconds(testing::T0() + 3600);
+  excluded.mutable_excluded()->mutable_until()->set_nanos(500000000);
+  excluded.mutable_excluded()->set_reason("site power outage");
+  events.push_back(excluded);
   return events;
 }
 
@@ -109,6 +124,42 @@ TEST(EventJson, FastPathTakesProtobufsOwnPrintingInBothNamings) {
     // general parser.
     EXPECT_EQ(fast, total - 2) << (proto_names ? "proto names" : "lowerCamel names");
   }
+}
+
+// Spans and exclusions (issue 40) convert both ways; an exclusion without its end, or sent
+// as a launch's, is refused naming the field.
+TEST(EventConvert, SpansAndExclusionsRoundTripAndAWindowNeedsItsEnd) {
+  v1::Event x = testing::StepsAt("run-1", 10, 0, 0);
+  x.clear_steps();
+  x.mutable_excluded()->mutable_until()->set_seconds(testing::T0() + 100);
+  x.mutable_excluded()->set_reason("outage");
+  absl::StatusOr<forecast::Event> e = convert::EventFromProto(x);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->kind, forecast::EventKind::kExcluded);
+  EXPECT_EQ(e->detail, "outage");
+  EXPECT_EQ(convert::EventToProto(*e, "run-1").SerializeAsString(), x.SerializeAsString());
+  EXPECT_EQ(forecast::EventKey(*e, 3), absl::StrCat("~ex/t", (testing::T0() + 10) * 1000000));
+  v1::Event open = x;
+  open.mutable_excluded()->clear_until();
+  absl::StatusOr<forecast::Event> refused = convert::EventFromProto(open);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("excluded.until is required"), std::string::npos) << refused.status();
+  v1::Event launched = x;
+  launched.set_attempt(2);
+  refused = convert::EventFromProto(launched);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("event.attempt 2 on an excluded window"), std::string::npos)
+      << refused.status();
+  v1::Event span = testing::StepsAt("run-1", 10, 0, 0);
+  span.clear_steps();
+  span.set_attempt(2);
+  span.mutable_span_started()->set_kind("sdc_check");
+  span.mutable_span_started()->set_expected_seconds(90);
+  e = convert::EventFromProto(span);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->span, "sdc_check");
+  EXPECT_EQ(e->expected_seconds, 90);
+  EXPECT_EQ(convert::EventToProto(*e, "run-1").SerializeAsString(), span.SerializeAsString());
 }
 
 // The nodes an event names and its slowest rank (issue 39), as the daemon takes them.
