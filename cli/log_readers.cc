@@ -35,6 +35,10 @@ const std::regex kMegatronSaveTimer(
     R"(^\s*save-checkpoint(?:-non-persistent)?\s+\.*:\s*(?:\(([\d.]+),\s*([\d.]+)\)|([\d.]+))\s*$)");
 const std::regex kMegatronBatch(R"(global batch size:\s*(\d+))");
 const std::regex kMegatronExit(R"(^\[(exiting program [^\]]*)\] datetime:)");
+// Its evaluation (megatron/training/training.py evaluate_and_print_results, core_v0.19.0:
+// string = f" validation loss at {prefix} | " between two rows of dashes), printed when
+// evaluate() returns, right after the report of the iteration it follows.
+constexpr char kMegatronValidation[] = " validation loss at ";
 // The compute timers in Timers.log's "(min, max) time across ranks (ms):" block
 // (megatron/core/timers.py _get_global_min_max_time_string, "    {name....}: ({min:.2f},
 // {max:.2f})"; the names are megatron/training/training.py's, logged at --timing-log-level 1).
@@ -153,6 +157,22 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
     e.mutable_interruption()->set_detail(m[1].str());
     Emit(std::move(e));
     active_ = false;
+    return true;
+  }
+
+  // An evaluation: a span from the report it follows to this line. The line prints no time of
+  // its own, so only a log followed live dates its end (a backfill counts it as training).
+  if (absl::StartsWith(line, kMegatronValidation)) {
+    if (active_ && last_step_time_ && !o_.backfill && line_time && *line_time > *last_step_time_) {
+      v1::Event start = Base(*last_step_time_);
+      start.set_attempt(attempt_);
+      start.mutable_span_started()->set_kind("eval");
+      Emit(std::move(start));
+      v1::Event end = Base(*line_time);
+      end.set_attempt(attempt_);
+      end.mutable_span_ended()->set_kind("eval");
+      Emit(std::move(end));
+    }
     return true;
   }
 

@@ -124,6 +124,49 @@ TEST(LogEvents, MegatronCurrentWithoutTheDumpTakesTheRunsPlanOrSendsNothing) {
   ExpectMegatronCurrent(Feed(lines, o));
 }
 
+// An evaluation in a log followed live (issue 40): Megatron prints its validation block
+// (megatron/training/training.py evaluate_and_print_results, core_v0.19.0: " validation loss
+// at {prefix} | " + "{key} value: {:.6E} | {key} PPL: {:.6E} | ", between rows of len + 1
+// dashes) when evaluate() returns, after the report of the iteration it follows: a span of
+// kind eval from that report to the block, custom time in the run's accounting. A backfill
+// cannot date the block (it prints no time) and sends no span.
+TEST(LogEvents, MegatronsValidationBlockIsAnEvaluationSpanWhenFollowedLive) {
+  const std::string block =
+      " validation loss at iteration 20 | lm loss value: 9.850000E+00 | lm loss PPL: 1.896925E+04 | ";
+  std::vector<std::string> lines;
+  for (const std::string& l : ReadLines("megatron-core_v0.19.0.log")) {
+    lines.push_back(l);
+    if (absl::StrContains(l, "iteration       20/")) {
+      lines.push_back(std::string(block.size() + 1, '-'));
+      lines.push_back(block);
+      lines.push_back(std::string(block.size() + 1, '-'));
+    }
+  }
+  // Read as it is written: a line with a time at that time, the block 60 s after iteration 20.
+  absl::Time latest = T("2027-01-04 00:00:00");
+  auto read = [&latest](const std::string& line) {
+    if (absl::StrContains(line, "validation loss at")) return T("2027-01-04 00:06:40");
+    if (line.size() > 28 && line[0] == '[' && line[5] == '-') latest = T(line.substr(1, 26).c_str());
+    return latest;
+  };
+  LogOptions o;
+  o.seq_len = 4096;
+  const Tailed live = Feed(lines, o, read);
+  ASSERT_TRUE(live.status.ok()) << live.status;
+  std::vector<v1::Event> spans;
+  for (const v1::Event& e : live.events) {
+    if (e.has_span_started() || e.has_span_ended()) spans.push_back(e);
+  }
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].span_started().kind(), "eval");
+  EXPECT_EQ(convert::TimeFromProto(spans[0].time()), T("2027-01-04 00:05:40"));
+  EXPECT_EQ(spans[1].span_ended().kind(), "eval");
+  EXPECT_EQ(convert::TimeFromProto(spans[1].time()), T("2027-01-04 00:06:40"));
+  EXPECT_NEAR(Fold(live.events).seconds.custom, 60, 1e-6);
+  o.backfill = true;
+  for (const v1::Event& e : Feed(lines, o).events) EXPECT_FALSE(e.has_span_started()) << e.ShortDebugString();
+}
+
 TEST(LogEvents, MegatronRampUpCountsTheSamplesEachBatchConsumed) {
   LogOptions o;
   o.backfill = true;
