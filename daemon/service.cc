@@ -1,6 +1,7 @@
 #include "daemon/service.h"
 
 #include <deque>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -374,7 +375,9 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
     reactor->Finish(ToGrpc(status.status()));
     return reactor;
   }
-  // An interval: the run's log, read by the writer (SQLite's one owner), folded here.
+  // An interval: the run's log, read by the writer (SQLite's one owner). The completion runs
+  // on the writer thread, which must not block: the fold of the whole log (a second or so for
+  // a run of a million events) runs on a thread of its own, on copies, and finishes the call.
   const v1::GetStatusRequest query = *request;
   absl::Status st = tracker_->SubmitRunRead(
       request->run(),
@@ -383,7 +386,9 @@ grpc::ServerUnaryReactor* TrackerService::GetStatus(grpc::CallbackServerContext*
           reactor->Finish(ToGrpc(info.status()));
           return;
         }
-        reactor->Finish(ToGrpc(IntervalStatus(query, std::move(info->events), info->settings, *response)));
+        std::thread([=, info = std::move(info)]() mutable {
+          reactor->Finish(ToGrpc(IntervalStatus(query, std::move(info->events), info->settings, *response)));
+        }).detach();
       },
       /*with_events=*/true);
   if (!st.ok()) reactor->Finish(ToGrpc(st));
