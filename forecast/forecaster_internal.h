@@ -1,6 +1,7 @@
 // What the forecaster's files share: the priors' strengths, the Monte Carlo's generator and
-// small helpers (forecaster.cc: the simulation; prior.cc: the plan as the prior, the plan's
-// line, cost and the status's flags; now.cc: the cheap part of a forecast, at any read).
+// small helpers (forecaster.cc: the simulation; processes.cc: the estimates it draws from;
+// prior.cc: the plan as the prior, the plan's line, cost and the status's flags; now.cc: the
+// cheap part of a forecast, at any read).
 // Not the interface: that is forecast/forecaster.h.
 #ifndef FLIGHTPLAN_FORECAST_FORECASTER_INTERNAL_H_
 #define FLIGHTPLAN_FORECAST_FORECASTER_INTERNAL_H_
