@@ -35,6 +35,7 @@ void ScheduleRows(Out& o, const planner::PlanReport::Schedule& s) {
   };
   row("active compute", s.active_compute_seconds);
   row("checkpoint overhead", s.checkpoint_seconds);
+  if (s.custom_seconds > 0) row("custom (evals, checks)", s.custom_seconds);
   row("failure budget", s.failure_budget_seconds);
   row("availability", s.availability_seconds);
   row("contingency", s.contingency_seconds);
@@ -238,6 +239,7 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
   };
   cost_row("active compute", k2.active_compute);
   cost_row("checkpoint overhead", k2.checkpoint);
+  if (k2.custom.seconds > 0) cost_row("custom (evals, checks)", k2.custom);
   cost_row("failure budget", k2.failure_budget);
   cost_row("availability", k2.availability);
   cost_row("contingency", k2.contingency);

@@ -146,6 +146,11 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
                                           Duration(fu.budget_at_finish_seconds()), Percent(fu.weight(), 0)));
     absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "", fu.reason()));
   }
+  if (fc.has_full_size()) absl::StrAppend(&out, absl::StrFormat("  %-22s %s\n", "full size", fc.full_size().reason()));
+  if (fc.custom_ratio() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  %-22s %s of the compute ahead, for evaluations and checks (spans)\n",
+                                          "custom ahead", Percent(fc.custom_ratio(), 1)));
+  }
   absl::StrAppend(&out, FormatForecastFreshness(s));
   if (fc.has_deadline()) {
     absl::StrAppend(

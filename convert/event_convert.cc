@@ -660,6 +660,17 @@ void ForecastToProto(const forecast::Forecast& f, uint64_t forecast_events, v1::
   fc->set_forecast_events(forecast_events);
   fc->set_forecast_tokens_per_second(f.forecast_tokens_per_second);
   fc->set_throughput_shifted(f.throughput_shifted);
+  fc->set_custom_ratio(f.custom_ratio);
+  if (f.full_size) {
+    v1::FullSize* fs = fc->mutable_full_size();
+    fs->set_gpus(f.full_size->gpus);
+    fs->set_plan_gpus(f.full_size->plan_gpus);
+    fs->set_missing_nodes(f.full_size->missing_nodes);
+    fs->set_p50_seconds(f.full_size->p50_seconds);
+    fs->set_reason(f.full_size->reason);
+  } else {
+    fc->clear_full_size();
+  }
 
   p.clear_futures();
   for (const forecast::Forecast::FutureFinish& fu : f.futures) {

@@ -63,6 +63,7 @@ v1::ScheduleReport ScheduleToProto(const planner::PlanReport::Schedule& in) {
   s.set_failure_budget_seconds(in.failure_budget_seconds);
   s.set_availability_seconds(in.availability_seconds);
   s.set_contingency_seconds(in.contingency_seconds);
+  s.set_custom_seconds(in.custom_seconds);
   s.set_total_seconds(in.total_seconds);
   *s.mutable_start_time() = TimeToProto(in.start_time);
   *s.mutable_finish_time() = TimeToProto(in.finish_time);
@@ -171,6 +172,8 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
       Opt<double>(p.availability(), &A::has_maintenance_fraction, &A::maintenance_fraction);
   s.availability.maintenance_hours = Opt<double>(p.availability(), &A::has_maintenance_hours, &A::maintenance_hours);
   s.contingency_fraction = Opt<double>(p, &v1::Plan::has_contingency_fraction, &v1::Plan::contingency_fraction);
+  s.schedule.custom_fraction =
+      Opt<double>(p.schedule(), &v1::Schedule::has_custom_fraction, &v1::Schedule::custom_fraction);
   s.cost.gpu_hour_dollars = p.cost().gpu_hour_dollars();
   s.cost.energy_dollars_per_mwh = p.cost().energy_dollars_per_mwh();
   s.cost.idle_power_fraction =
@@ -314,6 +317,7 @@ v1::PlanReport ReportToProto(const planner::PlanReport& r) {
   line(r.cost.failure_budget, cost->mutable_failure_budget());
   line(r.cost.availability, cost->mutable_availability());
   line(r.cost.contingency, cost->mutable_contingency());
+  line(r.cost.custom, cost->mutable_custom());
   line(r.cost.total, cost->mutable_total());
   cost->set_reserved_gpus(r.cost.reserved_gpus);
   cost->set_training_facility_watts(r.cost.training_facility_watts);

@@ -15,6 +15,28 @@ namespace flightplan::forecast {
 
 using namespace forecaster_internal;  // NOLINT(build/namespaces): this folder's own helpers
 
+namespace {
+
+// Deliberate work (evaluations, checks) comes in lumps every few hours: the plan's share
+// (schedule.custom_fraction) is a prior worth a day of compute, after which the run's own
+// spans weigh as much.
+constexpr double kCustomPriorSeconds = 86400;
+
+// The time until k of n nodes out for repair are back, each out an exponential time of
+// mean `mean` (k <= n): the k-th first of n exponentials, a sum of k exponentials of means
+// mean / n, mean / (n - 1), ... (the minimum of m exponentials is exponential, m times as fast).
+template <typename Rng>
+double DrawKthOfExponentials(uint32_t k, uint32_t n, double mean, Rng& g) {
+  double t = 0;
+  for (uint32_t j = 0; j < k && j < n; ++j) {
+    std::exponential_distribution<double> next(static_cast<double>(n - j) / std::max(1.0, mean));
+    t += next(g);
+  }
+  return t;
+}
+
+}  // namespace
+
 const char* EvidenceModelName(EvidenceModel model) {
   switch (model) {
     case EvidenceModel::kLifetime:
@@ -191,6 +213,34 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   const double plan_ckpt_ratio = Div(prior.plan_checkpoint_seconds, prior.plan_active_seconds);
   const double obs_ckpt_ratio = Div(snap.seconds.checkpoint, snap.seconds.productive);
   const double ckpt_ratio = (w_obs * obs_ckpt_ratio + (1 - w_obs) * plan_ckpt_ratio) * prior.change.checkpoint_scale;
+  // Deliberate work ahead in proportion to the compute ahead (kCustomPriorSeconds).
+  const double plan_custom_ratio = Div(prior.plan_custom_seconds, prior.plan_active_seconds);
+  sim.custom_ratio = (plan_custom_ratio * kCustomPriorSeconds + snap.seconds.custom) /
+                     (kCustomPriorSeconds + snap.seconds.productive + snap.seconds.capacity);
+  // On fewer GPUs than the plan's: full size returns when the missing nodes are back (FullSize).
+  const double share = s.gpus > 0 && prior.plan_gpus > 0 && s.gpus < prior.plan_gpus
+                           ? static_cast<double>(s.gpus) / prior.plan_gpus
+                           : 1.0;
+  uint32_t missing_nodes = 0, nodes_out = 0;
+  if (share < 1) {
+    const uint32_t per_node = std::max(1U, prior.gpus_per_node);
+    missing_nodes = (prior.plan_gpus - s.gpus + per_node - 1) / per_node;
+    nodes_out = missing_nodes + prior.spare_nodes;
+    FullSize fs;
+    fs.gpus = s.gpus;
+    fs.plan_gpus = prior.plan_gpus;
+    fs.missing_nodes = missing_nodes;
+    SplitMix64 g(SplitMix64::Mix(static_cast<uint64_t>(s.events) ^ 0xF5F5));
+    std::vector<double> back(static_cast<size_t>(std::max(1, options.draws)));
+    for (double& b : back) b = DrawKthOfExponentials(missing_nodes, nodes_out, prior.node_repair_seconds, g);
+    fs.p50_seconds = Quantile(back, 0.5);
+    fs.reason = absl::StrFormat(
+        "on %u of the plan's %u GPUs: full size when %u of the %u nodes out (the %u missing and the plan's %u spares, "
+        "in use) are back from repair, each out %.0f h on average (failures.spare_repair_hours); about %.1f h from now",
+        s.gpus, prior.plan_gpus, missing_nodes, nodes_out, missing_nodes, prior.spare_nodes,
+        prior.node_repair_seconds / 3600, fs.p50_seconds / 3600);
+    sim.full_size = fs;
+  }
 
   // Failures, losses and planned overhead: a regime per process (see EvidenceModel).
   const Processes proc = EstimateProcesses(s, snap, evidence_now, prior, options, sim.as_of);
@@ -275,7 +325,16 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                 : rate > 0   ? remaining_tokens / rate
                              : 0;
     }
-    const double running = compute * (1 + ckpt_ratio);
+    if (share < 1 && rate > 0) {
+      // Until full size returns (its running time, in compute seconds), the tokens come at
+      // the smaller fleet's rate: (1 - share) of that time is added, or of the rest of the run
+      // when it finishes first.
+      SplitMix64 fleet_rng = stream(8);
+      const double back = DrawKthOfExponentials(missing_nodes, nodes_out, prior.node_repair_seconds, fleet_rng);
+      const double back_compute = back / (1 + ckpt_ratio + sim.custom_ratio);
+      compute += (1 - share) * std::min(back_compute, remaining_tokens / (share * rate));
+    }
+    const double running = compute * (1 + ckpt_ratio + sim.custom_ratio);
     const bool recent_failures = uniform(regime_rng) < proc.p_failures;
     const bool recent_losses = uniform(regime_rng) < proc.p_losses;
     const RateRegime& fr = mode == Mode::kPlan     ? proc.plan_failures
@@ -440,6 +499,8 @@ Forecast Combine(Forecast f, const Simulation& sim) {
   f.deadline_probability = sim.deadline_probability;
   f.exhaustion_probability = sim.exhaustion_probability;
   f.projected_at_finish_seconds = f.consumed_seconds + sim.future_loss_p50_seconds;
+  f.custom_ratio = sim.custom_ratio;
+  f.full_size = sim.full_size;
   return f;
 }
 

@@ -40,7 +40,13 @@ struct ForecastPrior {
   double plan_active_seconds = 0;        // active compute
   double plan_checkpoint_seconds = 0;    // checkpoint overhead over the run
   double plan_availability_seconds = 0;  // planned downtime over the run
-  double budget_seconds = 0;             // the failure budget
+  double plan_custom_seconds = 0;        // deliberate work over the run (schedule.custom_fraction)
+  // Nodes the plan holds in reserve (fleet.spare_nodes) and a failed node's mean time out
+  // (failures.spare_repair_hours, the planner's default when not given): the return of a
+  // run that launched on fewer GPUs to full size.
+  uint32_t spare_nodes = 0;
+  double node_repair_seconds = 0;
+  double budget_seconds = 0;  // the failure budget
   double job_mtbf_seconds = 0;
   double loss_per_interruption_seconds = 0;
   double checkpoint_blocking_seconds = 0;
@@ -143,6 +149,16 @@ struct ForecastOptions {
   bool slowdown_mixture = true;
 };
 
+// A run on fewer GPUs than the plan's (RunState.gpus): when the forecast has it back at full
+// size. The plan's spares were in use (else the launch would have been full size), so full
+// size returns when `missing_nodes` of the spare_nodes + missing_nodes nodes out are back
+// from repair, each out for an exponential time of mean node_repair_seconds.
+struct FullSize {
+  uint32_t gpus = 0, plan_gpus = 0, missing_nodes = 0;
+  double p50_seconds = 0;  // median time ahead until full size
+  std::string reason;
+};
+
 // Two futures of the failure process, when the run's recent one is far from its plan's
 // (docs/contract.md §10): "the last days continue" and "the run returns to its plan", each with its
 // median finish and budget at finish, and the weight the forecast gives it, with why.
@@ -217,6 +233,8 @@ struct Forecast {
     absl::Time finish_p50 = absl::UnixEpoch();
   };
   std::vector<FutureFinish> futures;
+  double custom_ratio = 0;            // Simulation::custom_ratio
+  std::optional<FullSize> full_size;  // Simulation::full_size
 
   // Naive estimates, for backtests: remaining tokens / lifetime tokens per wall second,
   // and / the last hour's (InfiniteFuture when the rate is 0).
@@ -254,7 +272,11 @@ struct Simulation {
   double mtbf_seconds = 0;  // running seconds per incident ahead
   double loss_per_incident_seconds = 0;
   double overhead_ratio = 0;  // planned overhead per compute second ahead
-  double trend_weight = 0;    // weight of "the throughput trend continues"
+  // Deliberate work (spans) per compute second ahead: the plan's schedule.custom_fraction as
+  // a prior worth kCustomPriorSeconds of compute, then the run's own.
+  double custom_ratio = 0;
+  std::optional<FullSize> full_size;  // set while the run is on fewer GPUs than the plan's
+  double trend_weight = 0;            // weight of "the throughput trend continues"
   // The failure process ahead against the plan's: the recent regime's cost per running
   // second over the plan's, the probability that an excess is a crisis that will be fixed,
   // and how long it has lasted (running seconds).

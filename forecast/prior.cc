@@ -33,6 +33,9 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.plan_active_seconds = r.schedule.active_compute_seconds;
   p.plan_checkpoint_seconds = r.schedule.checkpoint_seconds;
   p.plan_availability_seconds = r.schedule.availability_seconds;
+  p.plan_custom_seconds = r.schedule.custom_seconds;
+  p.spare_nodes = plan.fleet.spare_nodes;
+  p.node_repair_seconds = plan.failures.spare_repair_hours.value_or(planner::kDefaultRepairHours) * 3600.0;
   p.budget_seconds = r.failures.budget_seconds;
   p.job_mtbf_seconds = r.failures.job_mtbf_seconds;
   p.loss_per_interruption_seconds = r.failures.loss_per_interruption_seconds;

@@ -20,6 +20,9 @@ namespace flightplan::planner {
 inline constexpr double kDefaultDetectSeconds = 120;
 // Meta reports 5-20 minutes of restart overhead in large clusters (Kokolis et al. 2024).
 inline constexpr double kDefaultRestartSeconds = 600;
+// Default of failures.spare_repair_hours: a failed node out for triage, a part swap and
+// burn-in: days, not hours. A judgment, not a published figure; give the fleet's own.
+inline constexpr double kDefaultRepairHours = 48;
 
 struct PlanSpec {
   std::string name;
@@ -102,6 +105,9 @@ struct PlanSpec {
     std::optional<double> maintenance_fraction, maintenance_hours;
   } availability;
   std::optional<double> contingency_fraction;
+  struct Schedule {
+    std::optional<double> custom_fraction;  // of active compute plus custom work
+  } schedule;
   struct Cost {
     double gpu_hour_dollars = 0;                // one GPU-hour of the reserved fleet, all-in
     double energy_dollars_per_mwh = 0;          // extra, when the GPU-hour price excludes power
@@ -198,6 +204,7 @@ struct PlanReport {
   struct Schedule {
     double active_compute_seconds = 0, checkpoint_seconds = 0, failure_budget_seconds = 0, availability_seconds = 0,
            contingency_seconds = 0, total_seconds = 0;
+    double custom_seconds = 0;  // deliberate work (schedule.custom_fraction)
     absl::Time start_time = absl::UnixEpoch();
     absl::Time finish_time = absl::UnixEpoch();
     std::optional<absl::Time> deadline;
@@ -228,6 +235,7 @@ struct PlanReport {
   };
   struct Cost {
     CostLine active_compute, checkpoint, failure_budget, availability, contingency, total;
+    CostLine custom;  // listed after checkpoint; in total
     double reserved_gpus = 0, training_facility_watts = 0, idle_facility_watts = 0;
   } cost;
   // One per plan phase (see plan.proto's PhaseReport); empty without phases.

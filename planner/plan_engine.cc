@@ -114,6 +114,7 @@ PlanReport Engine::RunPhased() {
   for (size_t i = 0; i < parts.size(); ++i) {
     const double mu = r_.failures.expected_interruptions;
     busy[i] = parts[i].schedule.active_compute_seconds + parts[i].schedule.checkpoint_seconds +
+              parts[i].schedule.custom_seconds +
               (mu > 0 ? r_.failures.budget_seconds * parts[i].failures.expected_interruptions / mu : 0);
     busy_all += busy[i];
   }
@@ -349,6 +350,7 @@ void Engine::Sanitize() {
                     &r_.schedule.failure_budget_seconds,
                     &r_.schedule.availability_seconds,
                     &r_.schedule.contingency_seconds,
+                    &r_.schedule.custom_seconds,
                     &r_.schedule.total_seconds,
                     &r_.schedule.expected_goodput,
                     &r_.schedule.expected_seconds,
@@ -378,7 +380,7 @@ void Engine::Sanitize() {
     fix(*v);
   }
   for (PlanReport::CostLine* l : {&r_.cost.active_compute, &r_.cost.checkpoint, &r_.cost.failure_budget,
-                                  &r_.cost.availability, &r_.cost.contingency, &r_.cost.total}) {
+                                  &r_.cost.availability, &r_.cost.contingency, &r_.cost.custom, &r_.cost.total}) {
     for (double* v : {&l->seconds, &l->gpu_hours, &l->energy_mwh, &l->dollars}) fix(*v);
   }
   if (broken && r_.memory.state_bytes_per_gpu == 0) r_.memory.fits = false;

@@ -55,9 +55,6 @@ constexpr double kMaxStorageDutyCycle = 0.25;
 // per 1,000 node-days; Dubey et al. 2024, sec. 3.3.4). A Gamma rate with CV 0.5 spans 0.44x
 // to 1.67x of its mean from P10 to P90, a ratio of 3.8.
 constexpr double kDefaultRateSpread = 0.5;
-// A failed node out for triage, a part swap and burn-in: days, not hours. A judgment, not
-// a published figure; give failures.spare_repair_hours for the fleet's own.
-constexpr double kDefaultRepairHours = 48;
 // Spares cover the nodes in repair at once with this probability.
 constexpr double kSpareQuantile = 0.99;
 // An 8x H100 node training at full load draws 76% of its 10.2 kW rating on average
@@ -229,6 +226,11 @@ class Engine {
   uint32_t replicas_ = 1;
   double node_mtbf_ = 0, detect_ = 0, restart_ = 0, quantile_ = kDefaultBudgetQuantile;
   double maintenance_fraction_ = 0, maintenance_hours_ = 0, contingency_ = kDefaultContingency;
+  double custom_fraction_ = 0;  // schedule.custom_fraction
+  // Deliberate work (evaluations, checks) on `active` seconds of compute: active x f / (1 - f).
+  [[nodiscard]] double CustomSeconds(double active) const {
+    return custom_fraction_ > 0 && custom_fraction_ < 1 ? active * custom_fraction_ / (1 - custom_fraction_) : 0;
+  }
   double active_seconds_ = 0;
   double snapshot_bytes_per_gpu_ = 0;
   uint32_t vstages_ = 1, etp_ = 1;

@@ -444,10 +444,11 @@ void Engine::CheckpointAndFailures() {
   // Failures strike while the job runs: compute, saves, and the work redone after each
   // interruption (half an interval on average, and an async save's write, whose state is
   // not durable until written: the same redone work the loss per interruption counts).
-  // With n = running / M and running = A + C + n x redo, n = (A + C) / (M - redo).
+  // With n = running / M and running = A + C + n x redo, n = (A + C) / (M - redo). The
+  // deliberate work (schedule.custom_fraction) runs on the same fleet and counts in A + C.
   const double half = ck.interval_seconds / 2;
   const double redo = half + (c.async ? ck.write_seconds : 0.0);
-  const double running = active_seconds_ + ck.overhead_seconds;
+  const double running = active_seconds_ + ck.overhead_seconds + CustomSeconds(active_seconds_);
   if (mtbf > 0) {
     if (mtbf > redo) {
       fr.expected_interruptions = running / (mtbf - redo);
@@ -495,7 +496,8 @@ void Engine::Schedule() {
   s.active_compute_seconds = active_seconds_;
   s.checkpoint_seconds = r_.checkpoint.overhead_seconds;
   s.failure_budget_seconds = r_.failures.budget_seconds;
-  const double busy = s.active_compute_seconds + s.checkpoint_seconds + s.failure_budget_seconds;
+  s.custom_seconds = CustomSeconds(s.active_compute_seconds);
+  const double busy = s.active_compute_seconds + s.checkpoint_seconds + s.custom_seconds + s.failure_budget_seconds;
   s.availability_seconds = Maintenance(busy);
   if (contingency_ >= 0 && contingency_ < 1) s.contingency_seconds = contingency_ * (busy + s.availability_seconds);
   s.total_seconds = busy + s.availability_seconds + s.contingency_seconds;
@@ -519,10 +521,11 @@ void Engine::Schedule() {
   const double median_loss = mu > 0 ? static_cast<double>(NegativeBinomialQuantile(mu, rate_spread_, 0.5)) *
                                           r_.failures.loss_per_interruption_seconds
                                     : 0;
-  const double p50_busy = s.active_compute_seconds + s.checkpoint_seconds + median_loss;
+  const double p50_busy = s.active_compute_seconds + s.checkpoint_seconds + s.custom_seconds + median_loss;
   s.expected_seconds = p50_busy + Maintenance(p50_busy);
   s.expected_finish_time = s.start_time + absl::Seconds(s.expected_seconds);
-  const double expected_busy = s.active_compute_seconds + s.checkpoint_seconds + r_.failures.expected_loss_seconds;
+  const double expected_busy =
+      s.active_compute_seconds + s.checkpoint_seconds + s.custom_seconds + r_.failures.expected_loss_seconds;
   s.expected_goodput = Div(s.active_compute_seconds, expected_busy + Maintenance(expected_busy));
   if (s.expected_goodput > 0 && s.expected_goodput < kLowGoodput) {
     Warn("LOW_GOODPUT",
@@ -576,6 +579,7 @@ void Engine::CostAndEnergy(double reserved_gpus, double training, double idle) {
   };
   line(c.active_compute, s.active_compute_seconds, training * s.active_compute_seconds);
   line(c.checkpoint, s.checkpoint_seconds, training * s.checkpoint_seconds);
+  line(c.custom, s.custom_seconds, training * s.custom_seconds);
   line(c.failure_budget, s.failure_budget_seconds,
        s.failure_budget_seconds * (down_share * idle + (1 - down_share) * training));
   line(c.availability, s.availability_seconds, idle * s.availability_seconds);
@@ -583,7 +587,7 @@ void Engine::CostAndEnergy(double reserved_gpus, double training, double idle) {
   PlanReport::CostLine& t = c.total;
   t = {};
   for (const PlanReport::CostLine* l :
-       {&c.active_compute, &c.checkpoint, &c.failure_budget, &c.availability, &c.contingency}) {
+       {&c.active_compute, &c.checkpoint, &c.custom, &c.failure_budget, &c.availability, &c.contingency}) {
     t.seconds += l->seconds;
     t.gpu_hours += l->gpu_hours;
     t.energy_mwh += l->energy_mwh;

@@ -264,6 +264,11 @@ void Engine::Resolve() {
   if (maintenance_hours_ < 0) Invalid("availability.maintenance_hours", maintenance_hours_, "must be >= 0");
   contingency_ = p_.contingency_fraction.value_or(kDefaultContingency);
   if (contingency_ < 0 || contingency_ >= 1) Invalid("contingency_fraction", contingency_, "must be in [0, 1)");
+  custom_fraction_ = p_.schedule.custom_fraction.value_or(0);
+  if (!(custom_fraction_ >= 0 && custom_fraction_ < 1)) {
+    Invalid("schedule.custom_fraction", custom_fraction_, "must be in [0, 1)");
+    custom_fraction_ = 0;
+  }
 }
 
 void Engine::Fleet() {

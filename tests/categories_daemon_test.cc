@@ -120,6 +120,18 @@ TEST_F(CategoriesTest, EvaluationFewerGpusAndAnExcludedOutage) {
   EXPECT_EQ(s.slowdown().count(), 0u);
   EXPECT_EQ(s.gpus(), 3584u);
   EXPECT_EQ(s.plan_gpus(), 4096u);
+  // The forecast has the fleet back when 64 of the 88 nodes out (the 64 missing and the plan's
+  // 24 spares) are back from their 48 h repairs: a sum of exponentials of means 48 h / 88,
+  // 48 h / 87, ... 48 h / 25, whose mean is 48 h x (H(88) - H(24)) = 61.6 h and whose
+  // standard deviation is 8.2 h (the median, 61.3 h, about the mean).
+  ASSERT_TRUE(s.forecast().has_full_size());
+  EXPECT_EQ(s.forecast().full_size().missing_nodes(), 64u);
+  double mean_hours = 0;
+  for (int n = 25; n <= 88; ++n) mean_hours += 48.0 / n;
+  EXPECT_NEAR(s.forecast().full_size().p50_seconds() / 3600, mean_hours, 1.5);
+  // The run's 10-minute evaluation is carried ahead, beside the plan's allotment of none.
+  EXPECT_GT(s.forecast().custom_ratio(), 0);
+  EXPECT_LT(s.forecast().custom_ratio(), 600 / (86400 + t.productive()) * 1.01);
   const double down = t.down_unplanned();
   const double consumed = s.failure_budget().consumed_seconds();
   EXPECT_NEAR(down, 7200, 1e-6);
@@ -142,8 +154,9 @@ TEST_F(CategoriesTest, EvaluationFewerGpusAndAnExcludedOutage) {
   EXPECT_NEAR(s.reliability().goodput(), s.time_seconds().productive() / counted, 1e-12);
   EXPECT_NEAR(s.reliability().goodput_counting_excluded(), s.time_seconds().productive() / end_, 1e-12);
   const std::string text = cli::FormatRunStatus(s);
-  for (const char* words : {"custom (spans)", "  custom: eval", "capacity (fewer GPUs)", "excluded",
-                            "site power outage", "without the excluded", "MFU", "3584 of the plan's 4096 GPUs"}) {
+  for (const char* words :
+       {"custom (spans)", "  custom: eval", "capacity (fewer GPUs)", "excluded", "site power outage",
+        "without the excluded", "MFU", "3584 of the plan's 4096 GPUs", "full size", "custom ahead"}) {
     EXPECT_NE(text.find(words), std::string::npos) << words << "\n" << text;
   }
 
