@@ -146,6 +146,7 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   const bool undated = o_.backfill && !current_stamped_ && !launch_time_ && last_stamp_.has_value();
   if (launch_time_ && *launch_time_ <= at) at = *launch_time_;
   launch_time_.reset();
+  CloseNemoEval();
   FlushCrash();
   FlushPendingSave(at);
   if (undated_launch_) DateLaunch(at);  // two launches with no time between: the first at the second's
@@ -153,6 +154,9 @@ void LogEvents::Start(absl::Time at, int64_t restored) {
   last_step_ = restored;
   last_step_time_ = at;
   pending_save_.reset();
+  pending_save_blocking_.reset();
+  eval_from_.reset();
+  nemo_eval_open_ = false;
   save_started_.reset();
   async_scheduled_.clear();
   titan_save_started_.reset();
@@ -190,6 +194,11 @@ void LogEvents::FlushPendingSave(std::optional<absl::Time> bound) {
   const int64_t step = *pending_save_;
   pending_save_.reset();
   const absl::Time from = last_step_time_.value_or(bound.value_or(absl::UnixEpoch()));
+  eval_from_.reset();  // an evaluation no later iteration dates: counted as training, as a backfill does
+  if (const std::optional<double> timed = std::exchange(pending_save_blocking_, std::nullopt)) {
+    Save(from + absl::Seconds(*timed), step, *timed);
+    return;
+  }
   double blocking = save_blocking_count_ > 0 ? save_blocking_sum_ / save_blocking_count_ : 0;
   if (bound && *bound >= from) blocking = std::min(blocking, absl::ToDoubleSeconds(*bound - from));
   notices_.push_back(absl::StrCat(
@@ -200,6 +209,27 @@ void LogEvents::FlushPendingSave(std::optional<absl::Time> bound) {
   estimated_save_ = true;
   Save(from + absl::Seconds(blocking), step, blocking);
   estimated_save_ = false;
+}
+
+void LogEvents::EvalSpan(absl::Time from, absl::Time to) {
+  if (to <= from) return;
+  v1::Event start = Base(from);
+  start.set_attempt(attempt_);
+  start.mutable_span_started()->set_kind("eval");
+  Emit(std::move(start));
+  v1::Event end = Base(to);
+  end.set_attempt(attempt_);
+  end.mutable_span_ended()->set_kind("eval");
+  Emit(std::move(end));
+}
+
+void LogEvents::CloseNemoEval() {
+  if (!nemo_eval_open_) return;
+  nemo_eval_open_ = false;
+  v1::Event end = Base(nemo_eval_last_);
+  end.set_attempt(attempt_);
+  end.mutable_span_ended()->set_kind("eval");
+  Emit(std::move(end));
 }
 
 void LogEvents::Save(absl::Time at, int64_t step, double blocking) {
@@ -396,13 +426,35 @@ absl::Status LogEvents::Iteration(absl::Time at, int64_t step, int64_t tokens, d
     }
     Start(at, restored);
   }
-  if (pending_save_ && last_step_time_) {
-    // Gap between the iteration lines around the save, less the iterations' own time.
+  // Gap between the iteration lines around an evaluation or a save, less the iterations'
+  // own time: what they took.
+  double eval_seconds = 0;
+  if (eval_from_ && last_step_time_ && *eval_from_ == *last_step_time_) {
     const double gap = absl::ToDoubleSeconds(at - *last_step_time_);
     const double work = elapsed_ms / 1000.0 * static_cast<double>(std::max<int64_t>(1, step - last_step_));
-    const double blocking = std::clamp(gap - work, 0.0, std::max(0.0, gap));
-    Save(*last_step_time_ + absl::Seconds(blocking), *pending_save_, blocking);
+    const double rest = std::clamp(gap - work, 0.0, std::max(0.0, gap));
+    if (pending_save_ && !pending_save_blocking_) {
+      notices_.push_back(absl::StrCat("line ", lines_, ": the evaluation before iteration ", step,
+                                      " and an untimed save share the gap before it; counted with the save"));
+    } else {
+      eval_seconds = std::max(0.0, rest - pending_save_blocking_.value_or(0));
+      EvalSpan(*last_step_time_, *last_step_time_ + absl::Seconds(eval_seconds));
+    }
+  }
+  eval_from_.reset();
+  if (pending_save_ && last_step_time_) {
+    const absl::Time from = *last_step_time_ + absl::Seconds(eval_seconds);
+    double blocking = 0;
+    if (pending_save_blocking_) {
+      blocking = *pending_save_blocking_;
+    } else {
+      const double gap = absl::ToDoubleSeconds(at - from);
+      const double work = elapsed_ms / 1000.0 * static_cast<double>(std::max<int64_t>(1, step - last_step_));
+      blocking = std::clamp(gap - work, 0.0, std::max(0.0, gap));
+    }
+    Save(from + absl::Seconds(blocking), *pending_save_, blocking);
     pending_save_.reset();
+    pending_save_blocking_.reset();
   }
   v1::Event e = Base(at);
   e.set_attempt(attempt_);

@@ -136,6 +136,10 @@ class LogEvents {
   void Emit(v1::Event e);
   void Save(absl::Time at, int64_t step, double blocking);
   void FlushPendingSave(std::optional<absl::Time> bound);
+  // An evaluation from `from` to `to`: a span of kind eval, in the current attempt.
+  void EvalSpan(absl::Time from, absl::Time to);
+  // NeMo's validation loop, open since the last training line: closed at its last line.
+  void CloseNemoEval();
   // The attempt's death, from the lines that told of it: an interruption with their cause.
   void FlushCrash();
   void Unused(const std::string& line, std::string why);
@@ -214,6 +218,16 @@ class LogEvents {
   // asynchronous ones scheduled (counted then) whose "successfully saved" is still to come.
   std::optional<absl::Time> save_started_;
   std::optional<int64_t> pending_save_;
+  // Its save timer, when the save follows an evaluation a backfill has not dated yet: both
+  // are dated at the next iteration (the save after the evaluation).
+  std::optional<double> pending_save_blocking_;
+  // A backfill's Megatron validation block, undated: the evaluation began at this iteration
+  // report and ends where the next one's stamp, less its iterations' own time (and a save's),
+  // says.
+  std::optional<absl::Time> eval_from_;
+  // NeMo's validation loop followed live: open (its start sent), and its latest line's time.
+  bool nemo_eval_open_ = false;
+  absl::Time nemo_eval_last_ = absl::UnixEpoch();
   std::set<int64_t> async_scheduled_;
   // The saves this log timed (their blocking seconds), for one whose length it does not tell.
   double save_blocking_sum_ = 0;

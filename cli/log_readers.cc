@@ -79,6 +79,11 @@ const std::regex kNemoConsumed(R"(\| consumed_samples: (\d+)\b)");
 const std::regex kNemoBatch(R"(\| global_batch_size: (\d+)\b)");
 const std::regex kNemoSaved(R"(\bAsync checkpoint save for step (\d+) \(.*\) finalized successfully\.)");
 const std::regex kNemoRestoring(R"(\bRestoring states from the checkpoint path at \S*?-step=(\d+)-)");
+// Its validation loop (ProgressPrinter.on_validation_batch_end, v2.0.0 to v2.4.0): every
+// log_interval validation batches, print(self.validation_description + f": iteration
+// {int(n)}/{self.total_validation_steps}"), the description "Validation", or "Sanity
+// checking Validation" before training starts; the total may be inf.
+const std::regex kNemoValidation(R"((Sanity checking )?Validation: iteration (\d+)/(\d+|inf)\b)");
 // nvidia-resiliency-ext's StragglerDetectionCallback, as NeMo 2's recipe sets it
 // (nemo/collections/llm/recipes/callbacks/common.py straggler_det_callback), through the
 // NeMo logger, whose formatter indents a message's later lines four spaces: "GPU relative
@@ -161,17 +166,15 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   }
 
   // An evaluation: a span from the report it follows to this line. The line prints no time of
-  // its own, so only a log followed live dates its end (a backfill counts it as training).
+  // its own: a log followed live dates its end when it is read; a backfill, from the next
+  // report's stamp less its iterations' time (Iteration).
   if (absl::StartsWith(line, kMegatronValidation)) {
-    if (active_ && last_step_time_ && !o_.backfill && line_time && *line_time > *last_step_time_) {
-      v1::Event start = Base(*last_step_time_);
-      start.set_attempt(attempt_);
-      start.mutable_span_started()->set_kind("eval");
-      Emit(std::move(start));
-      v1::Event end = Base(*line_time);
-      end.set_attempt(attempt_);
-      end.mutable_span_ended()->set_kind("eval");
-      Emit(std::move(end));
+    if (active_ && last_step_time_) {
+      if (!o_.backfill && line_time && *line_time > *last_step_time_) {
+        EvalSpan(*last_step_time_, *line_time);
+      } else if (o_.backfill) {
+        eval_from_ = last_step_time_;
+      }
     }
     return true;
   }
@@ -256,6 +259,10 @@ bool LogEvents::FeedMegatron(const std::string& line, const std::optional<absl::
   // rank's time is what training waited.
   if (absl::StrContains(line, "save-checkpoint") && std::regex_search(line, m, kMegatronSaveTimer)) {
     const double blocking = (m[2].matched ? Double(m, 2) : Double(m, 3)) / 1000.0;
+    if (pending_save_ && o_.backfill && eval_from_) {
+      pending_save_blocking_ = blocking;  // after the evaluation: both dated at the next iteration
+      return true;
+    }
     if (pending_save_) {
       const absl::Time end = !o_.backfill ? at : last_step_time_ ? *last_step_time_ + absl::Seconds(blocking) : at;
       Save(end, *pending_save_, blocking);
@@ -570,7 +577,24 @@ bool LogEvents::FeedNemo(const std::string& line, const std::optional<absl::Time
     }
     return true;
   }
+  // The validation loop, followed live: a span from the training line it follows to its last
+  // batch's line (or to its last line seen, when the next training line comes first). A
+  // backfill cannot date its lines (NeMo prints no time) and counts it as training.
+  if (absl::StrContains(line, "Validation: iteration") && std::regex_search(line, m, kNemoValidation)) {
+    if (m[1].matched || !active_ || !last_step_time_ || o_.backfill) return true;  // the sanity check: startup
+    if (!nemo_eval_open_) {
+      v1::Event start = Base(*last_step_time_);
+      start.set_attempt(attempt_);
+      start.mutable_span_started()->set_kind("eval");
+      Emit(std::move(start));
+      nemo_eval_open_ = true;
+    }
+    nemo_eval_last_ = std::max(at, *last_step_time_);
+    if (m[2].str() == m[3].str()) CloseNemoEval();  // its last batch
+    return true;
+  }
   if (!std::regex_search(line, m, kNemoStep)) return false;
+  CloseNemoEval();
   std::smatch g;
   if (!std::regex_search(line, g, kNemoGlobalStep)) {
     Unused(line, "a training line without global_step");

@@ -163,6 +163,8 @@ TEST(LogEvents, MegatronsValidationBlockIsAnEvaluationSpanWhenFollowedLive) {
   EXPECT_EQ(spans[1].span_ended().kind(), "eval");
   EXPECT_EQ(convert::TimeFromProto(spans[1].time()), T("2027-01-04 00:06:40"));
   EXPECT_NEAR(Fold(live.events).seconds.custom, 60, 1e-6);
+  // A backfill dates the block from the next report's stamp (tests/log_evals_test.cc); here it
+  // is stamped as if nothing came between, so there is no evaluation to count.
   o.backfill = true;
   for (const v1::Event& e : Feed(lines, o).events) EXPECT_FALSE(e.has_span_started()) << e.ShortDebugString();
 }
