@@ -1,5 +1,6 @@
 #include "cli/status_print.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -217,19 +218,22 @@ std::string FormatRunStatus(const v1::RunStatus& s) {
 std::string FormatWhatIf(const v1::WhatIfResponse& r) {
   std::string out = absl::StrCat("what if: run ", r.run(), " from ", Date(convert::TimeFromProto(r.as_of())),
                                  ", failure budget ", Duration(r.budget_seconds()), "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-28s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n",
+  // The variant column as wide as its longest name, so a long description keeps the columns.
+  int w = 28;
+  for (const v1::WhatIfOutcome& o : r.outcomes()) w = std::max(w, static_cast<int>(o.name().size()));
+  absl::StrAppend(&out, absl::StrFormat("%-*s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", w,
                                         "VARIANT", "GPUS", "MFU", "TOKENS/S", "MTBF", "P10", "P50 FINISH", "P90",
                                         "BUDGET AT FINISH", "P(EXH)", "P(DL)", "COST AT P50", "MWH"));
   for (const v1::WhatIfOutcome& o : r.outcomes()) {
     if (o.broken()) {
-      absl::StrAppend(&out, absl::StrFormat("%-28s BROKEN: %s\n", o.name(), o.errors_size() ? o.errors(0) : ""));
+      absl::StrAppend(&out, absl::StrFormat("%-*s BROKEN: %s\n", w, o.name(), o.errors_size() ? o.errors(0) : ""));
       for (int i = 1; i < o.errors_size(); ++i)
-        absl::StrAppend(&out, absl::StrFormat("%-28s         %s\n", "", o.errors(i)));
+        absl::StrAppend(&out, absl::StrFormat("%-*s         %s\n", w, "", o.errors(i)));
       continue;
     }
     const double share = r.budget_seconds() > 0 ? o.projected_budget_seconds() / r.budget_seconds() : 0;
     absl::StrAppend(&out,
-                    absl::StrFormat("%-28s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", o.name(),
+                    absl::StrFormat("%-*s %6s %6s %9s %9s  %-10s %-17s %-10s  %-19s %6s %6s %12s %10s\n", w, o.name(),
                                     Count(o.gpus()), Percent(o.mfu()), Si(o.tokens_per_second(), ""),
                                     Duration(o.mtbf_seconds()), DateOnly(convert::TimeFromProto(o.finish_p10())),
                                     Date(convert::TimeFromProto(o.finish_p50())).substr(0, 16),
@@ -238,6 +242,20 @@ std::string FormatWhatIf(const v1::WhatIfResponse& r) {
                                     Percent(o.exhaustion_probability(), 0), Percent(o.deadline_probability(), 0),
                                     o.cost_p50_dollars() > 0 ? absl::StrCat("$", Si(o.cost_p50_dollars(), "")) : "-",
                                     Count(o.energy_p50_mwh())));
+  }
+  // Where each variant's time goes: the categories ahead, in days.
+  absl::StrAppend(&out, "time ahead, days (the mean over the draws):\n",
+                  absl::StrFormat("%-*s %10s %9s %10s %8s %9s %8s %8s %8s\n", w, "VARIANT", "PRODUCTIVE", "CAPACITY",
+                                  "CHECKPOINT", "CUSTOM", "FAILURES", "PLANNED", "WAITING", "TOTAL"));
+  for (const v1::WhatIfOutcome& o : r.outcomes()) {
+    if (o.broken()) continue;
+    const v1::TimeAhead& a = o.seconds_ahead();
+    const double total =
+        a.productive() + a.capacity() + a.checkpoint() + a.custom() + a.failures() + a.planned() + a.waiting();
+    auto days = [](double s) { return absl::StrFormat("%.2f", s / 86400); };
+    absl::StrAppend(&out, absl::StrFormat("%-*s %10s %9s %10s %8s %9s %8s %8s %8s\n", w, o.name(), days(a.productive()),
+                                          days(a.capacity()), days(a.checkpoint()), days(a.custom()),
+                                          days(a.failures()), days(a.planned()), days(a.waiting()), days(total)));
   }
   if (r.has_deadline_fleet()) {
     const v1::WhatIfDeadlineFleet& d = r.deadline_fleet();

@@ -153,6 +153,14 @@ void OutcomeToProto(const forecast::Outcome& o, v1::WhatIfOutcome* p) {
   p->set_deadline_probability(o.deadline_probability);
   p->set_cost_p50_dollars(o.cost_p50_dollars);
   p->set_energy_p50_mwh(o.energy_p50_mwh);
+  v1::TimeAhead* a = p->mutable_seconds_ahead();
+  a->set_productive(o.ahead.productive);
+  a->set_capacity(o.ahead.capacity);
+  a->set_checkpoint(o.ahead.checkpoint);
+  a->set_custom(o.ahead.custom);
+  a->set_failures(o.ahead.failures);
+  a->set_planned(o.ahead.planned);
+  a->set_waiting(o.ahead.waiting);
 }
 
 }  // namespace

@@ -291,6 +291,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   enum class Mode { kMixture, kRecent, kPlan };
   struct Outcome {
     double total = 0, loss = 0;
+    TimeAhead ahead;
     bool recovered = false;  // the crisis was fixed before the finish (kMixture)
   };
   const double consumed = snap.failure_budget_consumed_seconds;
@@ -325,6 +326,7 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                 : rate > 0   ? remaining_tokens / rate
                              : 0;
     }
+    const double full_size_compute = compute;
     if (share < 1 && rate > 0) {
       // Until full size returns (its running time, in compute seconds), the tokens come at
       // the smaller fleet's rate: (1 - share) of that time is added, or of the rest of the run
@@ -388,6 +390,13 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     const double planned_ahead = std::max(0.0, compute * overhead_ratio + proc.overhead_phase_seconds);
     out.total = wait + running + loss + planned_ahead + planned_down_left;
     out.loss = loss;
+    out.ahead = {.waiting = wait,
+                 .productive = full_size_compute,
+                 .capacity = compute - full_size_compute,
+                 .checkpoint = compute * ckpt_ratio,
+                 .custom = compute * sim.custom_ratio,
+                 .failures = loss,
+                 .planned = planned_ahead + planned_down_left};
     return out;
   };
 
@@ -401,6 +410,15 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     if (consumed + o.loss > prior.budget_seconds) ++exhausted;
     if (prior.deadline && AtOffset(sim.as_of, o.total) <= *prior.deadline) ++on_time;
     recovered += o.recovered ? 1 : 0;
+    TimeAhead& a = sim.ahead;
+    const TimeAhead& d = o.ahead;
+    a.waiting += d.waiting / draws;
+    a.productive += d.productive / draws;
+    a.capacity += d.capacity / draws;
+    a.checkpoint += d.checkpoint / draws;
+    a.custom += d.custom / draws;
+    a.failures += d.failures / draws;
+    a.planned += d.planned / draws;
   }
   sim.finish_p10_seconds = Quantile(finish, 0.1);
   sim.finish_p50_seconds = Quantile(finish, 0.5);

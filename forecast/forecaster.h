@@ -159,6 +159,18 @@ struct FullSize {
   std::string reason;
 };
 
+// The time ahead of a simulation by category (docs/contract.md §3), the mean over its draws:
+// compute at the run's pace (productive), the share a smaller fleet adds until full size
+// (capacity), checkpoint saves, deliberate work, failures (lost work, restarts and an
+// incident in progress) and planned downtime; `waiting` until the plan's start. They add up
+// to the mean time ahead.
+struct TimeAhead {
+  double waiting = 0, productive = 0, capacity = 0, checkpoint = 0, custom = 0, failures = 0, planned = 0;
+  [[nodiscard]] double Sum() const {
+    return waiting + productive + capacity + checkpoint + custom + failures + planned;
+  }
+};
+
 // Two futures of the failure process, when the run's recent one is far from its plan's
 // (docs/contract.md §10): "the last days continue" and "the run returns to its plan", each with its
 // median finish and budget at finish, and the weight the forecast gives it, with why.
@@ -276,6 +288,7 @@ struct Simulation {
   // a prior worth kCustomPriorSeconds of compute, then the run's own.
   double custom_ratio = 0;
   std::optional<FullSize> full_size;  // set while the run is on fewer GPUs than the plan's
+  TimeAhead ahead;                    // the forecast's draws' time ahead, by category
   double trend_weight = 0;            // weight of "the throughput trend continues"
   // The failure process ahead against the plan's: the recent regime's cost per running
   // second over the plan's, the probability that an excess is a crisis that will be fixed,

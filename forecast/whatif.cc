@@ -90,6 +90,7 @@ std::vector<Outcome> WhatIf(const PlanSpec& plan, const RunState& state, absl::T
     out.budget_projected_seconds = snap.failure_budget_consumed_seconds + sim.future_loss_p50_seconds;
     out.exhaustion_probability = sim.exhaustion_probability;
     out.deadline_probability = sim.deadline_probability;
+    out.ahead = sim.ahead;
     // What is spent is spent (at the plan's prices); ahead, the changed fleet and its draw.
     const RunCost spent = CostOfRun(snap.seconds, prior.cost, f.as_of, f.as_of, f.as_of);
     ForecastPrior::Cost ahead = prior.cost;

@@ -52,6 +52,7 @@ struct Outcome {
   double budget_projected_seconds = 0;  // consumed + the loss ahead (P50)
   double exhaustion_probability = 0, deadline_probability = 0;
   double cost_p50_dollars = 0, energy_p50_mwh = 0;
+  TimeAhead ahead;  // the time ahead by category (Simulation::ahead)
 };
 
 // The baseline (no change) first, then one outcome per variant, in order. `deadline`

@@ -272,7 +272,8 @@ TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
                           "+512 GPUs                    BROKEN: fleet.gpus 4608 gives dp 144, which does not divide"}) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
   }
-  // JSON: the baseline first; more GPUs finish sooner.
+  EXPECT_NE(r.out.find("time ahead, days (the mean over the draws):"), std::string::npos) << r.out;
+  // JSON: the baseline first; more GPUs finish sooner, with less compute ahead.
   r = Cli(d.address(), {"whatif", "dense-70b-10t", "--gpus", "+4096", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::WhatIfResponse response;
@@ -280,6 +281,7 @@ TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
   ASSERT_EQ(response.outcomes_size(), 2);
   EXPECT_EQ(response.outcomes(0).name(), "baseline");
   EXPECT_LT(response.outcomes(1).finish_p50().seconds(), response.outcomes(0).finish_p50().seconds());
+  EXPECT_LT(response.outcomes(1).seconds_ahead().productive(), 0.6 * response.outcomes(0).seconds_ahead().productive());
   // The planner's deadline search beside the live one: the plan's assumptions, then the
   // run's evidence (twice the plan's failures: a larger fleet, or the same).
   r = Cli(d.address(), {"plan", kFlagship, "--deadline", "2027-02-01", "--run", "dense-70b-10t"});

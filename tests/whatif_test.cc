@@ -207,6 +207,42 @@ TEST(WhatIf, CostAtTheFinishIsTheSpentPlusTheFleetUntilThen) {
   EXPECT_NEAR(out[1].cost_p50_dollars, spent.spent_dollars + 8384 * 2.5 * Hours(out[1].finish_p50, s.last_time), 1);
 }
 
+TEST(WhatIf, TheTimeAheadSplitsByCategoryAndEachRemedyMovesItsOwn) {
+  const RunState s = FailingRun(0.3);
+  Variant twice, async, steadier;
+  twice.add_gpus = 4096;
+  async.async_checkpoint = true;
+  steadier.node_mtbf_factor = 2;
+  const std::vector<Outcome> out = WhatIf(FlagshipPlan().plan, s, s.last_time, {twice, async, steadier});
+  ASSERT_EQ(out.size(), 4u);
+  const TimeAhead& base = out[0].ahead;
+  // Compute ahead: the tokens left at the forecast's rate (the mean of 1/rate over a
+  // lognormal spread of a few percent: within 5%).
+  const double left = static_cast<double>(FlagshipPlan().plan.data.tokens) - static_cast<double>(s.tokens);
+  EXPECT_NEAR(base.productive, left / out[0].tokens_per_second, 0.05 * base.productive);
+  // A full-size run that has started: no capacity, no waiting; failures and saves ahead.
+  EXPECT_EQ(base.capacity, 0);
+  EXPECT_EQ(base.waiting, 0);
+  EXPECT_GT(base.failures, 0);
+  EXPECT_GT(base.checkpoint, 0);
+  // The categories add up to the mean time ahead, which lies inside the P10..P90.
+  const double sum = base.Sum();
+  EXPECT_GT(sum, absl::ToDoubleSeconds(out[0].finish_p10 - s.last_time));
+  EXPECT_LT(sum, absl::ToDoubleSeconds(out[0].finish_p90 - s.last_time));
+  // Twice the GPUs: the compute ahead by the planner's ratio, failures up (twice the nodes).
+  const double planner_ratio = 2.0 * (1 - 3.0 / 43) / (1 - 3.0 / 83);
+  EXPECT_NEAR(out[1].ahead.productive, base.productive / planner_ratio, 0.02 * base.productive);
+  EXPECT_GT(out[1].ahead.failures / out[1].ahead.productive, 1.5 * base.failures / base.productive);
+  // Asynchronous saves: the same compute, far less checkpoint time ahead.
+  EXPECT_NEAR(out[2].ahead.productive, base.productive, 1e-6 * base.productive);
+  EXPECT_LT(out[2].ahead.checkpoint, 0.5 * base.checkpoint);
+  // Half the failure rate: the same compute, fewer saves (Daly's interval for the longer MTBF
+  // is longer), about half the failures' time.
+  EXPECT_NEAR(out[3].ahead.productive, base.productive, 1e-6 * base.productive);
+  EXPECT_LT(out[3].ahead.checkpoint, base.checkpoint);
+  EXPECT_NEAR(out[3].ahead.failures / base.failures, 0.5, 0.15);
+}
+
 TEST(WhatIf, TheFleetForALateRunsDeadlineMeetsItAtP90AndTheNextSmallerDoesNot) {
   const RunState s = FailingRun(0.3);
   const Outcome base = WhatIf(FlagshipPlan().plan, s, s.last_time, {})[0];
