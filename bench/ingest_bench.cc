@@ -226,6 +226,10 @@ static void PlannerCost() {
 
 int main(int argc, char** argv) {
   size_t events = 300000, batch = 1000;
+  if (argc > 1 && std::string(argv[1]) == "--forecaster-only") {
+    ForecasterCost();
+    return 0;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--events")

