@@ -13,6 +13,7 @@
 #include "daemon/service.h"
 #include "daemon/wire.h"
 #include "exporters/daemon_metrics.h"
+#include "exporters/forecaster_collector.h"
 #include "exporters/node_collector.h"
 #include "exporters/run_collector.h"
 #include "exporters/run_page.h"
@@ -104,12 +105,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
     const bool node_info = options.node_info_metrics;
     d->node_collector_ = std::make_shared<exporters::NodeCollector>(
         [tracker_ptr, node_info] { return NodeSeriesOf(*tracker_ptr, node_info); });
+    const size_t budget = options.tracker.max_backfill_bytes;
+    d->forecaster_collector_ = std::make_shared<exporters::ForecasterCollector>([tracker_ptr, budget] {
+      const ForecastScheduler::Stats s = tracker_ptr->ForecasterStats();
+      return exporters::ForecasterFigures{
+          s.simulations,     s.backfill_simulations, s.cpu_seconds, s.backfill_cpu_seconds,
+          s.backfill_states, s.backfill_bytes,       budget};
+    });
     HttpPages pages;
     pages.list = [tracker_ptr] { return exporters::RunListHtml(AllStatuses(*tracker_ptr), kPageRefreshSeconds); };
     pages.run = [tracker_ptr](const std::string& name) { return RunPage(*tracker_ptr, name); };
-    absl::StatusOr<std::unique_ptr<HttpServer>> http =
-        HttpServer::Start(options.metrics, {d->registry_, d->run_collector_, d->node_collector_}, std::move(pages),
-                          Auth(options.write_token, options.read_token));
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        options.metrics, {d->registry_, d->run_collector_, d->node_collector_, d->forecaster_collector_},
+        std::move(pages), Auth(options.write_token, options.read_token));
     if (!http.ok()) {
       d->tracker_->Stop();
       return absl::UnavailableError(

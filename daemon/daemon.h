@@ -24,6 +24,7 @@ namespace flightplan::exporters {
 class DaemonMetrics;
 class RunCollector;
 class NodeCollector;
+class ForecasterCollector;
 }  // namespace flightplan::exporters
 
 namespace flightplan::daemon {
@@ -80,6 +81,7 @@ class Daemon {
   std::unique_ptr<exporters::DaemonMetrics> metrics_;
   std::shared_ptr<exporters::RunCollector> run_collector_;
   std::shared_ptr<exporters::NodeCollector> node_collector_;
+  std::shared_ptr<exporters::ForecasterCollector> forecaster_collector_;
   std::unique_ptr<HttpServer> http_;  // /metrics and the runs' pages
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<TrackerService> service_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <iterator>
 #include <utility>
 
@@ -25,7 +26,20 @@ storage::ForecastPoint HistoryPoint(const forecast::RunState& state, const forec
   return point;
 }
 
+// This thread's CPU time so far, in seconds (what a simulation costs, whatever else runs).
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 }  // namespace
+
+void ForecastScheduler::CountSimulation(double cpu_seconds, bool backfill) {
+  absl::MutexLock lock(&mu_);
+  (backfill ? stats_.backfill_simulations : stats_.simulations) += 1;
+  (backfill ? stats_.backfill_cpu_seconds : stats_.cpu_seconds) += cpu_seconds;
+}
 
 ForecastScheduler::ForecastScheduler(const TrackerOptions& options, Clock* clock, Hooks hooks)
     : options_(options), clock_(clock), hooks_(std::move(hooks)) {}
@@ -88,17 +102,42 @@ void ForecastScheduler::AddBackfill(const RunView& view,
   absl::MutexLock lock(&mu_);
   std::deque<BackfillState>& queue = backfill_[view.name];
   for (std::shared_ptr<const forecast::RunState>& state : states) {
-    queue.push_back(BackfillState{view.id, view.version, std::move(state), view.plan});
+    // The node book is the run's, shared by its states: not counted per state.
+    const size_t bytes = forecast::StateBytes(*state, /*count_node_book=*/false);
+    backfill_bytes_ += bytes;
+    queue.push_back(BackfillState{view.id, view.version, std::move(state), view.plan, bytes});
   }
-  while (queue.size() > options_.max_backfill_states) {
-    std::deque<BackfillState> kept;
-    for (size_t i = 0; i < queue.size(); ++i) {
-      if (i % 2 == 1 || i + 1 == queue.size()) kept.push_back(std::move(queue[i]));
+  while (queue.size() > options_.max_backfill_states) ThinLocked(view.name, queue);
+  // Across runs: while the states waiting are over the budget, the run with the most gives
+  // up every other one (its history coarser, as above), down to one state each.
+  while (options_.max_backfill_bytes > 0 && backfill_bytes_ > options_.max_backfill_bytes) {
+    auto largest = std::max_element(backfill_.begin(), backfill_.end(),
+                                    [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    if (largest == backfill_.end() || largest->second.size() <= 1) break;
+    ThinLocked(largest->first, largest->second);
+  }
+}
+
+void ForecastScheduler::ThinLocked(const std::string& run, std::deque<BackfillState>& queue) {
+  std::deque<BackfillState> kept;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (i % 2 == 1 || i + 1 == queue.size()) {
+      kept.push_back(std::move(queue[i]));
+    } else {
+      backfill_bytes_ -= queue[i].bytes;
     }
-    queue.swap(kept);
-    int64_t& scale = backfill_scale_.try_emplace(view.name, 1).first->second;
-    scale = std::min<int64_t>(scale * 2, int64_t{1} << 20);
   }
+  queue.swap(kept);
+  int64_t& scale = backfill_scale_.try_emplace(run, 1).first->second;
+  scale = std::min<int64_t>(scale * 2, int64_t{1} << 20);
+}
+
+ForecastScheduler::Stats ForecastScheduler::GetStats() const {
+  absl::MutexLock lock(&mu_);
+  Stats stats = stats_;
+  stats.backfill_bytes = backfill_bytes_;
+  for (const auto& [run, queue] : backfill_) stats.backfill_states += queue.size();
+  return stats;
 }
 
 size_t ForecastScheduler::BackfillWaiting(const std::string& run) const {
@@ -197,6 +236,7 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
     queued.swap(it->second);
     backfill_.erase(it);
     backfill_scale_.erase(run);
+    for (const BackfillState& b : queued) backfill_bytes_ -= b.bytes;
   }
   if (queued.empty()) return false;
   forecast::ForecastOptions options;
@@ -209,13 +249,16 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
     if (done > 0 && hooks_.writer_backlog() > 0) break;
     const BackfillState& b = queued[done];
     const absl::Time at = b.state->last_time;
+    const double cpu = ThreadCpuSeconds();
     const forecast::Simulation sim = forecast::Simulate(*b.state, b.plan->prior, at, options);
+    CountSimulation(ThreadCpuSeconds() - cpu, /*backfill=*/true);
     hooks_.offer_point(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
   }
   absl::MutexLock lock(&mu_);
   RaiseSimulatedTo(run, queued[done - 1].state->last_time);
   if (done < queued.size()) {
     std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
+    for (size_t i = done; i < queued.size(); ++i) backfill_bytes_ += queued[i].bytes;
     rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
                 std::make_move_iterator(queued.end()));
     due_.insert(run);
@@ -254,8 +297,10 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
   if (now == absl::InfinitePast()) now = clock_->Now();
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
+  const double cpu = ThreadCpuSeconds();
   auto sim =
       std::make_shared<const forecast::Simulation>(forecast::Simulate(view->state, view->plan->prior, now, options));
+  CountSimulation(ThreadCpuSeconds() - cpu, /*backfill=*/false);
   const absl::Time simulated = clock_->Now();
   // Under the wall clock, a run whose events are still arriving for a stretch well behind
   // now is being backfilled: a point now would close the history to the states behind it,

@@ -29,6 +29,7 @@
 #include "daemon/clock.h"
 #include "daemon/run_view.h"
 #include "forecast/forecaster.h"
+#include "forecast/state_bytes.h"
 #include "storage/run_store.h"
 
 namespace flightplan::daemon {
@@ -81,6 +82,14 @@ class ForecastScheduler {
   void AddBackfill(const RunView& view, std::vector<std::shared_ptr<const forecast::RunState>> states);
   [[nodiscard]] size_t BackfillWaiting(const std::string& run) const;
 
+  // What the forecaster has done (counters since the start) and what waits for it.
+  struct Stats {
+    uint64_t simulations = 0, backfill_simulations = 0;
+    double cpu_seconds = 0, backfill_cpu_seconds = 0;  // the thread's CPU time in them
+    size_t backfill_states = 0, backfill_bytes = 0;    // waiting (forecast::StateBytes)
+  };
+  [[nodiscard]] Stats GetStats() const;
+
   // One turn: simulates the run that is ready first, if any; when none is, says when one
   // will be (nullopt: only when a run changes). The thread loops on this.
   struct Turn {
@@ -95,8 +104,12 @@ class ForecastScheduler {
     uint64_t version = 0;
     std::shared_ptr<const forecast::RunState> state;
     std::shared_ptr<const RunPlan> plan;
+    size_t bytes = 0;  // forecast::StateBytes of `state`, its node book aside
   };
   void Loop();
+  // Drops every other state of `run`'s queue but the newest, and doubles its spacing.
+  void ThinLocked(const std::string& run, std::deque<BackfillState>& queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CountSimulation(double cpu_seconds, bool backfill);
   // Moves run's simulated_to forward to `to` (never back).
   void RaiseSimulatedTo(const std::string& run, absl::Time to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The run to simulate now (removed from what waits), or empty with `next` set to when
@@ -123,6 +136,8 @@ class ForecastScheduler {
   std::map<std::string, absl::Time> simulated_at_ ABSL_GUARDED_BY(mu_);
   // The factor on backfill_spacing while a run's queue has been thinned (1 when absent).
   std::map<std::string, int64_t> backfill_scale_ ABSL_GUARDED_BY(mu_);
+  size_t backfill_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of every state in backfill_
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

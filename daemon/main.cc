@@ -106,6 +106,12 @@ int main(int argc, char** argv) {
                  "quantiles noisier; the live forecast keeps its own draws")
       ->check(CLI::Range(10, 100000))
       ->capture_default_str();
+  app.add_option("--backfill-max-bytes", options.tracker.max_backfill_bytes,
+                 "memory the backfill states waiting for the forecaster may hold across all runs "
+                 "(a number of bytes, or with a unit: 512MiB, 2GB; 0: no cap): past it the run with "
+                 "the most waiting keeps every other one, its history coarser, down to one each")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();
   app.add_option("--max-db-bytes", options.max_db_bytes,

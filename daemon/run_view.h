@@ -67,6 +67,9 @@ struct TrackerOptions {
   absl::Duration backfill_spacing = absl::Hours(1);
   int backfill_draws = 500;
   size_t max_backfill_states = 512;
+  // And across runs, the bytes the states waiting may hold (forecast::StateBytes): past it,
+  // the run with the most waiting is thinned the same way, down to one state each. 0: no cap.
+  size_t max_backfill_bytes = size_t{256} << 20;
 };
 
 // A plan as the core takes it: its spec, and the bytes the store keeps (the shell's

@@ -116,6 +116,8 @@ class Tracker {
   }
 
   [[nodiscard]] size_t QueueDepth() const;
+  // The forecaster's work so far and the backfill states waiting for it.
+  [[nodiscard]] ForecastScheduler::Stats ForecasterStats() const { return forecasts_->GetStats(); }
   [[nodiscard]] const TrackerOptions& options() const { return options_; }
 
  private:

@@ -165,6 +165,59 @@ TEST(ForecastScheduler, PastItsBoundABackfillIsThinnedAndItsSpacingDoubles) {
   EXPECT_EQ(h.scheduler->BackfillFor("a").spacing, 4 * h.options.backfill_spacing);  // thinned twice
 }
 
+TEST(ForecastScheduler, AcrossRunsTheBackfillKeepsToItsBudgetThinningTheLargestQueueFirst) {
+  Harness h(/*events_clock=*/true);
+  std::vector<std::shared_ptr<const forecast::RunState>> states;
+  for (size_t n = 40; n <= 400; n += 40) states.push_back(std::make_shared<forecast::RunState>(View("a", n)->state));
+  std::vector<std::shared_ptr<const forecast::RunState>> more;
+  for (size_t n = 40; n <= 200; n += 40) more.push_back(std::make_shared<forecast::RunState>(View("b", n)->state));
+  size_t one_run = 0, other_run = 0;
+  for (const auto& s : states) one_run += forecast::StateBytes(*s, false);
+  for (const auto& s : more) other_run += forecast::StateBytes(*s, false);
+  // A byte short of both runs' states: the second run's push the total over it.
+  h.options.max_backfill_bytes = one_run + other_run - 1;
+  h.scheduler->AddBackfill(*View("a", 440), states);
+  ForecastScheduler::Stats stats = h.scheduler->GetStats();
+  EXPECT_EQ(stats.backfill_states, 10u);
+  EXPECT_EQ(stats.backfill_bytes, one_run);
+  h.scheduler->AddBackfill(*View("b", 240), more);
+  stats = h.scheduler->GetStats();
+  EXPECT_LE(stats.backfill_bytes, h.options.max_backfill_bytes);
+  // "a", with the most waiting, gave up every other state and its spacing doubled; "b" kept its five.
+  EXPECT_EQ(h.scheduler->BackfillWaiting("a"), 5u);
+  EXPECT_EQ(h.scheduler->BackfillWaiting("b"), 5u);
+  EXPECT_EQ(h.scheduler->BackfillFor("a").spacing, 2 * h.options.backfill_spacing);
+  EXPECT_EQ(h.scheduler->BackfillFor("b").spacing, h.options.backfill_spacing);
+  // Simulated into history: nothing waits, nothing is held.
+  h.runs["a"] = View("a", 440);
+  h.runs["b"] = View("b", 240);
+  h.scheduler->MarkDue("a");
+  h.scheduler->MarkDue("b");
+  while (!h.scheduler->SimulateNext().simulated.empty()) {
+  }
+  stats = h.scheduler->GetStats();
+  EXPECT_EQ(stats.backfill_states, 0u);
+  EXPECT_EQ(stats.backfill_bytes, 0u);
+  EXPECT_EQ(stats.backfill_simulations, 10u);
+  EXPECT_EQ(stats.simulations, 2u);
+  EXPECT_GT(stats.backfill_cpu_seconds, 0);
+  // With a budget below one state each, each run keeps its newest state and no more.
+  Harness g(/*events_clock=*/true);
+  g.options.max_backfill_bytes = 1;
+  g.scheduler->AddBackfill(*View("a", 440), states);
+  EXPECT_EQ(g.scheduler->BackfillWaiting("a"), 1u);
+}
+
+TEST(ForecastScheduler, AStatesBytesGrowWithItsHistory) {
+  const size_t young = forecast::StateBytes(View("a", 40)->state);
+  const size_t old = forecast::StateBytes(View("a", 4000)->state);
+  EXPECT_GE(young, sizeof(forecast::RunState));
+  // Its evidence, budget samples and pace bins: several kilobytes more after 4,000 events.
+  EXPECT_GT(old, young + 4096);
+  // A state's own containers, a few hundred KB at most (docs/tracker.md's "about 100 KB").
+  EXPECT_LT(old, size_t{400} << 10);
+}
+
 TEST(ForecastScheduler, AForgottenRunHasNoSimulationAndAStoppedOneTakesNoWork) {
   Harness h(/*events_clock=*/true);
   h.runs["a"] = View("a", 100);

@@ -29,7 +29,8 @@ bool Varies(const std::string& name) {
   for (const char* prefix :
        {"flightplan_scrape_duration_seconds", "flightplan_storage_commit_seconds", "flightplan_ingest_batches_total",
         "flightplan_storage_database_bytes", "flightplan_forecast_age_seconds", "flightplan_http_connections",
-        "flightplan_http_timeouts_total", "flightplan_ingest_queue_depth"}) {
+        "flightplan_http_timeouts_total", "flightplan_ingest_queue_depth", "flightplan_forecast_simulation",
+        "flightplan_backfill_states", "flightplan_backfill_bytes"}) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return false;
