@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_support.h"
 #include "cli/plan_file.h"
 #include "flightplan/v1/tracker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -42,86 +43,7 @@
 namespace {
 
 namespace v1 = flightplan::v1;
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Resident and peak resident memory of a process, in MiB (/proc/PID/status).
-struct Memory {
-  double rss = 0, peak = 0;
-};
-Memory MemoryOf(int pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  Memory m;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) m.rss = std::strtod(line.c_str() + 6, nullptr) / 1024;
-    if (line.rfind("VmHWM:", 0) == 0) m.peak = std::strtod(line.c_str() + 6, nullptr) / 1024;
-  }
-  return m;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-struct StreamStats {
-  uint64_t accepted = 0, duplicates = 0, exhausted = 0, aborted = 0, other = 0, streams = 0;
-};
-
-// Streams `batches` (sequence = index + 1) on ReportEvents as fast as flow control allows.
-// After a refusal the client stops writing, half-closes and reads the acks still due for
-// the batches before it; then it backs off and resends from the first batch not
-// acknowledged, in order, on a new stream (as flightplan replay does).
-void StreamAll(v1::Tracker::Stub& stub, const std::vector<v1::EventBatch>& batches, StreamStats& stats,
-               std::atomic<uint64_t>& progress) {
-  size_t next = 0;
-  int backoff_ms = 1;
-  std::vector<bool> acked(batches.size(), false);
-  while (next < batches.size()) {
-    ++stats.streams;
-    grpc::ClientContext ctx;
-    auto stream = stub.ReportEvents(&ctx);
-    const size_t first = next;
-    std::atomic<bool> stop{false};
-    std::thread writer([&] {
-      for (size_t i = first; i < batches.size() && !stop; ++i) {
-        if (!stream->Write(batches[i])) break;
-      }
-      stream->WritesDone();
-    });
-    v1::BatchAck ack;
-    bool refused = false;
-    while (stream->Read(&ack)) {
-      if (ack.code() == 0) {
-        stats.accepted += ack.accepted();
-        stats.duplicates += ack.duplicates();
-        progress += ack.accepted();
-        if (ack.sequence() >= 1 && ack.sequence() <= batches.size()) acked[ack.sequence() - 1] = true;
-        continue;
-      }
-      if (ack.code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
-        ++stats.exhausted;
-      else if (ack.code() == grpc::StatusCode::ABORTED)
-        ++stats.aborted;
-      else
-        ++stats.other;
-      refused = true;
-      stop = true;
-    }
-    stop = true;
-    writer.join();
-    stream->Finish().IgnoreError();
-    while (next < batches.size() && acked[next]) ++next;
-    if (refused) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      backoff_ms = std::min(backoff_ms * 2, 200);
-    } else {
-      backoff_ms = 1;
-    }
-  }
-}
+using namespace flightplan::bench;  // NOLINT(build/namespaces): the benchmarks' shared helpers
 
 // One-event ReportBatch calls on the "probe" run, one at a time; latency of each accepted.
 std::vector<double> Probe(v1::Tracker::Stub& stub, const std::vector<v1::Event>& events, size_t& at,
@@ -145,18 +67,6 @@ std::vector<double> Probe(v1::Tracker::Stub& stub, const std::vector<v1::Event>&
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return latencies;
-}
-
-bool CreateRun(v1::Tracker::Stub& stub, v1::Plan plan, const std::string& name) {
-  grpc::ClientContext ctx;
-  v1::CreateRunRequest create;
-  plan.set_name(name);
-  *create.mutable_plan() = plan;
-  create.set_run(name);
-  v1::CreateRunResponse response;
-  const grpc::Status st = stub.CreateRun(&ctx, create, &response);
-  if (!st.ok()) std::fprintf(stderr, "create %s: %s\n", name.c_str(), st.error_message().c_str());
-  return st.ok();
 }
 
 }  // namespace

@@ -29,7 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "prometheus/text_serializer.h"
+#include "exporters/text_format.h"
 
 namespace flightplan::daemon {
 namespace {
@@ -453,7 +453,7 @@ class HttpServer::Impl {
                                 prometheus::MetricType::Counter, static_cast<double>(timeouts_.load())));
       Response r;
       r.type = "text/plain; version=0.0.4; charset=utf-8";
-      r.body = prometheus::TextSerializer().Serialize(families);
+      r.body = exporters::TextFormat(families);
       return r;
     } catch (const std::exception&) {
       return Plain(500, "Internal Server Error", "the metrics could not be collected\n");

@@ -354,7 +354,16 @@ void AddMark(RunState& s, int64_t step) {
   if (it != s.checkpoints.end() && it->step == step) {
     *it = m;
   } else {
-    s.checkpoints.insert(it, m);
+    // At the bound, room for exactly one more (the oldest goes below): the vector's doubling
+    // would hold twice the marks' memory in every run at rest.
+    const auto at = it - s.checkpoints.begin();
+    if (s.checkpoints.size() >= kMaxCheckpointMarks && s.checkpoints.capacity() != kMaxCheckpointMarks + 1) {
+      std::vector<CheckpointMark> exact;
+      exact.reserve(kMaxCheckpointMarks + 1);
+      exact.assign(s.checkpoints.begin(), s.checkpoints.end());
+      s.checkpoints.swap(exact);
+    }
+    s.checkpoints.insert(s.checkpoints.begin() + at, m);
   }
   if (s.checkpoints.size() > kMaxCheckpointMarks) {
     s.checkpoints.erase(s.checkpoints.begin());

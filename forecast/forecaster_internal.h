@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -155,16 +156,13 @@ inline absl::Time AtOffset(absl::Time t, double seconds) {
 inline double ConsumedAt(const RunState& s, absl::Time t, double consumed_now, absl::Time now) {
   if (t >= now) return consumed_now;
   if (s.budget_samples.empty() || t <= s.first_time) return 0;
-  const BudgetSample* before = nullptr;
-  const BudgetSample* after = nullptr;
-  for (const BudgetSample& b : s.budget_samples) {
-    if (b.time <= t) before = &b;
-    if (b.time > t) {
-      after = &b;
-      break;
-    }
-  }
-  if (before == nullptr) return 0;
+  // The samples are in time order: the first after t by bisection (a scrape of 1,000 runs
+  // reads four windows of each).
+  const auto next = std::upper_bound(s.budget_samples.begin(), s.budget_samples.end(), t,
+                                     [](absl::Time v, const BudgetSample& b) { return v < b.time; });
+  if (next == s.budget_samples.begin()) return 0;
+  const BudgetSample* before = &*std::prev(next);
+  const BudgetSample* after = next == s.budget_samples.end() ? nullptr : &*next;
   const double c1 = before->consumed_seconds;
   const double c2 = after ? after->consumed_seconds : consumed_now;
   const absl::Time t2 = after ? after->time : now;

@@ -1,5 +1,6 @@
 #include "forecast/state_bytes.h"
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -31,24 +32,38 @@ size_t NodeBookBytes(const NodeBook& book) {
 
 }  // namespace
 
-size_t StateBytes(const RunState& s, bool count_node_book) {
-  size_t bytes = sizeof(RunState);
-  bytes += HeapBytes(s.attempt_starts) + HeapBytes(s.interruptions) + HeapBytes(s.interruption_marks);
-  bytes += HeapBytes(s.incident_losses) + HeapBytes(s.budget_samples) + HeapBytes(s.evidence);
-  bytes += HeapBytes(s.checkpoints) + HeapBytes(s.step_marks) + HeapBytes(s.recent) + HeapBytes(s.wall_tokens);
-  bytes += HeapBytes(s.flags) + HeapBytes(s.rank_marks) + HeapBytes(s.span_kind) + HeapBytes(s.custom_by_kind);
-  bytes += HeapBytes(s.exclusions);
-  for (const std::string& f : s.flags) bytes += HeapBytes(f);
-  for (const InterruptionCount& c : s.interruptions) bytes += HeapBytes(c.cause);
-  for (const RankMark& m : s.rank_marks) bytes += HeapBytes(m.node);
-  for (const SpanSeconds& k : s.custom_by_kind) bytes += HeapBytes(k.kind);
-  for (const InterruptionMark& m : s.interruption_marks) bytes += HeapBytes(m.cause);
-  for (const ExclusionWindow& w : s.exclusions) bytes += HeapBytes(w.reason);
+std::vector<StatePart> StateBytesByPart(const RunState& s, bool count_node_book) {
+  size_t strings = HeapBytes(s.span_kind);
+  for (const std::string& f : s.flags) strings += HeapBytes(f);
+  for (const InterruptionCount& c : s.interruptions) strings += HeapBytes(c.cause);
+  for (const RankMark& m : s.rank_marks) strings += HeapBytes(m.node);
+  for (const SpanSeconds& k : s.custom_by_kind) strings += HeapBytes(k.kind);
+  for (const InterruptionMark& m : s.interruption_marks) strings += HeapBytes(m.cause);
+  for (const ExclusionWindow& w : s.exclusions) strings += HeapBytes(w.reason);
+  for (const SlowStretch& st : s.slowdown.stretches) strings += HeapBytes(st.node);
   const SlowdownState& d = s.slowdown;
-  bytes += HeapBytes(d.recent) + HeapBytes(d.reference) + HeapBytes(d.pending) + HeapBytes(d.back_pending) +
-           HeapBytes(d.stretches);
-  for (const SlowStretch& st : d.stretches) bytes += HeapBytes(st.node);
-  if (count_node_book && s.node_book) bytes += NodeBookBytes(*s.node_book);
+  std::vector<StatePart> parts = {
+      {"fixed", sizeof(RunState)},
+      {"evidence", HeapBytes(s.evidence)},
+      {"budget samples", HeapBytes(s.budget_samples)},
+      {"checkpoint marks", HeapBytes(s.checkpoints)},
+      {"step marks", HeapBytes(s.step_marks)},
+      {"recent throughput", HeapBytes(s.recent) + HeapBytes(s.wall_tokens)},
+      {"pace bins", HeapBytes(d.recent) + HeapBytes(d.reference) + HeapBytes(d.pending) + HeapBytes(d.back_pending) +
+                        HeapBytes(d.stretches)},
+      {"interruptions", HeapBytes(s.interruptions) + HeapBytes(s.interruption_marks) + HeapBytes(s.incident_losses) +
+                            HeapBytes(s.attempt_starts)},
+      {"rank marks, spans, exclusions, flags",
+       HeapBytes(s.rank_marks) + HeapBytes(s.custom_by_kind) + HeapBytes(s.exclusions) + HeapBytes(s.flags) + strings},
+      {"node book", count_node_book && s.node_book ? NodeBookBytes(*s.node_book) : 0},
+  };
+  std::sort(parts.begin(), parts.end(), [](const StatePart& a, const StatePart& b) { return a.bytes > b.bytes; });
+  return parts;
+}
+
+size_t StateBytes(const RunState& s, bool count_node_book) {
+  size_t bytes = 0;
+  for (const StatePart& p : StateBytesByPart(s, count_node_book)) bytes += p.bytes;
   return bytes;
 }
 

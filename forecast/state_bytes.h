@@ -5,6 +5,7 @@
 #define FLIGHTPLAN_FORECAST_STATE_BYTES_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "forecast/accounting.h"
 
@@ -14,6 +15,14 @@ namespace flightplan::forecast {
 // a state (the fold copies it only to change it), so it counts only when
 // `count_node_book`: a backfill's copies share their run's.
 [[nodiscard]] size_t StateBytes(const RunState& state, bool count_node_book = true);
+
+// The same, by part ("evidence", "budget samples", ...; "fixed": the struct itself), largest
+// first: where a run's memory goes (flightplan_fleet_bench prints it).
+struct StatePart {
+  const char* name;
+  size_t bytes;
+};
+[[nodiscard]] std::vector<StatePart> StateBytesByPart(const RunState& state, bool count_node_book = true);
 
 }  // namespace flightplan::forecast
 

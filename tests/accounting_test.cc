@@ -528,6 +528,8 @@ TEST(Accounting, StateIsBoundedPerRunNotPerEvent) {
     }
   }
   EXPECT_LE(s.checkpoints.size(), kMaxCheckpointMarks);
+  // Room for one more at most: a run at rest does not hold twice its marks' memory.
+  EXPECT_LE(s.checkpoints.capacity(), kMaxCheckpointMarks + 1);
   EXPECT_LE(s.recent.size(), 260u);  // an hour of reports every 10 s, thinned
 }
 
