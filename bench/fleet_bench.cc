@@ -19,7 +19,7 @@
 //
 //   flightplan_fleet_bench [--runs 1000] [--streaming 50] [--window 40] [--refresh 20]
 //                          [--backfill-runs 64] [--backfill-events 40000]
-//                          [--backfill-max-bytes 268435456]
+//                          [--backfill-max-bytes 67108864]
 #include <signal.h>
 #include <unistd.h>
 
@@ -260,7 +260,7 @@ BackfillFigures Backfill(const std::string& dir, const v1::Plan& plan, size_t ru
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it comes, into a file too
-  size_t runs = 1000, streaming = 50, backfill_runs = 64, backfill_events = 40000, budget = size_t{256} << 20;
+  size_t runs = 1000, streaming = 50, backfill_runs = 64, backfill_events = 40000, budget = size_t{64} << 20;
   double window = 40, refresh = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -274,7 +274,8 @@ int main(int argc, char** argv) {
           "  --refresh             the daemon's --forecast-refresh, seconds (20)\n"
           "  --backfill-runs       runs backfilled at once, then (64; 0: skip)\n"
           "  --backfill-events     events each (40000)\n"
-          "  --backfill-max-bytes  the daemon's budget for them (268435456)\n");
+          "  --backfill-max-bytes  the daemon's budget for them (67108864: a quarter of its default, to show the cap "
+          "at work)\n");
       return 0;
     }
     if (i + 1 >= argc) {

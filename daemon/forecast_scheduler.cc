@@ -236,7 +236,7 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
     queued.swap(it->second);
     backfill_.erase(it);
     backfill_scale_.erase(run);
-    for (const BackfillState& b : queued) backfill_bytes_ -= b.bytes;
+    // Their bytes stay counted until each is simulated: the budget holds while they are out.
   }
   if (queued.empty()) return false;
   forecast::ForecastOptions options;
@@ -255,10 +255,10 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
     hooks_.offer_point(b.run_id, b.version, HistoryPoint(*b.state, b.plan->prior, at, sim));
   }
   absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < done; ++i) backfill_bytes_ -= queued[i].bytes;
   RaiseSimulatedTo(run, queued[done - 1].state->last_time);
   if (done < queued.size()) {
     std::deque<BackfillState>& rest = backfill_[run];  // any kept since go after these
-    for (size_t i = done; i < queued.size(); ++i) backfill_bytes_ += queued[i].bytes;
     rest.insert(rest.begin(), std::make_move_iterator(queued.begin() + static_cast<long>(done)),
                 std::make_move_iterator(queued.end()));
     due_.insert(run);

@@ -61,13 +61,15 @@ def main():
         exprs = []
         for panel in dashboard["panels"]:
             for target in panel["targets"]:
-                exprs.append((f'panel "{panel["title"]}"', target["expr"].replace("$run", run)))
+                # One cluster's Prometheus: the variable's All (.*) matches series without the label.
+                expr = target["expr"].replace("$run", run).replace("$cluster", ".*")
+                exprs.append((f'panel "{panel["title"]}"', expr))
         import_rules = open(rules).read()
         for record in re.findall(r"^\s*- record: (\S+)", import_rules, re.M):
             exprs.append(("recording rule", f'{record}{{run="{run}"}}'))
-        variable = dashboard["templating"]["list"][1]["query"]["query"]
-        m = re.match(r"label_values\((\w+), run\)", variable)
-        exprs.append(("variable $run", m.group(1)))
+        variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+        m = re.match(r"label_values\((.+), run\)", variables["run"]["query"]["query"])
+        exprs.append(("variable $run", m.group(1).replace("$cluster", ".*")))
 
         failures = []
         # Grafana keys a panel's queries by refId: two alike and one hides the other.
