@@ -13,6 +13,7 @@
 #include "daemon/service.h"
 #include "daemon/wire.h"
 #include "exporters/daemon_metrics.h"
+#include "exporters/fleet_page.h"
 #include "exporters/forecaster_collector.h"
 #include "exporters/node_collector.h"
 #include "exporters/run_collector.h"
@@ -113,7 +114,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
           s.backfill_states, s.backfill_bytes,       budget};
     });
     HttpPages pages;
-    pages.list = [tracker_ptr] { return exporters::RunListHtml(AllStatuses(*tracker_ptr), kPageRefreshSeconds); };
+    pages.list = [tracker_ptr] { return exporters::FleetPageHtml(AllStatuses(*tracker_ptr), kPageRefreshSeconds); };
     pages.run = [tracker_ptr](const std::string& name) { return RunPage(*tracker_ptr, name); };
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         options.metrics, {d->registry_, d->run_collector_, d->node_collector_, d->forecaster_collector_},

@@ -657,30 +657,4 @@ std::string RunPageHtml(const RunPageInput& in) {
   return out;
 }
 
-std::string RunListHtml(const std::vector<v1::RunStatus>& runs, int refresh_seconds) {
-  std::string out = Head("flightplan runs", refresh_seconds);
-  absl::StrAppend(&out,
-                  "<h1>Runs</h1>\n<table class=\"runs\"><tr><th>run</th><th>state</th><th>progress</th>"
-                  "<th>finish, P50</th><th>slip</th><th>failure budget used</th></tr>\n");
-  for (const v1::RunStatus& s : runs) {
-    const v1::FailureBudget& b = s.failure_budget();
-    std::string href;  // the name as a path segment: escaped for the URL, then for HTML
-    for (const unsigned char c : s.run()) {
-      if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
-        href += static_cast<char>(c);
-      } else {
-        href += absl::StrFormat("%%%02X", c);
-      }
-    }
-    absl::StrAppend(&out, "<tr><td><a href=\"", HtmlEscape(href), "\">", HtmlEscape(s.run()), "</a></td><td>",
-                    HtmlEscape(s.state()), "</td><td>", Percent(s.progress().fraction()), "</td><td>",
-                    Date(Seconds(s.forecast().finish_p50()), "%Y-%m-%d"), "</td><td>",
-                    Hours(s.forecast().slip_seconds()), "</td><td>",
-                    Percent(b.budget_seconds() > 0 ? b.consumed_seconds() / b.budget_seconds() : 0), "</td></tr>\n");
-  }
-  if (runs.empty()) absl::StrAppend(&out, "<tr><td colspan=\"6\">no runs yet</td></tr>\n");
-  absl::StrAppend(&out, "</table>\n<footer>flightpland</footer>\n</body></html>\n");
-  return out;
-}
-
 }  // namespace flightplan::exporters

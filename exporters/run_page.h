@@ -45,10 +45,6 @@ std::string RunPageHtml(const RunPageInput& input);
 // short run or a thinned backfill draws a line.
 std::vector<std::pair<double, double>> ThroughputPoints(const std::vector<const v1::ForecastPoint*>& points);
 
-// Every run: its state, progress, P50 finish and slip, failure budget used; each links to
-// its page (relative links: the list is served at /runs/).
-std::string RunListHtml(const std::vector<v1::RunStatus>& runs, int refresh_seconds);
-
 }  // namespace flightplan::exporters
 
 #endif  // FLIGHTPLAN_EXPORTERS_RUN_PAGE_H_

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "exporters/fleet_page.h"
 #include "gtest/gtest.h"
 
 namespace flightplan::exporters {
@@ -57,7 +58,7 @@ TEST(RunPage, EscapesEveryStringFromEventsAndPlans) {
   const std::string html = RunPageHtml(in);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "a script tag got through";
   EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
-  const std::string list = RunListHtml({Status()}, 0);
+  const std::string list = FleetPageHtml({Status()}, 0);
   EXPECT_EQ(list.find("<script"), std::string::npos);
   // The link is the name percent-encoded: spaces, brackets and quotes cannot end the href.
   EXPECT_NE(list.find("href=\"r1%20%3Cscript%3Ealert%28%27x%27%29%3C%2Fscript%3E\""), std::string::npos) << list;
