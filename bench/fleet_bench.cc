@@ -463,13 +463,19 @@ int main(int argc, char** argv) {
   std::printf("  GET /runs/ of %zu runs: p50 %.1f ms, max %.1f ms\n", runs, Percentile(page, 0.5) * 1e3,
               Percentile(page, 1.0) * 1e3);
 
-  // At rest: loaded, and again after a restart (the runs recovered from their snapshots).
+  // At rest: loaded, and again after a restart (the runs recovered from their snapshots),
+  // each once the daemon has been at rest long enough for its writer to hand the pages freed
+  // by the load, or by the first forecasts, back to the system (IngestWriter::ReturnFreedMemory,
+  // at most every 10 s).
+  constexpr auto kAtRest = std::chrono::seconds(12);
+  std::this_thread::sleep_for(kAtRest);
   const Memory rest = MemoryOf(daemon->pid());
   daemon->child().Signal(SIGTERM);
   daemon->child().Wait();
   daemon = std::make_unique<DaemonChild>(db, dir + "/daemon-restarted.log", flags);
   if (daemon->address().empty()) return 1;
   WaitForSimulations(daemon->metrics_port(), static_cast<double>(runs), 300);
+  std::this_thread::sleep_for(kAtRest);
   const Memory restarted = MemoryOf(daemon->pid());
   const double per_run_loaded = (rest.rss - empty.rss) * 1024 / static_cast<double>(runs);
   const double per_run_restarted = (restarted.rss - empty.rss) * 1024 / static_cast<double>(runs);
@@ -515,6 +521,10 @@ int main(int argc, char** argv) {
       exact = exact && b.exact;
     }
   }
-  std::filesystem::remove_all(dir);
+  if (std::getenv("FLIGHTPLAN_BENCH_KEEP") != nullptr) {
+    std::printf("  kept %s (FLIGHTPLAN_BENCH_KEEP)\n", dir.c_str());
+  } else {
+    std::filesystem::remove_all(dir);
+  }
   return exact ? 0 : 1;
 }

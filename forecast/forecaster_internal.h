@@ -117,6 +117,7 @@ inline double DrawGamma(double shape, SplitMix64& g, StandardNormal& normal) {
 // as NumPy draws it. The standard one set up its table (lgamma, logs) on every call.
 inline long DrawPoisson(double mean, SplitMix64& g) {
   if (!(mean > 0)) return 0;
+  mean = std::min(mean, 1e12);  // beyond any run's incidents; keeps the count a long
   if (mean < 10) {
     const double limit = std::exp(-mean);
     long k = 0;
