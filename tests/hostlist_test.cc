@@ -4,6 +4,8 @@
 // and the two lists must be equal, host by host. What Slurm refuses is refused too.
 #include "text/hostlist.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,13 +25,18 @@ struct Scontrol {
 };
 
 Scontrol AskSlurm(const std::string& expression) {
-  static const std::string conf = [] {
-    const std::string dir = ::testing::TempDir();
-    const std::string path = dir + "/hostlist_test_slurm.conf";
-    std::ofstream(path) << "ClusterName=hostlist\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\n"
-                           "PartitionName=p Nodes=localhost\n";
-    return path;
-  }();
+  // A file of this process's own: ctest runs each test as a process, two at a time, and a
+  // shared path was truncated by one while the other's scontrol read it ("is empty").
+  struct OwnConf {
+    std::string path = ::testing::TempDir() + "/hostlist_test_slurm." + std::to_string(getpid()) + ".conf";
+    OwnConf() {
+      std::ofstream(path) << "ClusterName=hostlist\nSlurmctldHost=localhost\nNodeName=localhost CPUs=1\n"
+                             "PartitionName=p Nodes=localhost\n";
+    }
+    ~OwnConf() { std::remove(path.c_str()); }
+  };
+  static const OwnConf own;
+  const std::string& conf = own.path;
   const std::string command = "SLURM_CONF='" + conf + "' scontrol show hostnames '" + expression + "' 2>&1";
   Scontrol out;
   FILE* pipe = popen(command.c_str(), "r");
