@@ -118,6 +118,12 @@ int main(int argc, char** argv) {
                  "(a number of bytes, or with a unit: 512MiB, 2GB; 0: no cap): past it the run with "
                  "the most waiting keeps every other one, its history coarser, down to one each")
       ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            return !value.empty() && value[0] == '-' ? std::string("must be 0 (no cap) or a number of bytes")
+                                                     : std::string();
+          },
+          "BYTES"))
       ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_message_bytes, "largest gRPC message accepted")
       ->capture_default_str();

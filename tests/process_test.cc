@@ -573,6 +573,15 @@ TEST(Process, TokenFilesOnBothSides) {
   auto bad = RunProcess({kDaemon, "--db", dir.path() + "/g.db", "--token-file", dir.path() + "/none"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("cannot read token file"), std::string::npos);
+  // The backfill budget: a size with a unit, never negative; a bad one starts nothing.
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"-5", "--backfill-max-bytes: must be 0 (no cap) or a number of bytes"},
+           {"lots", "--backfill-max-bytes: lots unit not recognized"}}) {
+    bad = RunProcess({kDaemon, "--db", dir.path() + "/h.db", "--backfill-max-bytes", value});
+    EXPECT_EQ(bad.exit_code, 2) << value;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() + "/h.db")) << value;
+  }
 }
 
 TEST(Process, TlsOnBothSides) {
