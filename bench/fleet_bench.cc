@@ -464,9 +464,9 @@ int main(int argc, char** argv) {
               Percentile(page, 1.0) * 1e3);
 
   // At rest: loaded, and again after a restart (the runs recovered from their snapshots),
-  // each once the daemon has been at rest long enough for its writer to hand the pages freed
-  // by the load, or by the first forecasts, back to the system (IngestWriter::ReturnFreedMemory,
-  // at most every 10 s).
+  // each once the daemon has been at rest long enough for its heap keeper to hand the pages
+  // freed by the load, the first forecasts and the scrapes back to the system
+  // (daemon/heap_keeper.h: looks every second, trims at most every 5 s).
   constexpr auto kAtRest = std::chrono::seconds(12);
   std::this_thread::sleep_for(kAtRest);
   const Memory rest = MemoryOf(daemon->pid());

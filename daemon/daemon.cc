@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "daemon/heap_keeper.h"
 #include "daemon/http_server.h"
 #include "daemon/service.h"
 #include "daemon/wire.h"
@@ -147,6 +148,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& optio
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", options.listen));
   }
   d->server_->GetHealthCheckService()->SetServingStatus(true);
+  d->heap_keeper_ = std::make_unique<HeapKeeper>();
   return d;
 }
 
@@ -163,6 +165,7 @@ void Daemon::Shutdown(absl::Duration grace) {
   }
   http_.reset();  // no page or scrape reads a stopping tracker
   if (tracker_) tracker_->Stop();
+  heap_keeper_.reset();
 }
 
 }  // namespace flightplan::daemon

@@ -31,6 +31,7 @@ namespace flightplan::daemon {
 
 class TrackerService;
 class HttpServer;
+class HeapKeeper;
 
 struct DaemonOptions {
   // gRPC address; port 0 picks a free port (see grpc_port()).
@@ -86,6 +87,7 @@ class Daemon {
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<TrackerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HeapKeeper> heap_keeper_;  // the heap's free pages back to the system
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   bool shut_down_ = false;

@@ -1,7 +1,5 @@
 #include "daemon/ingest_writer.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -190,19 +188,7 @@ absl::Status IngestWriter::Recover() {
     metrics_->SetRuns(board_->Count());
     metrics_->SetDatabaseBytes(static_cast<double>(store_->DatabaseBytes()));
   }
-  ReturnFreedMemory();
   return absl::OkStatus();
-}
-
-void IngestWriter::ReturnFreedMemory() {
-  // glibc keeps what was freed in its arenas (a recovery's decoded snapshots, a replay's
-  // batches and copies of states) until malloc_trim hands the free pages back; it costs a
-  // walk of the heap, so at most every kTrimInterval, when the writer has nothing waiting.
-  constexpr auto kTrimInterval = std::chrono::seconds(10);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_trim_ < kTrimInterval) return;
-  last_trim_ = now;
-  malloc_trim(0);
 }
 
 absl::Status IngestWriter::Enqueue(std::unique_ptr<Request> request) {
@@ -407,7 +393,6 @@ void IngestWriter::WriterLoop() {
     }
     if (metrics_) metrics_->SetQueueDepth(depth);
     ProcessGroup(group, std::move(points));
-    if (depth == 0) ReturnFreedMemory();
   }
   // Shutting down: snapshot every changed run so the next start folds nothing.
   Group final_group;

@@ -15,7 +15,6 @@
 #ifndef FLIGHTPLAN_DAEMON_INGEST_WRITER_H_
 #define FLIGHTPLAN_DAEMON_INGEST_WRITER_H_
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -218,8 +217,6 @@ class IngestWriter {
   absl::Status RefoldRun(RunView& run, Group& group, int64_t& failed_seq, forecast::Event& failed);
   // Takes a state folded again as the run's, to be snapshotted before the commit.
   void AdoptRefold(RunView& run, forecast::RunState state, Group& group);
-  // Returns the heap's free pages to the system (malloc_trim), at most every 10 s.
-  void ReturnFreedMemory();
   // Saves every run changed since its last snapshot and moves the watermark.
   absl::Status SnapshotRuns(Group& group);
   void Publish(Group& group);
@@ -256,7 +253,6 @@ class IngestWriter {
   RunBoard* const board_;
   ForecastScheduler* const forecasts_;
   std::thread writer_;
-  std::chrono::steady_clock::time_point last_trim_{};  // writer thread only
 };
 
 }  // namespace flightplan::daemon
