@@ -144,7 +144,7 @@ EvidenceSample FoldedEvidence(const RunState& s, absl::Time t) {
 void PushEvidence(RunState& s, absl::Time t) {
   const EvidenceSample sample = FoldedEvidence(s, t);
   // Events at one instant make one sample (an async save at its step report's time).
-  if ((!s.evidence.empty() && s.evidence.back().time == t) ||
+  if ((!s.evidence.empty() && s.evidence.back().time == PackedTime(t)) ||
       (s.evidence.size() >= 2 &&
        s.evidence.back().time - s.evidence[s.evidence.size() - 2].time < s.evidence_spacing)) {
     s.evidence.back() = sample;
@@ -434,7 +434,7 @@ struct PaceMoment {
 };
 PaceMoment MomentOf(const SlowdownState& d) {
   return {d.stretches.size(), d.count, !d.stretches.empty() && d.stretches.back().active,
-          d.recent.empty() ? absl::InfinitePast() : d.recent.back().end};
+          d.recent.empty() ? absl::InfinitePast() : d.recent.back().end.time()};
 }
 
 // Names the node of each slow stretch not yet attributed for good, newest first: an active

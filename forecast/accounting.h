@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "forecast/event.h"
 #include "forecast/nodes.h"
+#include "forecast/packed_time.h"
 #include "forecast/slowdown.h"
 
 namespace flightplan::forecast {
@@ -86,7 +87,7 @@ struct ExclusionWindow {
 
 // One interruption on the run's timeline (reported, or implied by a relaunch).
 struct InterruptionMark {
-  absl::Time time;
+  PackedTime time;
   std::string cause;
   bool planned = false;
 };
@@ -109,7 +110,7 @@ struct CheckpointMark {
 
 // Failure budget consumed at a moment (for burn rates over windows).
 struct BudgetSample {
-  absl::Time time;
+  PackedTime time;
   double consumed_seconds = 0;
 };
 // Budget samples are kept this far back (the longest burn-rate window), one per
@@ -124,7 +125,7 @@ inline constexpr size_t kMaxIncidentLosses = 256;
 // is neither work, checkpoint nor an unplanned incident: planned downtime and its
 // restarts, deliberate rollbacks, stalls outside incidents, the first launch.
 struct EvidenceSample {
-  absl::Time time;
+  PackedTime time;
   double running_seconds = 0;
   double productive_seconds = 0;
   double productive_tokens = 0;
@@ -141,7 +142,7 @@ inline constexpr size_t kMaxEvidenceSamples = 1024;
 
 struct AttemptStart {
   uint32_t attempt = 0;
-  absl::Time time;
+  PackedTime time;
   std::string launch;  // Event::launch of its job_started
 };
 

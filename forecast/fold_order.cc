@@ -129,7 +129,7 @@ std::vector<LoggedEvent> FoldOrder(std::vector<LoggedEvent> events) {
     if (e.kind != EventKind::kInterruption || e.attempt == 0) continue;
     absl::Time next = absl::InfiniteFuture();
     for (const AttemptStart& a : starts) {
-      if (a.attempt > e.attempt) next = std::min(next, a.time);
+      if (a.attempt > e.attempt) next = std::min(next, a.time.time());
     }
     // The scheduler's record is in whole seconds: its stop may be dated a moment before the
     // attempt's last report; it is placed there (work was still being reported).

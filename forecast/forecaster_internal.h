@@ -166,7 +166,7 @@ inline double ConsumedAt(const RunState& s, absl::Time t, double consumed_now, a
   const BudgetSample* after = next == s.budget_samples.end() ? nullptr : &*next;
   const double c1 = before->consumed_seconds;
   const double c2 = after ? after->consumed_seconds : consumed_now;
-  const absl::Time t2 = after ? after->time : now;
+  const absl::Time t2 = after ? after->time.time() : now;
   const double span = absl::ToDoubleSeconds(t2 - before->time);
   if (span <= 0) return c1;
   return c1 + (c2 - c1) * absl::ToDoubleSeconds(t - before->time) / span;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "forecast/packed_time.h"
 
 namespace flightplan::forecast {
 
@@ -64,7 +65,7 @@ inline constexpr size_t kSlowdownMaxPendingBins = 512;
 inline constexpr size_t kMaxSlowStretches = 64;
 
 struct PaceBin {
-  absl::Time start, end;
+  PackedTime start, end;
   double seconds = 0;  // productive
   double tokens = 0;
   [[nodiscard]] double LogPace() const;  // log(seconds per token)

@@ -599,13 +599,13 @@ void ExpectEvidenceInvariants(const RunState& s, const std::vector<Event>& event
   EXPECT_LE(ev.size(), kMaxEvidenceSamples);
   // The first sample is the first event's, kept through every thinning: the run's start,
   // with nothing accumulated yet (a job_started charges nothing).
-  EXPECT_EQ(ev.front().time, s.first_time);
+  EXPECT_EQ(ev.front().time, PackedTime(s.first_time));  // to the microsecond, as kept
   EXPECT_EQ(ev.front().running_seconds, 0);
   EXPECT_EQ(ev.front().productive_tokens, 0);
   EXPECT_EQ(ev.front().incidents, 0);
   // The last is the state as of its latest event.
   ExpectSameSample(ev.back(), EvidenceNow(s, Snapshot(s, s.last_time)), "last sample");
-  EXPECT_EQ(ev.back().time, s.last_time);
+  EXPECT_EQ(ev.back().time, PackedTime(s.last_time));
 
   const double elapsed = absl::ToDoubleSeconds(s.last_time - s.first_time);
   const double spacing = absl::ToDoubleSeconds(s.evidence_spacing);
