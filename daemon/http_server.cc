@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,13 +61,13 @@ Response Plain(int code, const char* reason, std::string body, std::string extra
   return r;
 }
 
-std::string Serialize(const Response& r, bool head_only) {
-  std::string out = absl::StrCat("HTTP/1.1 ", r.code, " ", r.reason, "\r\nContent-Type: ", r.type,
-                                 "\r\nContent-Length: ", r.body.size(),
-                                 "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", r.extra_headers,
-                                 "Connection: close\r\n\r\n");
-  if (!head_only) out += r.body;
-  return out;
+// The status line and headers; the body is sent after them from the response itself (a
+// scrape of 1,000 runs is 7 MB, not copied again).
+std::string Head(const Response& r) {
+  return absl::StrCat("HTTP/1.1 ", r.code, " ", r.reason, "\r\nContent-Type: ", r.type,
+                      "\r\nContent-Length: ", r.body.size(),
+                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", r.extra_headers,
+                      "Connection: close\r\n\r\n");
 }
 
 struct Request {
@@ -227,8 +228,8 @@ class HttpServer::Impl {
   struct Conn {
     int fd = -1;
     State state = State::kReading;
-    std::string in, out;
-    size_t sent = 0;
+    std::string in, out, body;  // out: the answer's head; body: its body (none for HEAD)
+    size_t sent = 0;            // of out, then of body
     Steady::time_point deadline;
     bool head = false;
   };
@@ -317,8 +318,16 @@ class HttpServer::Impl {
   void Serve(std::map<uint64_t, Conn>::iterator it) {
     Conn& c = it->second;
     if (c.state == State::kWriting) {
-      while (c.sent < c.out.size()) {
-        const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      while (c.sent < c.out.size() + c.body.size()) {
+        iovec parts[2];
+        int count = 0;
+        if (c.sent < c.out.size()) parts[count++] = {c.out.data() + c.sent, c.out.size() - c.sent};
+        const size_t into_body = c.sent > c.out.size() ? c.sent - c.out.size() : 0;
+        parts[count++] = {c.body.data() + into_body, c.body.size() - into_body};
+        msghdr message{};
+        message.msg_iov = parts;
+        message.msg_iovlen = static_cast<size_t>(count);
+        const ssize_t n = sendmsg(c.fd, &message, MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         if (n <= 0) return Close(it);
         c.sent += static_cast<size_t>(n);
@@ -326,6 +335,8 @@ class HttpServer::Impl {
       shutdown(c.fd, SHUT_WR);
       c.state = State::kDraining;
       c.out.clear();
+      c.body.clear();
+      c.body.shrink_to_fit();
       c.deadline = Steady::now() + kLinger;
       return;
     }
@@ -358,8 +369,9 @@ class HttpServer::Impl {
     }
   }
 
-  void Answer(Conn& c, const Response& r) {
-    c.out = Serialize(r, c.head);
+  void Answer(Conn& c, Response r) {
+    c.out = Head(r);
+    c.body = c.head ? std::string() : std::move(r.body);
     c.sent = 0;
     c.state = State::kWriting;
     c.deadline = Steady::now() + ToChrono(options_.write_timeout);
@@ -374,7 +386,7 @@ class HttpServer::Impl {
     for (auto& [id, response] : done) {
       auto it = conns_.find(id);
       if (it == conns_.end()) continue;
-      Answer(it->second, response);
+      Answer(it->second, std::move(response));
       Serve(it);  // most answers fit the socket's buffer at once
     }
   }
@@ -435,9 +447,18 @@ class HttpServer::Impl {
   Response Metrics() {
     try {
       const Steady::time_point start = Steady::now();
+      // In the collectables' order: the families of those that give families, written as text
+      // before the next that writes its own text (the runs' series).
       std::vector<prometheus::MetricFamily> families;
+      std::string text;
       for (const auto& weak : collectables_) {
         if (auto c = weak.lock()) {
+          if (const auto* writer = dynamic_cast<const exporters::TextCollectable*>(c.get())) {
+            text += exporters::TextFormat(families);
+            families.clear();
+            writer->AppendText(text);
+            continue;
+          }
           auto more = c->Collect();
           families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
         }
@@ -453,7 +474,8 @@ class HttpServer::Impl {
                                 prometheus::MetricType::Counter, static_cast<double>(timeouts_.load())));
       Response r;
       r.type = "text/plain; version=0.0.4; charset=utf-8";
-      r.body = exporters::TextFormat(families);
+      r.body = std::move(text);
+      r.body += exporters::TextFormat(families);
       return r;
     } catch (const std::exception&) {
       return Plain(500, "Internal Server Error", "the metrics could not be collected\n");

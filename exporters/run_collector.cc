@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "exporters/text_format.h"
 #include "exporters/timestamp_seconds.h"
 #include "text/run_figures.h"
 
@@ -14,32 +18,68 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-class Families {
+// The families of one scrape as prometheus-cpp's MetricFamily (Collect), each found by its
+// name without a string built per series.
+class FamilySink {
  public:
-  MetricFamily& Family(const std::string& name, MetricType type, const std::string& help) {
-    auto it = index_.find(name);
-    if (it != index_.end()) return families_[it->second];
-    index_[name] = families_.size();
-    families_.push_back(MetricFamily{name, help, type, {}});
-    return families_.back();
-  }
-  void Add(const std::string& name, MetricType type, const std::string& help, std::vector<ClientMetric::Label> labels,
-           double value) {
-    MetricFamily& f = Family(name, type, help);
+  // `runs`: series each family holds at least (one per run), room made at once.
+  explicit FamilySink(size_t runs) : runs_(runs) {}
+  void Add(std::string_view name, MetricType type, std::string_view help, const Labels& labels, double value) {
+    auto it = index_.find(absl::string_view(name.data(), name.size()));
+    if (it == index_.end()) {
+      it = index_.emplace(std::string(name), families_.size()).first;
+      families_.push_back(MetricFamily{std::string(name), std::string(help), type, {}});
+      families_.back().metric.reserve(runs_);
+    }
     ClientMetric m;
-    m.label = std::move(labels);
+    for (const LabelView& l : labels) m.label.push_back({std::string(l.name), std::string(l.value)});
     if (type == MetricType::Counter) {
       m.counter.value = value;
     } else {
       m.gauge.value = value;
     }
-    f.metric.push_back(std::move(m));
+    families_[it->second].metric.push_back(std::move(m));
   }
   std::vector<MetricFamily> Take() { return std::move(families_); }
 
  private:
+  size_t runs_;
   std::vector<MetricFamily> families_;
-  std::map<std::string, size_t> index_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
+
+// The same families written as text straight away (AppendText): each family's samples in a
+// string of their own, in the order the families first appear, then joined under their
+// heads. A scrape of 1,000 runs builds no object per series.
+class TextSink {
+ public:
+  void Add(std::string_view name, MetricType type, std::string_view help, const Labels& labels, double value) {
+    auto it = index_.find(absl::string_view(name.data(), name.size()));
+    if (it == index_.end()) {
+      it = index_.emplace(std::string(name), families_.size()).first;
+      families_.push_back({std::string(name), std::string(help), type, {}});
+    }
+    Family& f = families_[it->second];
+    AppendSample(f.samples, f.name, labels, value);
+  }
+  void AppendTo(std::string& out) const {
+    size_t bytes = 0;
+    for (const Family& f : families_) bytes += f.samples.size() + f.name.size() + f.help.size() + 32;
+    out.reserve(out.size() + bytes);
+    for (const Family& f : families_) {
+      AppendFamilyHead(out, f.name, f.help, f.type);
+      out += f.samples;
+    }
+  }
+
+ private:
+  struct Family {
+    std::string name, help;
+    MetricType type;
+    std::string samples;
+  };
+  std::vector<Family> families_;
+  absl::flat_hash_map<std::string, size_t> index_;
 };
 
 constexpr MetricType kGauge = MetricType::Gauge;
@@ -51,15 +91,13 @@ constexpr char kIntervalHelp[] =
     "cadence between saves.";
 constexpr MetricType kCounter = MetricType::Counter;
 
-}  // namespace
-
-std::vector<MetricFamily> RunCollector::Collect() const {
-  Families f;
-  for (const v1::RunStatus& s : source_()) {
-    const ClientMetric::Label run{"run", s.run()};
-    auto with = [&](const char* name, std::string value) {
-      return std::vector<ClientMetric::Label>{run, ClientMetric::Label{name, std::move(value)}};
-    };
+// Every run's series, to either sink, in one order.
+template <typename Sink>
+void Emit(const std::vector<v1::RunStatus>& statuses, uint32_t max_causes, Sink& f) {
+  for (const v1::RunStatus& s : statuses) {
+    const LabelView run{"run", s.run()};
+    // The views live to the end of the f.Add(...) they are written in.
+    auto with = [&](std::string_view name, std::string_view value) { return Labels{run, {name, value}}; };
     const v1::Progress& p = s.progress();
     f.Add("flightplan_progress_tokens", kGauge,
           "Tokens of the run's lineage that still count (rolled-back steps excluded).", {run},
@@ -105,7 +143,7 @@ std::vector<MetricFamily> RunCollector::Collect() const {
     std::map<std::pair<std::string, bool>, double> counts;  // (cause label, planned)
     for (const v1::InterruptionCount& i : s.interruptions()) {
       const bool known = std::find(labelled.begin(), labelled.end(), i.cause()) != labelled.end();
-      if (!known && labelled.size() < max_causes_) labelled.push_back(i.cause());
+      if (!known && labelled.size() < max_causes) labelled.push_back(i.cause());
       const bool own = known || (!labelled.empty() && labelled.back() == i.cause());
       counts[{own ? i.cause() : std::string("other"), i.planned()}] += static_cast<double>(i.count());
     }
@@ -323,7 +361,21 @@ std::vector<MetricFamily> RunCollector::Collect() const {
             with("kind", kind), rate);
     }
   }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> RunCollector::Collect() const {
+  const std::vector<v1::RunStatus> statuses = source_();
+  FamilySink f(statuses.size());
+  Emit(statuses, max_causes_, f);
   return f.Take();
+}
+
+void RunCollector::AppendText(std::string& out) const {
+  TextSink f;
+  Emit(source_(), max_causes_, f);
+  f.AppendTo(out);
 }
 
 }  // namespace flightplan::exporters

@@ -8,15 +8,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "exporters/text_format.h"
 #include "flightplan/v1/status.pb.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
 
 namespace flightplan::exporters {
 
-class RunCollector final : public prometheus::Collectable {
+class RunCollector final : public prometheus::Collectable, public TextCollectable {
  public:
   // `source` returns the current status of every run (cheap: no simulation). Per run, the
   // first `max_causes` distinct interruption causes (in the order the run first saw them,
@@ -26,6 +28,9 @@ class RunCollector final : public prometheus::Collectable {
       : source_(std::move(source)), max_causes_(max_causes) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
+  // The same series as Collect(), as TextFormat(Collect()) would write them, without the
+  // families in between (what /metrics calls).
+  void AppendText(std::string& out) const override;
 
  private:
   std::function<std::vector<v1::RunStatus>()> source_;

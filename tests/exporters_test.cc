@@ -114,6 +114,38 @@ TEST(RunCollector, TheFuturesHaveAFutureLabelAndNoPercentile) {
   EXPECT_EQ(helps, 1u);  // one family: the percentiles and the futures
 }
 
+// /metrics has the run collector write its text itself (AppendText); prometheus-cpp's own
+// serializer of Collect() is the oracle, byte for byte: labels to escape, causes past the
+// limit, futures, fractions, several runs sharing families, and no run at all.
+TEST(RunCollector, WritesItsOwnTextAsPrometheusCppWouldSerializeIt) {
+  v1::RunStatus odd = Example();
+  odd.set_run("a \"quoted\" run\\with\nnewline");
+  odd.mutable_failure_budget()->set_burn_rate_1h(0.1 + 0.2);
+  odd.mutable_progress()->set_seconds_since_step(-0.0);
+  for (const char* cause : {"nccl", "xid79", "oom", "ib"}) {
+    auto* i = odd.add_interruptions();
+    i->set_cause(cause);
+    i->set_count(3);
+  }
+  v1::Future* f = odd.add_futures();
+  f->set_name("recent");
+  f->mutable_finish_p50()->set_seconds(1800500000);
+  f->set_weight(1.0 / 3);
+  v1::RunStatus second = Example();
+  second.set_run("r2");
+  second.set_state("running");
+  second.mutable_progress()->set_tokens(123456789012345);
+  for (const auto& [runs, max_causes] :
+       {std::pair{std::vector<v1::RunStatus>{}, 16u}, std::pair{std::vector<v1::RunStatus>{Example()}, 16u},
+        std::pair{std::vector<v1::RunStatus>{odd, second, Example()}, 2u}}) {
+    RunCollector collector([runs] { return runs; }, max_causes);
+    std::string text = "# already there\n";
+    collector.AppendText(text);
+    EXPECT_EQ(text, "# already there\n" + prometheus::TextSerializer().Serialize(collector.Collect()))
+        << runs.size() << " runs";
+  }
+}
+
 TEST(RunCollector, OneFamilyPerNameAcrossRuns) {
   v1::RunStatus other = Example();
   other.set_run("r2");

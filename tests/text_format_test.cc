@@ -28,8 +28,29 @@ TEST(TextFormat, WritesWhatPrometheusCppsSerializerWrites) {
   std::vector<prometheus::MetricFamily> families;
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<prometheus::ClientMetric> values;
-  for (double v : {0.0, -0.0, 1.0, -2.5, 0.1, 1e-300, 1.7976931348623157e308, 1802235558.521044, 0.0007211410000000118,
-                   123456789012345678.0, 3.0e16, 1e21, std::nan(""), inf, -inf, 4.9e-324}) {
+  for (double v : {0.0,
+                   -0.0,
+                   1.0,
+                   -2.5,
+                   0.1,
+                   1e-300,
+                   1.7976931348623157e308,
+                   1802235558.521044,
+                   0.0007211410000000118,
+                   123456789012345678.0,
+                   3.0e16,
+                   1e21,
+                   std::nan(""),
+                   inf,
+                   -inf,
+                   4.9e-324,
+                   -7.0,
+                   999999999999999.0,
+                   1e15,
+                   -1e15,
+                   1e16,
+                   12000000000000.0,
+                   9007199254740993.0}) {
     values.push_back(Sample({{"run", "a"}, {"why", "quote \" slash \\ newline \n end"}}, v));
   }
   values.push_back(Sample({}, 42));
