@@ -21,9 +21,9 @@ namespace flightplan::forecast {
 
 class PackedTime {
  public:
-  constexpr PackedTime() = default;  // the Unix epoch, as absl::Time{}
+  constexpr PackedTime() = default;                             // the Unix epoch, as absl::Time{}
   PackedTime(absl::Time t) : micros_(absl::ToUnixMicros(t)) {}  // NOLINT: a time, packed
-  operator absl::Time() const {                                  // NOLINT: read as a time
+  operator absl::Time() const {                                 // NOLINT: read as a time
     if (micros_ == std::numeric_limits<int64_t>::max()) return absl::InfiniteFuture();
     if (micros_ == std::numeric_limits<int64_t>::min()) return absl::InfinitePast();
     return absl::FromUnixMicros(micros_);
