@@ -13,7 +13,7 @@ namespace {
 TEST(PackedTime, ReadsBackTheTimeToTheMicrosecond) {
   const absl::Time t = absl::FromUnixMicros(1'800'000'000'123'456);
   EXPECT_EQ(PackedTime(t).time(), t);
-  EXPECT_EQ(PackedTime(t + absl::Nanoseconds(999)).time(), t);  // below a microsecond: dropped
+  EXPECT_EQ(PackedTime(t + absl::Nanoseconds(999)).time(), t);                       // below a microsecond: dropped
   EXPECT_EQ(PackedTime(absl::FromUnixMicros(-5)).time(), absl::FromUnixMicros(-5));  // before 1970
   EXPECT_EQ(PackedTime().time(), absl::Time());  // the default is absl::Time's: the epoch
   EXPECT_EQ(PackedTime(absl::InfiniteFuture()).time(), absl::InfiniteFuture());
