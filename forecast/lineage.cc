@@ -135,10 +135,10 @@ void AddMark(RunState& s, int64_t step) {
     // would hold twice the marks' memory in every run at rest.
     const auto at = it - s.checkpoints.begin();
     if (s.checkpoints.size() >= kMaxCheckpointMarks && s.checkpoints.capacity() != kMaxCheckpointMarks + 1) {
-      std::vector<CheckpointMark> exact;
-      exact.reserve(kMaxCheckpointMarks + 1);
-      exact.assign(s.checkpoints.begin(), s.checkpoints.end());
-      s.checkpoints.swap(exact);
+      std::vector<CheckpointMark> sized;
+      sized.reserve(kMaxCheckpointMarks + 1);
+      sized.assign(s.checkpoints.begin(), s.checkpoints.end());
+      s.checkpoints.swap(sized);
     }
     s.checkpoints.insert(s.checkpoints.begin() + at, m);
   }

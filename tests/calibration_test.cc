@@ -152,7 +152,9 @@ TEST(Calibration, SlowStretchesTheMixtureIsNoWorseAndBetterWhileActive) {
     // No worse by the proper score (the whole distribution; the median error moves either
     // way by a few percent: the mixture keeps "it never ends" in half its draws).
     EXPECT_LE(a.all.mean_crps, b.all.mean_crps) << scenarios[i].name;
-    if (n >= 4) EXPECT_LT(ea, eb) << scenarios[i].name;  // and better while it is active
+    if (n >= 4) {
+      EXPECT_LT(ea, eb) << scenarios[i].name;  // and better while it is active
+    }
     active_before += eb, active_after += ea, active_cuts += n;
   }
   ASSERT_GT(active_cuts, 8);
