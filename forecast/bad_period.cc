@@ -63,7 +63,7 @@ double InverseNormalCdf(double p) {
   // cumulative distribution function", 2003), then one Halley step on erfc.
   if (p <= 0) return -std::numeric_limits<double>::infinity();
   if (p >= 1) return std::numeric_limits<double>::infinity();
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                                  1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                                  6.680131188771972e+01, -1.328068155288572e+01};
@@ -172,11 +172,10 @@ std::string DescribeLaw(const BadPeriodLaw& law) {
   const double age = law.age_seconds();
   const double horizon = age < 2 * kDay ? kDay : 7 * kDay;
   const double median = law.MedianLeft();
-  return absl::StrFormat(
-      "a period %s old ends within %s in %.0f%% of the records' cases (median %s more)%s", Duration(age),
-      horizon == kDay ? "a day" : "a week", 100 * law.EndsWithin(horizon),
-      std::isfinite(median) ? Duration(median) : "never",
-      law.never() > 0.005 ? absl::StrFormat("; %.0f%% that it never ends", 100 * law.never()) : "");
+  return absl::StrFormat("a period %s old ends within %s in %.0f%% of the records' cases (median %s more)%s",
+                         Duration(age), horizon == kDay ? "a day" : "a week", 100 * law.EndsWithin(horizon),
+                         std::isfinite(median) ? Duration(median) : "never",
+                         law.never() > 0.005 ? absl::StrFormat("; %.0f%% that it never ends", 100 * law.never()) : "");
 }
 
 }  // namespace flightplan::forecast
