@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "planner/formulas.h"
 
 namespace flightplan::forecast {
 namespace {
@@ -56,39 +57,6 @@ const std::array<EndingWay, 4>& EndingWays() {
       {"obscure", 7 * kDay, 2.9, 0.03},
   }};
   return ways;
-}
-
-double InverseNormalCdf(double p) {
-  // Acklam's algorithm (P. J. Acklam, "An algorithm for computing the inverse normal
-  // cumulative distribution function", 2003), then one Halley step on erfc.
-  if (p <= 0) return -std::numeric_limits<double>::infinity();
-  if (p >= 1) return std::numeric_limits<double>::infinity();
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
-                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                 6.680131188771972e+01, -1.328068155288572e+01};
-  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                                 3.754408661907416e+00};
-  constexpr double kLow = 0.02425;
-  double x;
-  if (p < kLow) {
-    const double q = std::sqrt(-2 * std::log(p));
-    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  } else if (p <= 1 - kLow) {
-    const double q = p - 0.5, r = q * q;
-    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-  } else {
-    const double q = std::sqrt(-2 * std::log1p(-p));
-    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  }
-  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
-  const double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
-  return x - u / (1 + x * u / 2);
 }
 
 BadPeriodLaw::BadPeriodLaw(PeriodKind kind, double age_seconds, double detected_at_seconds, double never,
@@ -164,7 +132,7 @@ double BadPeriodLaw::DrawLeft(double u_way, double u_time) const {
   const EndingWay& w = ways_[k];
   // Past `age`: the upper tail S' = S(age) x (1 - u), and the length whose survival is S'.
   const double tail = std::max(survival_at_age_[k] * (1 - u_time), 1e-300);
-  const double length = w.median_seconds * std::exp(-w.sigma * InverseNormalCdf(tail));
+  const double length = w.median_seconds * std::exp(-w.sigma * planner::NormalQuantile(tail));
   return std::max(0.0, length - age_);
 }
 

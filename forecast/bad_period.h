@@ -74,10 +74,6 @@ class BadPeriodLaw {
   std::vector<double> survival_at_age_;  // each way's P(length > age)
 };
 
-// The inverse of the standard normal CDF (Acklam's rational approximation, relative error
-// below 1.2e-9), for drawing a log-normal past a given age.
-double InverseNormalCdf(double p);
-
 // "a period 6.0 days old ends within a week in 41% of the records' cases": the law's
 // figures in words, for the status's two futures and the slowdown's line.
 std::string DescribeLaw(const BadPeriodLaw& law);

@@ -109,6 +109,10 @@ struct StateBytesPerParam {
 // (a cast would be undefined behaviour; found by the plan fuzzer under UBSan).
 [[nodiscard]] uint64_t SaturatingCount(double v);
 
+// The standard normal's quantile: z with P(Z <= z) = p (Acklam's rational approximation
+// and one Halley step, about 1e-15 relative; -inf and +inf at 0 and 1).
+[[nodiscard]] double NormalQuantile(double p);
+
 // Smallest k with P(X <= k) >= q for X ~ Poisson(mean). Summed in log space, so a mean in
 // the thousands does not underflow. q in (0, 1).
 [[nodiscard]] uint64_t PoissonQuantile(double mean, double q);

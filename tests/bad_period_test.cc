@@ -18,15 +18,6 @@ double Cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 // P(length < t) of one way, as the records would count it.
 double Within(const EndingWay& w, double t) { return Cdf(std::log(t / w.median_seconds) / w.sigma); }
 
-TEST(BadPeriod, InverseNormalCdfInvertsTheCdf) {
-  for (double p : {1e-300, 1e-12, 1e-6, 0.001, 0.02425, 0.1, 0.3, 0.5, 0.77, 0.97575, 0.999, 1 - 1e-9}) {
-    const double z = InverseNormalCdf(p);
-    EXPECT_NEAR(Cdf(z), p, 1e-9 * std::max(p, 1e-3)) << p;
-  }
-  EXPECT_DOUBLE_EQ(InverseNormalCdf(0.5), 0);
-  EXPECT_NEAR(InverseNormalCdf(0.975), 1.959963984540054, 1e-9);
-}
-
 TEST(BadPeriod, TheWaysMatchTheFiguresTheyCite) {
   const auto& ways = EndingWays();
   // The human way: P(< 1 day) 0.32 and P(< 7 days) 0.80 (BLOOM's and OPT's days to a fix).

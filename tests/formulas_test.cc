@@ -8,6 +8,16 @@
 namespace flightplan::planner {
 namespace {
 
+// The quantile the failure budget's large counts and the bad-period law draw with.
+TEST(Formulas, NormalQuantileInvertsTheNormalCdf) {
+  for (double p : {1e-300, 1e-12, 1e-6, 0.001, 0.02425, 0.1, 0.3, 0.5, 0.77, 0.97575, 0.999, 1 - 1e-9}) {
+    const double z = NormalQuantile(p);
+    EXPECT_NEAR(0.5 * std::erfc(-z / std::sqrt(2.0)), p, 1e-9 * std::max(p, 1e-3)) << p;
+  }
+  EXPECT_DOUBLE_EQ(NormalQuantile(0.5), 0);
+  EXPECT_NEAR(NormalQuantile(0.975), 1.959963984540054, 1e-9);
+}
+
 // Relative closeness: |a - b| <= tol * |b|.
 ::testing::AssertionResult Near(double actual, double expected, double tol) {
   if (std::fabs(actual - expected) <= tol * std::fabs(expected)) {
