@@ -51,6 +51,16 @@ void AppendEscaped(std::string& out, std::string_view value) {
   }
 }
 
+// `name="value"` after the separator, which becomes a comma for the next.
+void AppendLabel(std::string& out, const char*& separator, std::string_view name, std::string_view value) {
+  out += separator;
+  out += name;
+  out += "=\"";
+  AppendEscaped(out, value);
+  out += '"';
+  separator = ",";
+}
+
 // The name, its suffix and labels (and one more, as a string or a number), and the space.
 void AppendHead(std::string& out, const prometheus::MetricFamily& family, const prometheus::ClientMetric& metric,
                 const char* suffix = "", const char* extra_name = nullptr, const std::string* extra_text = nullptr,
@@ -60,14 +70,8 @@ void AppendHead(std::string& out, const prometheus::MetricFamily& family, const 
   if (!metric.label.empty() || extra_name != nullptr) {
     out += '{';
     const char* separator = "";
-    for (const prometheus::ClientMetric::Label& label : metric.label) {
-      out += separator;
-      out += label.name;
-      out += "=\"";
-      AppendEscaped(out, label.value);
-      out += '"';
-      separator = ",";
-    }
+    for (const prometheus::ClientMetric::Label& label : metric.label)
+      AppendLabel(out, separator, label.name, label.value);
     if (extra_name != nullptr) {
       out += separator;
       out += extra_name;
@@ -188,14 +192,7 @@ void AppendSample(std::string& out, std::string_view name, const Labels& labels,
   if (labels.begin() != labels.end()) {
     out += '{';
     const char* separator = "";
-    for (const LabelView& label : labels) {
-      out += separator;
-      out += label.name;
-      out += "=\"";
-      AppendEscaped(out, label.value);
-      out += '"';
-      separator = ",";
-    }
+    for (const LabelView& label : labels) AppendLabel(out, separator, label.name, label.value);
     out += '}';
   }
   out += ' ';

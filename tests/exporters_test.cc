@@ -138,7 +138,8 @@ TEST(RunCollector, WritesItsOwnTextAsPrometheusCppWouldSerializeIt) {
   for (const auto& [runs, max_causes] :
        {std::pair{std::vector<v1::RunStatus>{}, 16u}, std::pair{std::vector<v1::RunStatus>{Example()}, 16u},
         std::pair{std::vector<v1::RunStatus>{odd, second, Example()}, 2u}}) {
-    RunCollector collector([runs] { return runs; }, max_causes);
+    const std::vector<v1::RunStatus> statuses = runs;  // clang 14 cannot capture a structured binding
+    RunCollector collector([statuses] { return statuses; }, max_causes);
     std::string text = "# already there\n";
     collector.AppendText(text);
     EXPECT_EQ(text, "# already there\n" + prometheus::TextSerializer().Serialize(collector.Collect()))
