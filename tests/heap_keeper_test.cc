@@ -26,7 +26,13 @@ size_t ResidentBytes() {
   return n == 2 ? resident * 4096 : 0;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// gcc names a sanitized build with __SANITIZE_*__; clang only answers __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FLIGHTPLAN_SANITIZED_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(FLIGHTPLAN_SANITIZED_HEAP)
 constexpr bool kGlibcHeap = false;  // the sanitizers bring their own allocator
 #else
 constexpr bool kGlibcHeap = true;
