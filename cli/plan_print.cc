@@ -205,6 +205,10 @@ std::string FormatPlanReport(const planner::PlanSpec& p, const planner::PlanRepo
     o.Row("slowdown fixed in", absl::StrCat(Duration(*p.failures.slowdown_fix_hours * 3600),
                                             " (failures.slowdown_fix_hours: the tracker's forecast of a slowdown)"));
   }
+  if (p.failures.crisis_fix_days.value_or(0) > 0) {
+    o.Row("crisis fixed in", absl::StrCat(Duration(*p.failures.crisis_fix_days * 86400),
+                                          " (failures.crisis_fix_days: the tracker's forecast of a crisis)"));
+  }
 
   const auto& s = r.schedule;
   o.Section("Schedule");

@@ -166,6 +166,7 @@ planner::PlanSpec PlanFromProto(const v1::Plan& p) {
       Opt<double>(f, &F::has_job_interruptions_per_day, &F::job_interruptions_per_day);
   s.failures.spare_repair_hours = Opt<double>(f, &F::has_spare_repair_hours, &F::spare_repair_hours);
   s.failures.slowdown_fix_hours = Opt<double>(f, &F::has_slowdown_fix_hours, &F::slowdown_fix_hours);
+  s.failures.crisis_fix_days = Opt<double>(f, &F::has_crisis_fix_days, &F::crisis_fix_days);
 
   using A = v1::Availability;
   s.availability.maintenance_fraction =

@@ -100,6 +100,7 @@ struct PlanSpec {
     std::optional<double> job_interruptions_per_day;  // not scaling with nodes
     std::optional<double> spare_repair_hours;         // a failed node's time out
     std::optional<double> slowdown_fix_hours;         // a slowdown's time to be found and fixed
+    std::optional<double> crisis_fix_days;            // a crisis of failures' time to be fixed
   } failures;
   struct Availability {
     std::optional<double> maintenance_fraction, maintenance_hours;

@@ -248,6 +248,9 @@ void Engine::Resolve() {
   if (f.slowdown_fix_hours && !(*f.slowdown_fix_hours > 0 && std::isfinite(*f.slowdown_fix_hours))) {
     Invalid("failures.slowdown_fix_hours", *f.slowdown_fix_hours, "must be > 0 (or left out)");
   }
+  if (f.crisis_fix_days && !(*f.crisis_fix_days > 0 && std::isfinite(*f.crisis_fix_days))) {
+    Invalid("failures.crisis_fix_days", *f.crisis_fix_days, "must be > 0 (or left out)");
+  }
   quantile_ = f.budget_quantile.value_or(kDefaultBudgetQuantile);
   if (quantile_ <= 0 || quantile_ >= 1) Invalid("failures.budget_quantile", quantile_, "must be in (0, 1)");
 

@@ -105,6 +105,24 @@ TEST(PlanCommand, ASlowdownFixTimeIsShownAndABadOneRefused) {
   EXPECT_NE(b.out.find("-5"), std::string::npos) << b.out;
 }
 
+// failures.crisis_fix_days likewise: shown when given, refused naming the key when not a time.
+TEST(PlanCommand, ACrisisFixTimeIsShownAndABadOneRefused) {
+  TempDir dir;
+  const auto plain = RunProcess({kBin, "plan", kFlagship});
+  EXPECT_EQ(plain.out.find("crisis fixed in"), std::string::npos);
+  const std::string path =
+      dir.Write("fix.yaml", FlagshipWith("  failure_domain: node", "  failure_domain: node\n  crisis_fix_days: 5"));
+  const auto r = RunProcess({kBin, "plan", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("crisis fixed in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5.0 days"), std::string::npos) << r.out;
+  const std::string bad =
+      dir.Write("bad.yaml", FlagshipWith("  failure_domain: node", "  failure_domain: node\n  crisis_fix_days: 0"));
+  const auto b = RunProcess({kBin, "plan", bad});
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_NE(b.out.find("failures.crisis_fix_days"), std::string::npos) << b.out;
+}
+
 TEST(PlanCommand, ParseErrorExitsTwoNamingLineAndKey) {
   TempDir dir;
   const std::string text = FlagshipWith("  hidden: 8192", "  hiden: 8192");
