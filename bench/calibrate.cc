@@ -3,7 +3,7 @@
 // scenario. The calibration test asserts on the default model; this prints all of them.
 //
 //   flightplan_calibrate [--plan PLAN.yaml] [--seeds 3] [--draws 1000]
-//                        [--model lifetime|discounted|changepoint|all] [--scenario NAME]...
+//                        [--model lifetime|discounted|changepoint|all] [--scenario NAME]... [--law]
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"lifetime", "discounted", "changepoint", "futures", "all"}));
   app.add_option("--scenario", only, "only these scenarios (default: every one)");
+  app.add_flag("--law", options.forecast.bad_period_law,
+               "end crises and slowdowns by the law from the records (forecast/bad_period.h), not Gott's D/(D+x)");
   bool points = false;
   app.add_flag("--points", points,
                "also print every cut: scenario, seed, progress, P10/P50/P90 and naive errors (h), the time left (h), "

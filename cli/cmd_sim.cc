@@ -91,6 +91,8 @@ void AddSimCommands(Commands& c) {
   backtest->add_option("--plan", s->backtest_options.plan_path, "the run's plan")->required();
   backtest->add_flag("--json", s->backtest_options.json, "print JSON");
   backtest->add_option("--draws", s->backtest_options.draws, "Monte Carlo draws per forecast")->capture_default_str();
+  backtest->add_flag("--bad-period-law", s->backtest_options.bad_period_law,
+                     "end crises and slowdowns by the law from the records, not Gott's D/(D+x) (docs/forecasting.md)");
 
   c.Add(simulate, [s] {
     if (!s->sim.scenario.empty()) {

@@ -140,6 +140,7 @@ int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::o
   const forecast::ForecastPrior prior = forecast::PriorFromPlan(plan.spec, plan.report);
   forecast::ForecastOptions fo;
   fo.draws = options.draws;
+  fo.bad_period_law = options.bad_period_law;
   absl::StatusOr<forecast::Backtest> bt = forecast::RunBacktest(events, prior, fo);
   if (!bt.ok()) {
     err << "flightplan backtest: " << bt.status().message() << "\n";

@@ -31,6 +31,7 @@ struct BacktestOptions {
   std::string plan_path;
   bool json = false;
   int draws = 2000;
+  bool bad_period_law = false;  // ForecastOptions::bad_period_law
 };
 // Exit 0; 1 when the log never reaches its target; 2 when a file is unreadable.
 int RunBacktestCommand(const BacktestOptions& options, std::ostream& out, std::ostream& err);

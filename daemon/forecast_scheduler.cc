@@ -241,6 +241,7 @@ bool ForecastScheduler::SimulateBackfill(const std::string& run) {
   if (queued.empty()) return false;
   forecast::ForecastOptions options;
   options.draws = std::max(1, options_.backfill_draws);
+  options.bad_period_law = options_.bad_period_law;
   // Each as it would have stood then: its "now" is its latest event, under either clock.
   // While requests wait for the writer, the rest waits for a later turn: the ingest goes
   // first (on a small machine the simulations would take its CPU).
@@ -297,6 +298,7 @@ void ForecastScheduler::SimulateRun(const std::string& run) {
   if (now == absl::InfinitePast()) now = clock_->Now();
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
+  options.bad_period_law = options_.bad_period_law;
   const double cpu = ThreadCpuSeconds();
   auto sim =
       std::make_shared<const forecast::Simulation>(forecast::Simulate(view->state, view->plan->prior, now, options));

@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
                  "Carlo per run each time)")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
+  app.add_flag("--bad-period-law", options.tracker.bad_period_law,
+               "end a crisis of failures and a slowdown in the forecast by the law from public records "
+               "(forecast/bad_period.h; the plan's failures.crisis_fix_days and slowdown_fix_hours move it) "
+               "rather than Gott's scale-free D/(D+x); off while the calibration suite scores it worse "
+               "(docs/forecasting.md)");
   double forecast_refresh = absl::ToDoubleSeconds(options.tracker.forecast_refresh);
   app.add_option("--forecast-refresh", forecast_refresh,
                  "seconds (wall time) after which a run's forecast is simulated again though nothing "

@@ -54,6 +54,9 @@ struct TrackerOptions {
   absl::Duration forecast_min_interval = absl::Seconds(1);
   absl::Duration forecast_refresh = absl::Seconds(30);
   int forecast_draws = 2000;
+  // End crises and slowdowns by the law from the records (forecast/bad_period.h) rather
+  // than Gott's D/(D+x): ForecastOptions::bad_period_law, off by default (docs/forecasting.md).
+  bool bad_period_law = false;
   // Which forecasts each run's history keeps, and how many.
   HistoryOptions history;
   // Backfills: events that arrive faster than the run's time passed (a replay, `tail

@@ -147,6 +147,7 @@ absl::StatusOr<WhatIfAnswer> Tracker::WhatIf(const WhatIfQuery& query) const {
   }
   forecast::ForecastOptions options;
   options.draws = options_.forecast_draws;
+  options.bad_period_law = options_.bad_period_law;
   WhatIfAnswer out;
   out.run = view->name;
   out.as_of = now;

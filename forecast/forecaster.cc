@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "forecast/bad_period.h"
 #include "forecast/forecaster_internal.h"
 #include "forecast/processes.h"
 #include "planner/formulas.h"
@@ -21,6 +23,12 @@ namespace {
 // (schedule.custom_fraction) is a prior worth a day of compute, after which the run's own
 // spans weigh as much.
 constexpr double kCustomPriorSeconds = 86400;
+
+// The age at which a bad period is first seen as one, where the law's "it never ends" is
+// stated (bad_period.h): a slowdown once the alert would ticket it (two hours of work), a
+// crisis once the futures would show it (a day of recent failures).
+constexpr double kSlowdownSeenSeconds = 2 * 3600.0;
+constexpr double kCrisisSeenSeconds = 86400.0;
 
 // The time until k of n nodes out for repair are back, each out an exponential time of
 // mean `mean` (k <= n): the k-th first of n exponentials, a sum of k exponentials of means
@@ -100,6 +108,8 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   // length that ended: the team's experience, weighed as one more of the run's own.
   // Only one the alert would ticket (3% or more, two hours of work or more): a smaller or
   // younger one is as likely noise, and the rates as they are already carry it.
+  std::optional<BadPeriodLaw> slow_law;  // options.bad_period_law: how long the slowdown lasts
+  double slow_share = 1;                 // its productive seconds per wall second
   if (options.slowdown_mixture && !s.slowdown.stretches.empty() && s.slowdown.stretches.back().active &&
       s.slowdown.stretches.back().Factor() >= 1 + kSlowdownMinShift &&
       s.slowdown.stretches.back().seconds >= 2 * 3600) {
@@ -126,6 +136,22 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     // which ended, the chance that this one never does is 1 / (ended + 2): a half with no
     // history.
     sim.slowdown_permanent_probability = 1.0 / (ended + 2);
+    if (options.bad_period_law) {
+      // The law on a human's clock (a straggler is never taken to end by itself), from its
+      // age on the wall clock; the run's ended slowdowns and the plan's fix time move it,
+      // and Laplace's odds above are its "never" when the alert would have ticketed it.
+      PeriodEvidence evidence;
+      for (const SlowStretch& past : s.slowdown.stretches) {
+        if (!past.active) evidence.ended_seconds.push_back(absl::ToDoubleSeconds(past.end - past.start));
+      }
+      evidence.team_fix_seconds = prior.slowdown_fix_seconds;
+      const double age = std::max(0.0, absl::ToDoubleSeconds(sim.as_of - st.start));
+      slow_law.emplace(PeriodKind::kHuman, age, kSlowdownSeenSeconds, sim.slowdown_permanent_probability, evidence);
+      slow_share = age > 0 ? std::clamp(st.seconds / age, 0.05, 1.0) : 1.0;
+      sim.slowdown_permanent_probability = slow_law->never();
+      const double median = slow_law->MedianLeft();
+      sim.slowdown_persist_seconds = std::isfinite(median) ? median * slow_share : 0;
+    }
     observed = std::exp(-st.reference_log_pace);
     if (!prior.phases.empty() && target > done) {
       // Read against the plan's rate for the tokens ahead, as the run's own rates are above.
@@ -294,6 +320,16 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     bool recovered = false;  // the crisis was fixed before the finish (kMixture)
   };
   const double consumed = snap.failure_budget_consumed_seconds;
+  // options.bad_period_law: the crisis's end from the law on a human's clock, its age on the
+  // wall clock, "never" the odds that the excess is the fleet's level (1 - P(crisis)) when
+  // the futures first show it; the plan's crisis_fix_days moves it.
+  std::optional<BadPeriodLaw> crisis_law;
+  if (options.bad_period_law && proc.crisis_probability > 0) {
+    PeriodEvidence evidence;
+    evidence.team_fix_seconds = prior.crisis_fix_seconds;
+    crisis_law.emplace(PeriodKind::kHuman, proc.crisis_age_seconds / proc.crisis_running_share, kCrisisSeenSeconds,
+                       1 - proc.crisis_probability, evidence);
+  }
   // A change shifts each loss (never below a tenth of what it was).
   auto shifted = [&](double l) { return std::max(0.1 * l, l + prior.change.loss_shift_seconds); };
   auto draw = [&](int i, Mode mode) {
@@ -310,7 +346,9 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
       // In the trend regime's draws the slowdown is a drift's latest step (a run degrading
       // steadily, which no one fixes), and the trend goes on instead.
       const double u = Uniform01(slowdown_rng);
-      const double persist = Uniform01(slowdown_rng) < sim.slowdown_permanent_probability
+      const double u2 = Uniform01(slowdown_rng);
+      const double persist = slow_law ? slow_law->DrawLeft(u2, u) * slow_share
+                             : u2 < sim.slowdown_permanent_probability
                                  ? std::numeric_limits<double>::infinity()
                                  : sim.slowdown_persist_seconds * u / std::max(1e-12, 1 - u);
       const double slow_rate = rate / sim.slowdown_factor;
@@ -347,7 +385,16 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
     // is fixed after a time with the scale-free law of a process that has lasted `age`:
     // P(it lasts x more | it lasted age) = age / (age + x) (Gott 1993, Nature 363:315).
     double before = running;
-    if (mode == Mode::kMixture && !prior.change.failure_rate_ahead && Uniform01(crisis_rng) < proc.crisis_probability) {
+    if (mode == Mode::kMixture && !prior.change.failure_rate_ahead && crisis_law) {
+      // The law's time left is on the wall clock: the running seconds in it at the crisis's
+      // own share.
+      const double left = crisis_law->DrawLeft(Uniform01(crisis_rng), Uniform01(crisis_rng));
+      if (std::isfinite(left)) {
+        before = std::min(running, left * proc.crisis_running_share);
+        out.recovered = before < running;
+      }
+    } else if (mode == Mode::kMixture && !prior.change.failure_rate_ahead &&
+               Uniform01(crisis_rng) < proc.crisis_probability) {
       const double u = Uniform01(crisis_rng);
       before = std::min(running, proc.crisis_scale_seconds * u / std::max(1e-12, 1 - u));
       out.recovered = before < running;
@@ -470,14 +517,26 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
         "failures in the last %.1f days cost %.1fx the plan's per running hour (an incident every %.1f h, "
         "%.0f min lost each); it goes on to the finish unless fixed",
         recent_days, proc.excess_ratio, futures[0].mtbf_seconds / 3600, futures[0].loss_per_incident_seconds / 60);
-    futures[1].reason = absl::StrFormat(
-        "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's cost; a "
-        "plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before the finish in %.0f%% "
-        "of the draws: it has lasted %.1f running days%s, and what has lasted that long lasts as long again with even "
-        "odds (Gott 1993); after the fix, the plan's incident every %.1f h",
-        100 * proc.crisis_probability, proc.excess_ratio, 100 * sim.recovery_weight, proc.crisis_age_seconds / 86400,
-        proc.crisis_scale_seconds > proc.crisis_age_seconds ? " (a fix takes a week at least)" : "",
-        futures[1].mtbf_seconds / 3600);
+    futures[1].reason =
+        crisis_law
+            ? absl::StrFormat(
+                  "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's "
+                  "cost), and fixed before the finish in %.0f%% of the draws: %s; after the fix, the plan's "
+                  "incident every %.1f h",
+                  100 * (1 - crisis_law->never()), proc.excess_ratio, 100 * sim.recovery_weight,
+                  DescribeLaw(*crisis_law), futures[1].mtbf_seconds / 3600)
+            : absl::StrFormat(
+                  "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's "
+                  "cost; a "
+                  "plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before the finish "
+                  "in %.0f%% "
+                  "of the draws: it has lasted %.1f running days%s, and what has lasted that long lasts as long again "
+                  "with even "
+                  "odds (Gott 1993); after the fix, the plan's incident every %.1f h",
+                  100 * proc.crisis_probability, proc.excess_ratio, 100 * sim.recovery_weight,
+                  proc.crisis_age_seconds / 86400,
+                  proc.crisis_scale_seconds > proc.crisis_age_seconds ? " (a fix takes a week at least)" : "",
+                  futures[1].mtbf_seconds / 3600);
     // They agree when their medians are within 1% of the time ahead (an hour at least).
     const double apart = std::fabs(futures[0].finish_p50_seconds - futures[1].finish_p50_seconds);
     if (apart > std::max(3600.0, 0.01 * sim.finish_p50_seconds)) {

@@ -53,6 +53,9 @@ struct ForecastPrior {
   double checkpoint_interval_seconds = 0;
   // The team's time to find and fix a slowdown (failures.slowdown_fix_hours); 0: unknown.
   double slowdown_fix_seconds = 0;
+  // The team's time to find and fix a crisis of failures (failures.crisis_fix_days); 0:
+  // unknown. Read only by the law for the end of a bad period (ForecastOptions::bad_period_law).
+  double crisis_fix_seconds = 0;
   // A revised plan (flightplan create --update) governs the work from `revised_at` on.
   // Until the run has shown its own rate under it, the rate it showed before is scaled by
   // `revision_rate_scale`, the new plan's tokens per second over the old one's (a fleet
@@ -147,6 +150,12 @@ struct ForecastOptions {
   // persists" and "it is found and fixed" (docs/contract.md §6); false: the rates as they
   // are, the forecaster before issue 26 (the calibration's baseline).
   bool slowdown_mixture = true;
+  // How long a crisis and a slowdown last ahead: true, the law from the records
+  // (bad_period.h: its ways of ending, conditioned on the period's age, moved by the plan's
+  // fix times and the run's own ended slowdowns, and "it never ends" beside them); false,
+  // Gott's scale-free D/(D+x) with a week's floor for a crisis (the default while the
+  // calibration suite says the law is not yet as good: docs/forecasting.md).
+  bool bad_period_law = false;
 };
 
 // A run on fewer GPUs than the plan's (RunState.gpus): when the forecast has it back at full

@@ -42,6 +42,7 @@ ForecastPrior PriorFromPlan(const PlanSpec& plan, const PlanReport& r) {
   p.checkpoint_blocking_seconds = r.checkpoint.blocking_seconds;
   p.checkpoint_interval_seconds = r.checkpoint.interval_seconds;
   p.slowdown_fix_seconds = plan.failures.slowdown_fix_hours.value_or(0) * 3600.0;
+  p.crisis_fix_seconds = plan.failures.crisis_fix_days.value_or(0) * 86400.0;
   p.outage_allowance_seconds =
       OutageAllowanceSeconds(plan.failures.detect_seconds.value_or(planner::kDefaultDetectSeconds),
                              plan.failures.restart_seconds.value_or(planner::kDefaultRestartSeconds));

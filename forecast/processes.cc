@@ -366,8 +366,10 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
     const double older_cost =
         Div(kPriorInterruptions + n_older, kPriorInterruptions * prior.job_mtbf_seconds + older.running) *
         p.losses[0].mean;
-    p.crisis_age_seconds =
-        Div(older_cost, plan_cost) >= std::sqrt(p.excess_ratio) ? snap.running_seconds : recent.running;
+    const bool whole = Div(older_cost, plan_cost) >= std::sqrt(p.excess_ratio);
+    p.crisis_age_seconds = whole ? snap.running_seconds : recent.running;
+    const double share = whole ? Div(snap.running_seconds, snap.elapsed_seconds) : Div(recent.running, recent.seconds);
+    p.crisis_running_share = share > 0 ? std::clamp(share, 0.05, 1.0) : 1.0;
     // Finding and fixing takes days to weeks, however young the crisis: a week at least.
     p.crisis_scale_seconds = std::max(p.crisis_age_seconds, kMinCrisisSeconds);
   }

@@ -58,7 +58,10 @@ struct Processes {
   double crisis_probability = 0;
   double crisis_age_seconds = 0;    // as observed
   double crisis_scale_seconds = 0;  // the age the fix time is drawn from (a week at least)
-  double recent_seconds = 0;        // the recent window's span
+  // Running seconds per wall second over the crisis's span: the law for the end of a bad
+  // period (bad_period.h) is on the wall clock, the draws on the running one.
+  double crisis_running_share = 1;
+  double recent_seconds = 0;  // the recent window's span
 };
 
 [[nodiscard]] Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const EvidenceSample& now,

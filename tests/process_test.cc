@@ -254,6 +254,47 @@ TEST(Process, ASimulatedSlowStretchIsFoundByTheDaemon) {
   EXPECT_NE(metrics.find("flightplan_throughput_ratio{run=\"dense-70b-10t\",window=\"6h\"} 0.9"), std::string::npos);
 }
 
+// flightpland --bad-period-law: a crisis cut at its worst (crisis-then-settle at 28% of the
+// tokens, drawn by `flightplan simulate --scenario`) is said in the records' words by a
+// daemon with the flag, and in Gott's by one without it.
+TEST(Process, TheBadPeriodLawIsTheDaemonsChoice) {
+  TempDir dir;
+  auto sim = RunProcess({kCli, "simulate", kFlagship, "--scenario", "crisis-then-settle", "--seed", "1"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  std::istringstream in(sim.out);
+  std::string line, cut;
+  static const std::regex kTokens("\"tokens\":\"([0-9]+)\"");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, kTokens) && std::stod(m[1].str()) >= 0.28 * 10e12) break;
+    cut += line + "\n";
+  }
+  const std::string events = dir.Write("crisis.jsonl", cut);
+  for (const bool law : {true, false}) {
+    SCOPED_TRACE(law);
+    const std::string name = law ? "law" : "gott";
+    DaemonProcess d(dir.path() + "/" + name + ".db", dir.path() + "/" + name + ".log", /*metrics=*/false,
+                    law ? std::vector<std::string>{"--bad-period-law"} : std::vector<std::string>{});
+    ASSERT_EQ(Cli(d.address(), {"create", kFlagship}).exit_code, 0);
+    ASSERT_EQ(Cli(d.address(), {"replay", events}).exit_code, 0);
+    const v1::RunStatus s = d.Status();
+    ASSERT_EQ(s.futures_size(), 2) << s.DebugString();
+    const std::string& words = s.futures(1).reason();
+    EXPECT_EQ(words.find("of the records' cases") != std::string::npos, law) << words;
+    const auto text = Cli(d.address(), {"status", kRun});
+    EXPECT_NE(text.out.find(words), std::string::npos) << text.out;
+  }
+  // `flightplan backtest --bad-period-law` scores the whole log under the law: the crisis's
+  // cuts move, the finish does not.
+  const std::string whole = dir.Write("whole.jsonl", sim.out);
+  const auto gott = RunProcess({kCli, "backtest", whole, "--plan", kFlagship, "--draws", "200"});
+  const auto law = RunProcess({kCli, "backtest", whole, "--plan", kFlagship, "--draws", "200", "--bad-period-law"});
+  ASSERT_EQ(gott.exit_code, 0) << gott.err;
+  ASSERT_EQ(law.exit_code, 0) << law.err;
+  EXPECT_NE(gott.out, law.out);
+  EXPECT_EQ(gott.out.substr(0, gott.out.find('\n')), law.out.substr(0, law.out.find('\n')));
+}
+
 TEST(Process, WhatIfComparesRemediesAndRefusesBadInput) {
   TempDir dir;
   auto sim = RunProcess({kCli, "simulate", kFlagship, "--seed", "3", "--failure-rate-factor", "2"});
