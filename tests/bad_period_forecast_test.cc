@@ -16,6 +16,7 @@ namespace flightplan::forecast {
 namespace {
 
 using ::flightplan::testing::FlagshipPlan;
+using ::flightplan::testing::FoldTo;
 
 // A flagship run with a 10% slow stretch from day 10 that lasts 30 days (a rack that stays
 // bad), folded until `hours_in` hours into it.
@@ -34,23 +35,6 @@ RunState FoldIntoALongStretch(double hours_in, uint64_t seed = 1) {
     EXPECT_TRUE(ApplyEvent(s, e).ok());
   }
   EXPECT_TRUE(!s.slowdown.stretches.empty() && s.slowdown.stretches.back().active);
-  return s;
-}
-
-// A scenario's run folded until its lineage holds `progress` of the target.
-RunState FoldTo(const char* scenario, double progress, uint64_t seed = 1) {
-  const Scenario* sc = FindScenario(scenario);
-  EXPECT_NE(sc, nullptr) << scenario;
-  if (sc == nullptr) return {};
-  SimulationOptions o = sc->options;
-  o.seed = seed;
-  const std::vector<Event> events = SimulateRun(FlagshipPlan().plan, FlagshipPlan().report, o);
-  const double target = static_cast<double>(FlagshipPlan().prior.target_tokens);
-  RunState s;
-  for (const Event& e : events) {
-    if (static_cast<double>(s.tokens) >= progress * target) break;
-    EXPECT_TRUE(ApplyEvent(s, e).ok());
-  }
   return s;
 }
 

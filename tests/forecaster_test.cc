@@ -335,26 +335,7 @@ TEST(Forecaster, NaiveEstimates) {
 // --- The evidence models on simulated runs of the flagship plan (simulator.h scenarios) ---
 
 using ::flightplan::testing::FlagshipPlan;
-
-// A scenario's run (seed `seed`) folded until its lineage holds `progress` of the target.
-RunState FoldTo(const char* scenario, double progress, uint64_t seed = 1) {
-  const Scenario* sc = FindScenario(scenario);
-  EXPECT_NE(sc, nullptr) << scenario;
-  if (sc == nullptr) return {};
-  SimulationOptions o = sc->options;
-  o.seed = seed;
-  const std::vector<Event> events = SimulateRun(FlagshipPlan().plan, FlagshipPlan().report, o);
-  const double target = static_cast<double>(FlagshipPlan().prior.target_tokens);
-  RunState s;
-  for (const Event& e : events) {
-    if (static_cast<double>(s.tokens) >= progress * target) break;
-    const absl::Status st = ApplyEvent(s, e);
-    EXPECT_TRUE(st.ok()) << st;
-  }
-  EXPECT_NE(s.phase, Phase::kFinished) << scenario;
-  EXPECT_GE(static_cast<double>(s.tokens), progress * target) << scenario;
-  return s;
-}
+using ::flightplan::testing::FoldTo;
 
 Simulation SimulateAt(const RunState& s, EvidenceModel model = EvidenceModel::kChangepoint) {
   ForecastOptions o;
