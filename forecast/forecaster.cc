@@ -527,12 +527,9 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
                   DescribeLaw(*crisis_law), futures[1].mtbf_seconds / 3600)
             : absl::StrFormat(
                   "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's "
-                  "cost; a "
-                  "plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before the finish "
-                  "in %.0f%% "
-                  "of the draws: it has lasted %.1f running days%s, and what has lasted that long lasts as long again "
-                  "with even "
-                  "odds (Gott 1993); after the fix, the plan's incident every %.1f h",
+                  "cost; a plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before "
+                  "the finish in %.0f%% of the draws: it has lasted %.1f running days%s, and what has lasted that long "
+                  "lasts as long again with even odds (Gott 1993); after the fix, the plan's incident every %.1f h",
                   100 * proc.crisis_probability, proc.excess_ratio, 100 * sim.recovery_weight,
                   proc.crisis_age_seconds / 86400,
                   proc.crisis_scale_seconds > proc.crisis_age_seconds ? " (a fix takes a week at least)" : "",
