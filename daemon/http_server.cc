@@ -33,7 +33,30 @@
 #include "exporters/text_format.h"
 
 namespace flightplan::daemon {
+// The parsed request and the answer: named (not in the anonymous namespace below) because
+// HttpServer::Impl, which has external linkage, holds them.
+namespace http_detail {
+
+struct Response {
+  int code = 200;
+  const char* reason = "OK";
+  const char* type = "text/plain; charset=utf-8";
+  std::string body;
+  std::string extra_headers;  // each line ending in \r\n
+};
+
+struct Request {
+  bool head = false;          // HEAD: the answer without its body
+  std::string path;           // percent-decoded, without the query
+  std::string authorization;  // the header's value, if sent
+};
+
+}  // namespace http_detail
+
 namespace {
+
+using http_detail::Request;
+using http_detail::Response;
 
 using Steady = std::chrono::steady_clock;
 
@@ -43,14 +66,6 @@ constexpr size_t kMaxHeadBytes = 16 * 1024;
 // After the answer, the client's own close is awaited this long, so that closing with its
 // bytes unread does not reset the connection under the answer.
 constexpr auto kLinger = std::chrono::seconds(2);
-
-struct Response {
-  int code = 200;
-  const char* reason = "OK";
-  const char* type = "text/plain; charset=utf-8";
-  std::string body;
-  std::string extra_headers;  // each line ending in \r\n
-};
 
 Response Plain(int code, const char* reason, std::string body, std::string extra = "") {
   Response r;
@@ -69,12 +84,6 @@ std::string Head(const Response& r) {
                       "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", r.extra_headers,
                       "Connection: close\r\n\r\n");
 }
-
-struct Request {
-  bool head = false;          // HEAD: the answer without its body
-  std::string path;           // percent-decoded, without the query
-  std::string authorization;  // the header's value, if sent
-};
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';

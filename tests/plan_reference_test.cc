@@ -295,7 +295,9 @@ PlanSpec::Phase Stage(const char* name, uint64_t tokens, uint32_t gpus, uint32_t
   return ph;
 }
 
-double IterationSeconds(const PlanReport::Phase& ph) { return ph.tokens_per_step / ph.tokens_per_second; }
+double IterationSeconds(const PlanReport::Phase& ph) {
+  return static_cast<double>(ph.tokens_per_step) / ph.tokens_per_second;
+}
 
 TEST(PublishedRuns, Nemotron4At340bItsThreeStages) {
   // "Nemotron-4 340B Technical Report" (arXiv 2406.11704), tables 1 and 2: 96 layers, hidden
