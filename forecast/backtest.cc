@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -11,7 +12,7 @@ namespace flightplan::forecast {
 namespace {
 
 double Error(absl::Time predicted, absl::Time actual) {
-  if (predicted == absl::InfiniteFuture()) return INFINITY;
+  if (predicted == absl::InfiniteFuture()) return std::numeric_limits<double>::infinity();
   return std::fabs(absl::ToDoubleSeconds(predicted - actual));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -115,7 +116,7 @@ std::vector<Event> SimulateRun(const PlanSpec& plan, const PlanReport& r, const 
   double next_maintenance = calendar_maintenance ? o.maintenance_every_days * 86400 : HUGE_VAL;
   double next_intervention = o.intervention_every_days > 0 ? o.intervention_every_days * 86400 : HUGE_VAL;
   // Bad days: [start, end) in wall seconds, drawn lazily.
-  double bad_start = INFINITY, bad_end = INFINITY;
+  double bad_start = std::numeric_limits<double>::infinity(), bad_end = bad_start;
   auto next_bad_day = [&](double after) {
     if (o.bad_day_every_days <= 0) return;
     bad_start = after + unit_exp(calendar_rng) * o.bad_day_every_days * 86400;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -128,7 +129,7 @@ TEST(Slowdown, BadIntervalsAreIgnored) {
   AddPace(s, kStart, 0, 100, 1);
   AddPace(s, kStart, 100, 0, 1);
   AddPace(s, kStart, -5, 100, 1);
-  AddPace(s, kStart, NAN, 100, 1);
+  AddPace(s, kStart, std::numeric_limits<double>::quiet_NaN(), 100, 1);
   EXPECT_EQ(s.bin.tokens, 0);
   EXPECT_EQ(ReportSlowdown(s, 0, kStart).reference_tokens_per_second, 0);
   EXPECT_EQ(ThroughputRatio(s, kStart, absl::Hours(1)), 0);
