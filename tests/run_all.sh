@@ -4,7 +4,7 @@
 #   build/       the normal build (gcc, RelWithDebInfo): the whole suite;
 #   build-asan/  clang with AddressSanitizer, its leak checker and UndefinedBehaviorSanitizer
 #                (any report fails the test), the fuzz targets linked with libFuzzer: the
-#                suite again but the three calibration sweeps (see below), plus each fuzzer
+#                suite again but the four calibration sweeps (see below), plus each fuzzer
 #                for FUZZ_SECONDS (default 20) from the seed corpus in tests/fuzz/corpus.
 # The README's test command runs this after deploy/install-deps.sh; so does CI (.ci/run).
 #
@@ -41,11 +41,11 @@ stage "build: clang, ASan + UBSan + libFuzzer, unity (build-asan/)"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLIGHTPLAN_FUZZ=ON -DFLIGHTPLAN_FUZZ_SECONDS="$fuzz_seconds" "$unity"
 cmake --build build-asan -j"$jobs"
-# Under the sanitizers, all but the three whole-table calibration sweeps: pure arithmetic
+# Under the sanitizers, all but the four whole-table calibration sweeps: pure arithmetic
 # (the simulator, the backtest and the forecaster over 6-16 seeds of every scenario), five
 # times slower there (540 s of the 2 cores' 1,270 s). The same code runs sanitized in the
 # smaller calibration tests and calibrate_smoke; the sweeps' tables are asserted in build/.
-sweeps='^Calibration\.(EveryScenarioEverySeedEveryTenth|FuturesScoreBetterThanTheChangepointModel|SlowStretchesTheMixtureIsNoWorseAndBetterWhileActive)$'
+sweeps='^Calibration\.(EveryScenarioEverySeedEveryTenth|FuturesScoreBetterThanTheChangepointModel|SlowStretchesTheMixtureIsNoWorseAndBetterWhileActive|OnSlowdownsThatLastAsTheRecordsSayTheLawScoresBetter)$'
 stage "test: build-asan/ (the suite under the sanitizers but the calibration sweeps, fuzzers ${fuzz_seconds} s each)"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "$sweeps"
 # What the fuzzers did, from their final statistics.
