@@ -5,10 +5,13 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "forecast/bad_period.h"
+#include "forecast/crisis_history.h"
 #include "forecast/forecaster_internal.h"
 #include "forecast/processes.h"
 #include "planner/formulas.h"
@@ -39,6 +42,21 @@ double DrawKthOfExponentials(uint32_t k, uint32_t n, double mean, SplitMix64& g)
     t += -std::log1p(-Uniform01(g)) * std::max(1.0, mean) / static_cast<double>(n - j);
   }
   return t;
+}
+
+// "; the run's 2 earlier crises lasted 3.1 and 6.0 days", or nothing without any.
+std::string EarlierCrisesText(const std::vector<double>& seconds) {
+  if (seconds.empty()) return "";
+  std::string days;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    absl::StrAppend(&days,
+                    i == 0                    ? ""
+                    : i + 1 == seconds.size() ? " and "
+                                              : ", ",
+                    absl::StrFormat("%.1f", seconds[i] / 86400));
+  }
+  return seconds.size() == 1 ? absl::StrCat("; the run's earlier crisis lasted ", days, " days")
+                             : absl::StrCat("; the run's ", seconds.size(), " earlier crises lasted ", days, " days");
 }
 
 }  // namespace
@@ -322,13 +340,28 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   const double consumed = snap.failure_budget_consumed_seconds;
   // options.bad_period_law: the crisis's end from the law on a human's clock, its age on the
   // wall clock, "never" the odds that the excess is the fleet's level (1 - P(crisis)) when
-  // the futures first show it; the plan's crisis_fix_days moves it.
+  // the futures first show it; the plan's crisis_fix_days and the run's earlier crises move it.
   std::optional<BadPeriodLaw> crisis_law;
   if (options.bad_period_law && proc.crisis_probability > 0) {
     PeriodEvidence evidence;
     evidence.team_fix_seconds = prior.crisis_fix_seconds;
-    crisis_law.emplace(PeriodKind::kHuman, proc.crisis_age_seconds / proc.crisis_running_share, kCrisisSeenSeconds,
-                       1 - proc.crisis_probability, evidence);
+    // The run's own crises that ended, each an observation. This one began when the days
+    // turned bad after the last of them (a history of days that finds it), else where the
+    // estimate above puts it but not before the last one ended: an earlier crisis in the
+    // older part of the run makes that estimate read the whole run as one.
+    const CrisisHistory history =
+        ReadCrises(s.evidence, prior.job_mtbf_seconds, std::max(1.0, prior.loss_per_interruption_seconds), sim.as_of);
+    absl::Time since = proc.crisis_since;
+    if (!history.ended.empty() && history.ended.back().end > since) since = history.ended.back().end;
+    if (history.open_since != absl::InfiniteFuture()) since = std::max(since, history.open_since);
+    for (const PastCrisis& c : history.ended) {
+      if (c.end <= since) sim.earlier_crises_seconds.push_back(absl::ToDoubleSeconds(c.end - c.start));
+    }
+    evidence.ended_seconds = sim.earlier_crises_seconds;
+    const double age = since > absl::InfinitePast() ? absl::ToDoubleSeconds(sim.as_of - since)
+                                                    : proc.crisis_age_seconds / proc.crisis_running_share;
+    crisis_law.emplace(PeriodKind::kHuman, std::max(0.0, age), kCrisisSeenSeconds, 1 - proc.crisis_probability,
+                       evidence);
   }
   // A change shifts each loss (never below a tenth of what it was).
   auto shifted = [&](double l) { return std::max(0.1 * l, l + prior.change.loss_shift_seconds); };
@@ -521,10 +554,11 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
         crisis_law
             ? absl::StrFormat(
                   "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's "
-                  "cost), and fixed before the finish in %.0f%% of the draws: %s; after the fix, the plan's "
+                  "cost), and fixed before the finish in %.0f%% of the draws: %s%s; after the fix, the plan's "
                   "incident every %.1f h",
                   100 * (1 - crisis_law->never()), proc.excess_ratio, 100 * sim.recovery_weight,
-                  DescribeLaw(*crisis_law), futures[1].mtbf_seconds / 3600)
+                  DescribeLaw(*crisis_law), EarlierCrisesText(sim.earlier_crises_seconds),
+                  futures[1].mtbf_seconds / 3600)
             : absl::StrFormat(
                   "the excess is a crisis rather than the fleet's level with probability %.0f%% (at %.1fx the plan's "
                   "cost; a plan taken as right within 2x at one sigma, a crisis as likely as not), and fixed before "

@@ -305,7 +305,10 @@ struct Simulation {
   double excess_ratio = 1;
   double crisis_probability = 0;
   double crisis_age_seconds = 0;
-  double recovery_weight = 0;            // P(fixed before the finish): the "plan" future's weight
+  double recovery_weight = 0;  // P(fixed before the finish): the "plan" future's weight
+  // ForecastOptions::bad_period_law: the wall lengths of the run's own crises that ended
+  // before the present one began (crisis_history.h), each weighed by the law.
+  std::vector<double> earlier_crises_seconds;
   std::vector<double> quantile_seconds;  // at FinishQuantileLevel
   std::vector<Future> futures;           // empty while they agree
 };

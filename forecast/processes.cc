@@ -370,6 +370,7 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
     p.crisis_age_seconds = whole ? snap.running_seconds : recent.running;
     const double share = whole ? Div(snap.running_seconds, snap.elapsed_seconds) : Div(recent.running, recent.seconds);
     p.crisis_running_share = share > 0 ? std::clamp(share, 0.05, 1.0) : 1.0;
+    p.crisis_since = whole ? absl::Time(s.first_time) : absl::Time(recent_start.time);
     // Finding and fixing takes days to weeks, however young the crisis: a week at least.
     p.crisis_scale_seconds = std::max(p.crisis_age_seconds, kMinCrisisSeconds);
   }

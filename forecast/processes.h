@@ -61,7 +61,8 @@ struct Processes {
   // Running seconds per wall second over the crisis's span: the law for the end of a bad
   // period (bad_period.h) is on the wall clock, the draws on the running one.
   double crisis_running_share = 1;
-  double recent_seconds = 0;  // the recent window's span
+  absl::Time crisis_since = absl::InfinitePast();  // where its age starts (the run's start, or the window's)
+  double recent_seconds = 0;                       // the recent window's span
 };
 
 [[nodiscard]] Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const EvidenceSample& now,
