@@ -35,8 +35,8 @@ double PoissonTail(double n, double mean) {
 
 }  // namespace
 
-CrisisHistory ReadCrises(const std::deque<EvidenceSample>& evidence, double plan_mtbf_seconds,
-                         double plan_loss_seconds, absl::Time before) {
+CrisisHistory ReadCrises(const std::deque<EvidenceSample>& evidence, double plan_mtbf_seconds, double plan_loss_seconds,
+                         absl::Time before) {
   CrisisHistory out;
   if (evidence.size() < 2 || plan_mtbf_seconds <= 0 || plan_loss_seconds <= 0) return out;
   const double plan_cost = plan_loss_seconds / plan_mtbf_seconds;  // seconds lost per running second

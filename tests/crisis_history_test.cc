@@ -79,8 +79,8 @@ TEST(CrisisHistory, AChaoticStartIsOneCrisisDatedAtBothEnds) {
       ASSERT_EQ(then.ended.size(), 1u);
       const PastCrisis& c = then.ended[0];
       EXPECT_LE(Days(c.start - after.first_time), 2.5);
-      EXPECT_LT(std::abs(Days(c.end - at[0])), 2) << Days(c.end - after.first_time) << " against "
-                                                 << Days(at[0] - after.first_time);
+      EXPECT_LT(std::abs(Days(c.end - at[0])), 2)
+          << Days(c.end - after.first_time) << " against " << Days(at[0] - after.first_time);
       EXPECT_GE(c.cost_ratio, 2);
       EXPECT_EQ(then.open_since, absl::InfiniteFuture());
     }
