@@ -96,6 +96,16 @@ TEST(Calibration, FuturesScoreBetterThanTheChangepointModel) {
   }
 }
 
+// A run of the flagship as planned but for one slow stretch, with 3% step-time noise and
+// a report every ~7 minutes (`name` must outlive the scenario).
+Scenario SlowScenario(const char* name, SlowStretchSpec spec) {
+  Scenario sc{name, name, SimulationOptions{}, 0};
+  sc.options.slow.push_back(spec);
+  sc.options.step_time_noise = 0.03;
+  sc.options.target_reports = 8000;
+  return sc;
+}
+
 // Slow stretches (issue 26): a slow node of 3%, 5% or 10% for a day to ten days, found by the
 // run's own pace. The forecast that takes an active slowdown in (a mixture of "it persists"
 // and "it is found and fixed") against the one that reads the rates as they are, on the same
@@ -116,13 +126,7 @@ TEST(Calibration, SlowStretchesTheMixtureIsNoWorseAndBetterWhileActive) {
                         {"slow-10%-3d", {14, 72, 1.10, 0}},
                         {"slow-10%-1d", {14.6, 24, 1.10, 6}}};
   std::vector<Scenario> scenarios;
-  for (const Slow& sl : slows) {
-    Scenario sc{sl.name, sl.name, SimulationOptions{}, 0};
-    sc.options.slow.push_back(sl.spec);
-    sc.options.step_time_noise = 0.03;
-    sc.options.target_reports = 8000;
-    scenarios.push_back(sc);
-  }
+  for (const Slow& sl : slows) scenarios.push_back(SlowScenario(sl.name, sl.spec));
   CalibrationOptions options;
   options.seeds = 8;
   options.forecast.draws = 1000;
@@ -187,11 +191,7 @@ TEST(Calibration, OnSlowdownsThatLastAsTheRecordsSayTheLawScoresBetter) {
     const double u_way = uniform(rng), u_time = uniform(rng);
     const double left = prior.DrawLeft(u_way, u_time);
     const double hours = std::isfinite(left) ? (kSeen + left) / 3600 : 2000;  // never: past the finish
-    Scenario sc{names[i].c_str(), names[i].c_str(), SimulationOptions{}, 0};
-    sc.options.slow.push_back({start_days, hours, 1.30, 0});
-    sc.options.step_time_noise = 0.03;
-    sc.options.target_reports = 8000;
-    scenarios.push_back(sc);
+    scenarios.push_back(SlowScenario(names[i].c_str(), {start_days, hours, 1.30, 0}));
   }
   CalibrationOptions options;
   options.seeds = 2;
