@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "forecast/bad_period.h"
-#include "forecast/crisis_history.h"
 #include "forecast/forecaster_internal.h"
 #include "forecast/processes.h"
 #include "planner/formulas.h"
@@ -345,16 +344,11 @@ Simulation Simulate(const RunState& s, const ForecastPrior& prior, absl::Time no
   if (options.bad_period_law && proc.crisis_probability > 0) {
     PeriodEvidence evidence;
     evidence.team_fix_seconds = prior.crisis_fix_seconds;
-    // The run's own crises that ended, each an observation. This one began when the days
-    // turned bad after the last of them (a history of days that finds it), else where the
-    // estimate above puts it but not before the last one ended: an earlier crisis in the
-    // older part of the run makes that estimate read the whole run as one.
-    const CrisisHistory history =
-        ReadCrises(s.evidence, prior.job_mtbf_seconds, std::max(1.0, prior.loss_per_interruption_seconds), sim.as_of);
+    // The run's own crises that ended before this one began, each an observation; this one
+    // is aged from the day the days turned bad, when the history of days shows it.
     absl::Time since = proc.crisis_since;
-    if (!history.ended.empty() && history.ended.back().end > since) since = history.ended.back().end;
-    if (history.open_since != absl::InfiniteFuture()) since = std::max(since, history.open_since);
-    for (const PastCrisis& c : history.ended) {
+    if (proc.crises.open_since != absl::InfiniteFuture()) since = std::max(since, proc.crises.open_since);
+    for (const PastCrisis& c : proc.crises.ended) {
       if (c.end <= since) sim.earlier_crises_seconds.push_back(absl::ToDoubleSeconds(c.end - c.start));
     }
     evidence.ended_seconds = sim.earlier_crises_seconds;

@@ -371,6 +371,18 @@ Processes EstimateProcesses(const RunState& s, const RunSnapshot& snap, const Ev
     const double share = whole ? Div(snap.running_seconds, snap.elapsed_seconds) : Div(recent.running, recent.seconds);
     p.crisis_running_share = share > 0 ? std::clamp(share, 0.05, 1.0) : 1.0;
     p.crisis_since = whole ? absl::Time(s.first_time) : absl::Time(recent_start.time);
+    // But not before a crisis the run's days show ended (crisis_history.h): an earlier
+    // crisis in the older part reads as "the older part was in excess too". This one
+    // began when the days turned bad after it.
+    p.crises = ReadCrises(s.evidence, prior.job_mtbf_seconds, plan_loss, as_of);
+    if (!p.crises.ended.empty() && p.crises.ended.back().end > p.crisis_since) {
+      p.crisis_since =
+          std::max(p.crises.ended.back().end,
+                   p.crises.open_since == absl::InfiniteFuture() ? absl::InfinitePast() : p.crises.open_since);
+      const Window since = Between(WindowStart(s, as_of, absl::ToDoubleSeconds(as_of - p.crisis_since)), now);
+      p.crisis_age_seconds = since.running;
+      if (since.seconds > 0) p.crisis_running_share = std::clamp(Div(since.running, since.seconds), 0.05, 1.0);
+    }
     // Finding and fixing takes days to weeks, however young the crisis: a week at least.
     p.crisis_scale_seconds = std::max(p.crisis_age_seconds, kMinCrisisSeconds);
   }

@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "forecast/accounting.h"
+#include "forecast/crisis_history.h"
 #include "forecast/forecaster.h"
 
 namespace flightplan::forecast::forecaster_internal {
@@ -61,7 +62,8 @@ struct Processes {
   // Running seconds per wall second over the crisis's span: the law for the end of a bad
   // period (bad_period.h) is on the wall clock, the draws on the running one.
   double crisis_running_share = 1;
-  absl::Time crisis_since = absl::InfinitePast();  // where its age starts (the run's start, or the window's)
+  absl::Time crisis_since = absl::InfinitePast();  // where its age starts
+  CrisisHistory crises;                            // the run's crises, a day at a time
   double recent_seconds = 0;                       // the recent window's span
 };
 
