@@ -1,7 +1,9 @@
-// A run's own earlier crises of failures, read from its evidence samples: the periods
-// that the law for the end of a bad period (bad_period.h) weighs beside the records when
-// a new crisis is under way (issue 42: "the run's own earlier periods and their lengths
-// weigh in"). Pure: no clock, no I/O.
+// A run's own crises of failures, read from its evidence samples: where the crisis under
+// way began (the forecast ages it from there once an earlier one has ended), and the
+// earlier ones that the law for the end of a bad period (bad_period.h) weighs beside the
+// records (issue 42: "the run's own earlier periods and their lengths weigh in"). Read
+// once per simulation of a run in a crisis, over its at most kMaxEvidenceSamples samples.
+// Pure: no clock, no I/O.
 //
 // A day of the run is in crisis when its failures cost at least kFarRatio times the plan's
 // per running hour (the threshold at which the forecast shows two futures) and their count
